@@ -1,0 +1,134 @@
+//===- StrataAttrs.td - Strata attributes and enums --------*- tablegen -*-===//
+
+#ifndef STRATA_DIALECT_STRATA_STRATAATTRS_TD
+#define STRATA_DIALECT_STRATA_STRATAATTRS_TD
+
+include "strata/Dialect/Strata/StrataDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Strata_InitKind : I32EnumAttr<"InitKind", "parameter initialisation scheme", [
+    I32EnumAttrCase<"zeros", 0>,
+    I32EnumAttrCase<"ones", 1>,
+    I32EnumAttrCase<"normal", 2>,
+    I32EnumAttrCase<"uniform", 3>,
+    I32EnumAttrCase<"xavier_uniform", 4>,
+    I32EnumAttrCase<"kaiming_normal", 5>
+  ]> {
+  let cppNamespace = "::mlir::strata";
+  let genSpecializedAttr = 0;
+}
+
+def Strata_InputRole : I32EnumAttr<"InputRole", "role of a data input", [
+    I32EnumAttrCase<"data", 0>,
+    I32EnumAttrCase<"labels", 1>
+  ]> {
+  let cppNamespace = "::mlir::strata";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Strata_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Strata_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+/// A double-precision attribute parameter (stored as an APFloat so that it
+/// hashes) printed and parsed as a float literal.
+def Strata_DoubleParameter : AttrParameter<"::llvm::APFloat", "a double"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let printer = [{ ::mlir::strata::detail::printDouble($_printer, $_self) }];
+}
+
+def Strata_ParamAttr : Strata_Attr<"Param", "param"> {
+  let summary = "marks a function argument as a trainable parameter";
+  let description = [{
+    Attached to a function argument as `strata.param`. `name` is unique in the
+    function and is the tensor's key in checkpoints; `layer` is the model layer
+    that owns the parameter; `init` and `scale` describe its initialisation:
+    `normal` draws N(0, scale²), `uniform` draws U(-scale, scale),
+    `xavier_uniform` and `kaiming_normal` derive their bound from the fan-in and
+    fan-out of the shape and multiply it by `scale`; `zeros` and `ones` ignore
+    `scale`.
+
+    ```mlir
+    %w: tensor<768x768xf32> {strata.param = #strata.param<name = "h0.attn.wq", layer = 1, init = normal, scale = 2.000000e-02>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"parameter name">:$name,
+                        "int64_t":$layer,
+                        EnumParameter<Strata_InitKind>:$init,
+                        Strata_DoubleParameter:$scale);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Strata_InputAttr : Strata_Attr<"Input", "input"> {
+  let summary = "marks a function argument as a data input";
+  let description = [{
+    Attached to a function argument as `strata.input`: a batch of features
+    (`role = data`) or of targets (`role = labels`). Data inputs are never
+    differentiated or updated.
+
+    ```mlir
+    %tokens: tensor<8x128xi32> {strata.input = #strata.input<name = "tokens", role = data>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"input name">:$name,
+                        EnumParameter<Strata_InputRole>:$role);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Strata_CostAttr : Strata_Attr<"Cost", "cost"> {
+  let summary = "analytic cost of one execution of an op on a target";
+  let description = [{
+    Attached as `strata.cost` by `--strata-annotate-costs`. `flops` counts
+    floating-point operations (a fused multiply-add counts two); `bytes_read`
+    and `bytes_written` count memory traffic assuming every operand is read and
+    every result written once; `seconds` is the roofline time
+    max(flops / peak, bytes / bandwidth) on the target.
+
+    ```mlir
+    {strata.cost = #strata.cost<flops = 1024, bytes_read = 512, bytes_written = 256, seconds = 1.0e-09>}
+    ```
+  }];
+  let parameters = (ins "int64_t":$flops, "int64_t":$bytes_read,
+                        "int64_t":$bytes_written,
+                        Strata_DoubleParameter:$seconds);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Strata_LayerCostAttr : Strata_Attr<"LayerCost", "layer_cost"> {
+  let summary = "analytic cost of one model layer on a target";
+  let description = [{
+    One entry of the function attribute `strata.layer_costs` written by
+    `--strata-annotate-costs`: the sums of the costs of the layer's ops
+    (`flops`, `bytes`, `seconds`), the bytes of the parameters the layer owns
+    (`param_bytes`) and the bytes of the activations the layer produces that a
+    later layer consumes (`activation_bytes`: what crosses a stage boundary
+    placed after this layer).
+
+    ```mlir
+    #strata.layer_cost<layer = 1, ops = 23, flops = 4096, bytes = 1024, seconds = 1.0e-06, param_bytes = 512, activation_bytes = 256>
+    ```
+  }];
+  let parameters = (ins "int64_t":$layer, "int64_t":$ops, "int64_t":$flops,
+                        "int64_t":$bytes, Strata_DoubleParameter:$seconds,
+                        "int64_t":$param_bytes, "int64_t":$activation_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+#endif // STRATA_DIALECT_STRATA_STRATAATTRS_TD

@@ -1,0 +1,154 @@
+//===- StrataDialect.cpp - Strata dialect ---------------------------------===//
+
+#include "strata/Dialect/Strata/StrataDialect.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+#include "strata/Dialect/Strata/StrataDialect.cpp.inc"
+#include "strata/Dialect/Strata/StrataEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "strata/Dialect/Strata/StrataAttrs.cpp.inc"
+
+void StrataDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "strata/Dialect/Strata/StrataOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void StrataDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "strata/Dialect/Strata/StrataAttrs.cpp.inc"
+      >();
+}
+
+void mlir::strata::detail::printDouble(AsmPrinter &printer,
+                                       const llvm::APFloat &value) {
+  printer.printFloat(value);
+}
+
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef name, int64_t layer, InitKind init,
+                                llvm::APFloat scale) {
+  if (name.empty())
+    return emitError() << "parameter name must not be empty";
+  if (layer < 0)
+    return emitError() << "parameter layer must be non-negative, got "
+                       << layer;
+  if (scale.isNegative() || !scale.isFinite())
+    return emitError() << "parameter init scale must be a non-negative "
+                          "number, got "
+                       << scale.convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attribute verification
+//===----------------------------------------------------------------------===//
+
+LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == getLayerAttrName()) {
+    auto layer = dyn_cast<IntegerAttr>(value);
+    if (!layer || !layer.getType().isSignlessInteger(64))
+      return op->emitOpError() << "'" << name << "' must be an i64 integer";
+    if (layer.getInt() < 0)
+      return op->emitOpError()
+             << "'" << name << "' must be non-negative, got " << layer.getInt();
+    return success();
+  }
+  if (name == getLayerNamesAttrName()) {
+    auto names = dyn_cast<ArrayAttr>(value);
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << name << "' is only valid on functions";
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return op->emitOpError() << "'" << name << "' must be an array of strings";
+    return success();
+  }
+  if (name == getCostAttrName()) {
+    if (!isa<CostAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a #strata.cost";
+    return success();
+  }
+  if (name == getLayerCostsAttrName()) {
+    auto costs = dyn_cast<ArrayAttr>(value);
+    if (!costs || !llvm::all_of(costs, llvm::IsaPred<LayerCostAttr>))
+      return op->emitOpError()
+             << "'" << name << "' must be an array of #strata.layer_cost";
+    return success();
+  }
+  if (name == getTargetAttrName()) {
+    if (!isa<StringAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a string";
+    return success();
+  }
+  return op->emitOpError() << "unknown strata attribute '" << name << "'";
+}
+
+/// Checks that parameter names are unique in `func`; run once per function,
+/// from its first parameter.
+static LogicalResult verifyUniqueParamNames(FunctionOpInterface func,
+                                            unsigned argIndex) {
+  StringRef paramName = StrataDialect::getParamAttrName();
+  for (unsigned i = 0; i < argIndex; ++i)
+    if (func.getArgAttr(i, paramName))
+      return success(); // Not the first parameter: already checked.
+  llvm::StringSet<> seen;
+  for (unsigned i = argIndex, e = func.getNumArguments(); i < e; ++i) {
+    auto param = func.getArgAttrOfType<ParamAttr>(i, paramName);
+    if (param && !seen.insert(param.getName()).second)
+      return func->emitOpError()
+             << "parameter name '" << param.getName() << "' is used twice";
+  }
+  return success();
+}
+
+LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned argIndex,
+                                                      NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (name != getParamAttrName() && name != getInputAttrName())
+    return op->emitOpError() << "unknown strata argument attribute '" << name
+                             << "'";
+  if (!func)
+    return op->emitOpError() << "'" << name
+                             << "' is only valid on function arguments";
+  Type argType = func.getArgumentTypes()[argIndex];
+  if (name == getParamAttrName()) {
+    if (!isa<ParamAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a #strata.param";
+    auto tensor = dyn_cast<RankedTensorType>(argType);
+    if (!tensor || !tensor.hasStaticShape() ||
+        !isa<FloatType>(tensor.getElementType()))
+      return op->emitOpError()
+             << "parameter #" << argIndex
+             << " must be a statically shaped float tensor, got " << argType;
+    if (func.getArgAttr(argIndex, getInputAttrName()))
+      return op->emitOpError() << "argument #" << argIndex
+                               << " cannot be both a parameter and an input";
+    return verifyUniqueParamNames(func, argIndex);
+  }
+  if (!isa<InputAttr>(attr.getValue()))
+    return op->emitOpError() << "'" << name << "' must be a #strata.input";
+  auto tensor = dyn_cast<RankedTensorType>(argType);
+  if (!tensor || !tensor.hasStaticShape())
+    return op->emitOpError() << "input #" << argIndex
+                             << " must be a statically shaped tensor, got "
+                             << argType;
+  return success();
+}

@@ -1,0 +1,87 @@
+//===- StrataDialect.td - Strata dialect definition --------*- tablegen -*-===//
+//
+// The `strata` dialect holds one training step of a neural network on static
+// shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_DIALECT_STRATA_STRATADIALECT_TD
+#define STRATA_DIALECT_STRATA_STRATADIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Strata_Dialect : Dialect {
+  let name = "strata";
+  let cppNamespace = "::mlir::strata";
+  let summary = "Static-shape tensor ops for neural-network training graphs";
+  let description = [{
+    The `strata` dialect describes a model's forward graph, its loss and (after
+    `--strata-autodiff`) a whole training step on builtin ranked tensors of
+    `f32` or `bf16` (integer tensors for token ids and labels).
+
+    A model is one `func.func` whose arguments are either **parameters**
+    (carrying a `strata.param` argument attribute: name, owning layer,
+    initialisation) or **data inputs** (carrying `strata.input`: name and role).
+    Every op of the graph carries the discardable attribute
+    `strata.layer = N : i64`, the index of the model layer it belongs to. Layers
+    are the unit that the pipeline partitioner moves between stages; passes that
+    create ops copy the attribute from the op they replace. The function may
+    list human-readable layer names in `strata.layer_names`.
+
+    ```mlir
+    func.func @mlp(%w0: tensor<784x128xf32> {strata.param = #strata.param<name = "fc0.weight", layer = 0, init = xavier_uniform, scale = 1.0>},
+                   %x: tensor<32x784xf32> {strata.input = #strata.input<name = "x", role = data>},
+                   %y: tensor<32xi32> {strata.input = #strata.input<name = "y", role = labels>})
+        -> tensor<f32> attributes {strata.layer_names = ["fc0"]} {
+      %h = strata.matmul %x, %w0 {strata.layer = 0 : i64}
+          : (tensor<32x784xf32>, tensor<784x128xf32>) -> tensor<32x128xf32>
+      %l = strata.softmax_cross_entropy %h, %y {strata.layer = 0 : i64}
+          : (tensor<32x128xf32>, tensor<32xi32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute holding an op's layer index.
+    static constexpr ::llvm::StringLiteral getLayerAttrName() {
+      return ::llvm::StringLiteral("strata.layer");
+    }
+    /// Name of the argument attribute marking a parameter.
+    static constexpr ::llvm::StringLiteral getParamAttrName() {
+      return ::llvm::StringLiteral("strata.param");
+    }
+    /// Name of the argument attribute marking a data input.
+    static constexpr ::llvm::StringLiteral getInputAttrName() {
+      return ::llvm::StringLiteral("strata.input");
+    }
+    /// Name of the function attribute listing layer names.
+    static constexpr ::llvm::StringLiteral getLayerNamesAttrName() {
+      return ::llvm::StringLiteral("strata.layer_names");
+    }
+    /// Name of the op attribute holding the analytic cost of an op.
+    static constexpr ::llvm::StringLiteral getCostAttrName() {
+      return ::llvm::StringLiteral("strata.cost");
+    }
+    /// Name of the function attribute holding per-layer costs.
+    static constexpr ::llvm::StringLiteral getLayerCostsAttrName() {
+      return ::llvm::StringLiteral("strata.layer_costs");
+    }
+    /// Name of the module/function attribute naming the cost target.
+    static constexpr ::llvm::StringLiteral getTargetAttrName() {
+      return ::llvm::StringLiteral("strata.target");
+    }
+
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+class Strata_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Strata_Dialect, mnemonic, traits>;
+
+#endif // STRATA_DIALECT_STRATA_STRATADIALECT_TD

@@ -1,0 +1,554 @@
+//===- StrataOps.cpp - Strata operations ----------------------------------===//
+//
+// Result-type inference, verifiers and FLOP counts of the strata ops. Shape
+// rules live in the inference functions, so builders and the verifier share
+// them and every rule reports its violation at the op's location.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Dialect/Strata/StrataOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> mlir::strata::getLayer(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(
+          StrataDialect::getLayerAttrName()))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+void mlir::strata::setLayer(Operation *op, int64_t layer) {
+  op->setAttr(StrataDialect::getLayerAttrName(),
+              IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
+}
+
+int64_t mlir::strata::getTensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * ((bits + 7) / 8);
+}
+
+static int64_t getNumElements(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+/// Returns `type` as a ranked tensor or reports that `what` must be one.
+static FailureOr<RankedTensorType> getRanked(std::optional<Location> loc,
+                                             Type type, StringRef what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return emitOptionalError(loc, what, " must be a statically shaped tensor");
+  return tensor;
+}
+
+/// Formats a shape as `[a, b, c]` for diagnostics.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  os << '[';
+  llvm::interleaveComma(shape, os);
+  os << ']';
+  return str;
+}
+
+static LogicalResult checkSameElementType(std::optional<Location> loc,
+                                          RankedTensorType a,
+                                          RankedTensorType b, StringRef aName,
+                                          StringRef bName) {
+  if (a.getElementType() == b.getElementType())
+    return success();
+  return emitOptionalError(loc, aName, " and ", bName,
+                           " must have the same element type, got ",
+                           a.getElementType(), " and ", b.getElementType());
+}
+
+/// Output extent of a window sliding over `size` (with symmetric `pad`).
+static int64_t getWindowOutputSize(int64_t size, int64_t window,
+                                   int64_t stride, int64_t pad) {
+  return (size + 2 * pad - window) / stride + 1;
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> lhs =
+      getRanked(loc, adaptor.getLhs().getType(), "lhs");
+  FailureOr<RankedTensorType> rhs =
+      getRanked(loc, adaptor.getRhs().getType(), "rhs");
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (failed(checkSameElementType(loc, *lhs, *rhs, "lhs", "rhs")))
+    return failure();
+  int64_t lhsRank = lhs->getRank(), rhsRank = rhs->getRank();
+  if (lhsRank < 2 || rhsRank < 2)
+    return emitOptionalError(loc, "operands must have rank >= 2, got ", lhsRank,
+                             " and ", rhsRank);
+  if (rhsRank != 2 && rhsRank != lhsRank)
+    return emitOptionalError(loc, "rhs must have rank 2 or the rank of lhs (",
+                             lhsRank, "), got ", rhsRank);
+  ArrayRef<int64_t> a = lhs->getShape(), b = rhs->getShape();
+  bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
+  int64_t m = ta ? a[lhsRank - 1] : a[lhsRank - 2];
+  int64_t k = ta ? a[lhsRank - 2] : a[lhsRank - 1];
+  int64_t kb = tb ? b[rhsRank - 1] : b[rhsRank - 2];
+  int64_t n = tb ? b[rhsRank - 2] : b[rhsRank - 1];
+  if (k != kb)
+    return emitOptionalError(loc, "contracting dimensions differ: lhs has ", k,
+                             ", rhs has ", kb);
+  ArrayRef<int64_t> batch = a.drop_back(2);
+  if (rhsRank > 2 && batch != b.drop_back(2))
+    return emitOptionalError(loc, "batch dimensions differ: ",
+                             formatShape(batch), " and ",
+                             formatShape(b.drop_back(2)));
+  SmallVector<int64_t> shape(batch);
+  shape.append({m, n});
+  results.push_back(RankedTensorType::get(shape, lhs->getElementType()));
+  return success();
+}
+
+std::array<int64_t, 4> MatmulOp::getProblemSize() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  auto result = cast<RankedTensorType>(getType());
+  int64_t rank = lhs.getRank();
+  int64_t k = getTransposeA() ? lhs.getDimSize(rank - 2)
+                              : lhs.getDimSize(rank - 1);
+  int64_t batch = 1;
+  for (int64_t d : lhs.getShape().drop_back(2))
+    batch *= d;
+  return {batch, result.getDimSize(rank - 2), result.getDimSize(rank - 1), k};
+}
+
+int64_t MatmulOp::getFlops() {
+  auto [batch, m, n, k] = getProblemSize();
+  return 2 * batch * m * n * k;
+}
+
+//===----------------------------------------------------------------------===//
+// BiasAddOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  FailureOr<RankedTensorType> bias =
+      getRanked(loc, adaptor.getBias().getType(), "bias");
+  if (failed(input) || failed(bias))
+    return failure();
+  if (failed(checkSameElementType(loc, *input, *bias, "input", "bias")))
+    return failure();
+  int64_t rank = input->getRank();
+  int64_t axis = adaptor.getAxis();
+  if (axis < -rank || axis >= rank)
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             rank);
+  if (axis < 0)
+    axis += rank;
+  if (bias->getRank() != 1 || bias->getDimSize(0) != input->getDimSize(axis))
+    return emitOptionalError(loc, "bias must be 1-D of size ",
+                             input->getDimSize(axis), " (dimension ", axis,
+                             " of the input), got ", *bias);
+  results.push_back(*input);
+  return success();
+}
+
+int64_t BiasAddOp::getNormalizedAxis() {
+  int64_t axis = getAxis();
+  return axis < 0 ? axis + getType().getRank() : axis;
+}
+
+int64_t BiasAddOp::getFlops() { return getNumElements(getResult()); }
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+int64_t AddOp::getFlops() { return getNumElements(getResult()); }
+
+int64_t ReluOp::getFlops() { return getNumElements(getResult()); }
+
+int64_t GeluOp::getFlops() { return 8 * getNumElements(getResult()); }
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  results.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  if (!(getScale().convertToDouble() > 0.0))
+    return emitOpError("scale must be positive, got ")
+           << getScale().convertToDouble();
+  if (!getCausal())
+    return success();
+  RankedTensorType type = getType();
+  int64_t rank = type.getRank();
+  if (rank < 2 || type.getDimSize(rank - 1) != type.getDimSize(rank - 2))
+    return emitOpError("causal softmax needs square trailing dimensions "
+                       "[S, S], got ")
+           << type;
+  return success();
+}
+
+int64_t SoftmaxOp::getFlops() {
+  int64_t perElement = getScale().convertToDouble() == 1.0 ? 5 : 6;
+  return perElement * getNumElements(getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 1)
+    return emitOptionalError(loc, "input must have rank >= 1");
+  int64_t features = input->getShape().back();
+  for (auto [value, name] : {std::pair(adaptor.getGamma(), "gamma"),
+                             std::pair(adaptor.getBeta(), "beta")}) {
+    FailureOr<RankedTensorType> param = getRanked(loc, value.getType(), name);
+    if (failed(param) ||
+        failed(checkSameElementType(loc, *input, *param, "input", name)))
+      return failure();
+    if (param->getRank() != 1 || param->getDimSize(0) != features)
+      return emitOptionalError(loc, name, " must be 1-D of size ", features,
+                               ", got ", *param);
+  }
+  if (!(adaptor.getEpsilon().convertToDouble() > 0.0))
+    return emitOptionalError(loc, "epsilon must be positive");
+  results.push_back(*input);
+  return success();
+}
+
+int64_t LayerNormOp::getFlops() { return 8 * getNumElements(getResult()); }
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp and PositionEmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> table =
+      getRanked(loc, adaptor.getTable().getType(), "table");
+  FailureOr<RankedTensorType> indices =
+      getRanked(loc, adaptor.getIndices().getType(), "indices");
+  if (failed(table) || failed(indices))
+    return failure();
+  if (table->getRank() != 2)
+    return emitOptionalError(loc, "table must be 2-D [V, H], got ", *table);
+  SmallVector<int64_t> shape(indices->getShape());
+  shape.push_back(table->getDimSize(1));
+  results.push_back(RankedTensorType::get(shape, table->getElementType()));
+  return success();
+}
+
+int64_t EmbeddingOp::getFlops() { return 0; }
+
+int64_t EmbeddingOp::getBytesRead() {
+  return getTensorBytes(getIndices().getType()) +
+         getTensorBytes(getResult().getType());
+}
+
+LogicalResult PositionEmbeddingOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  FailureOr<RankedTensorType> table =
+      getRanked(loc, adaptor.getTable().getType(), "table");
+  if (failed(input) || failed(table))
+    return failure();
+  if (failed(checkSameElementType(loc, *input, *table, "input", "table")))
+    return failure();
+  if (input->getRank() != 3)
+    return emitOptionalError(loc, "input must be 3-D [B, S, H], got ", *input);
+  if (table->getRank() != 2 ||
+      table->getDimSize(1) != input->getDimSize(2) ||
+      table->getDimSize(0) < input->getDimSize(1))
+    return emitOptionalError(loc, "table must be [P, ", input->getDimSize(2),
+                             "] with P >= ", input->getDimSize(1), ", got ",
+                             *table);
+  results.push_back(*input);
+  return success();
+}
+
+int64_t PositionEmbeddingOp::getFlops() { return getNumElements(getResult()); }
+
+int64_t PositionEmbeddingOp::getBytesRead() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  int64_t rowsBytes = getTensorBytes(getInput().getType()) / input.getDimSize(0);
+  return getTensorBytes(input) + rowsBytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Layout ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  RankedTensorType result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("cannot change the element type (")
+           << input.getElementType() << " to " << result.getElementType()
+           << ")";
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError("element count differs: ")
+           << input.getNumElements() << " vs " << result.getNumElements();
+  return success();
+}
+
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t ReshapeOp::getBytesRead() { return 0; }
+int64_t ReshapeOp::getBytesWritten() { return 0; }
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = input->getRank();
+  SmallVector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= rank || seen[p]) {
+      valid = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!valid)
+    return emitOptionalError(loc, "permutation ", formatShape(perm),
+                             " is not a permutation of [0, ", rank, ")");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input->getDimSize(p));
+  results.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+int64_t TransposeOp::getFlops() { return 0; }
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 2)
+    return emitOptionalError(loc, "input must have rank >= 2, got ", *input);
+  int64_t batch = input->getDimSize(0);
+  results.push_back(RankedTensorType::get(
+      {batch, input->getNumElements() / std::max<int64_t>(batch, 1)},
+      input->getElementType()));
+  return success();
+}
+
+int64_t FlattenOp::getFlops() { return 0; }
+int64_t FlattenOp::getBytesRead() { return 0; }
+int64_t FlattenOp::getBytesWritten() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// Convolutional ops
+//===----------------------------------------------------------------------===//
+
+/// Checks window attributes and computes the pooled/convolved spatial size.
+static FailureOr<std::array<int64_t, 2>>
+inferWindowOutput(std::optional<Location> loc, RankedTensorType input,
+                  ArrayRef<int64_t> window, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> padding) {
+  std::array<int64_t, 2> out;
+  for (int i = 0; i < 2; ++i) {
+    if (window[i] <= 0)
+      return emitOptionalError(loc, "window sizes must be positive, got ",
+                               formatShape(window));
+    if (strides[i] <= 0)
+      return emitOptionalError(loc, "strides must be positive, got ",
+                               formatShape(strides));
+    if (padding[i] < 0)
+      return emitOptionalError(loc, "padding must be non-negative, got ",
+                               formatShape(padding));
+    int64_t size = input.getDimSize(2 + i);
+    if (size + 2 * padding[i] < window[i])
+      return emitOptionalError(loc, "window ", formatShape(window),
+                               " does not fit the padded input ", input);
+    out[i] = getWindowOutputSize(size, window[i], strides[i], padding[i]);
+  }
+  return out;
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  FailureOr<RankedTensorType> filter =
+      getRanked(loc, adaptor.getFilter().getType(), "filter");
+  if (failed(input) || failed(filter))
+    return failure();
+  if (failed(checkSameElementType(loc, *input, *filter, "input", "filter")))
+    return failure();
+  if (input->getRank() != 4 || filter->getRank() != 4)
+    return emitOptionalError(loc, "input and filter must be 4-D (NCHW, OIHW)");
+  if (input->getDimSize(1) != filter->getDimSize(1))
+    return emitOptionalError(loc, "input has ", input->getDimSize(1),
+                             " channels but the filter expects ",
+                             filter->getDimSize(1));
+  if (adaptor.getStrides().size() != 2 || adaptor.getPadding().size() != 2)
+    return emitOptionalError(loc, "strides and padding must have 2 entries");
+  FailureOr<std::array<int64_t, 2>> out = inferWindowOutput(
+      loc, *input, filter->getShape().drop_front(2), adaptor.getStrides(),
+      adaptor.getPadding());
+  if (failed(out))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      {input->getDimSize(0), filter->getDimSize(0), (*out)[0], (*out)[1]},
+      input->getElementType()));
+  return success();
+}
+
+int64_t Conv2DOp::getFlops() {
+  auto filter = cast<RankedTensorType>(getFilter().getType());
+  int64_t perOutput = filter.getDimSize(1) * filter.getDimSize(2) *
+                      filter.getDimSize(3);
+  return 2 * getNumElements(getResult()) * perOutput;
+}
+
+LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  if (input->getRank() != 4)
+    return emitOptionalError(loc, "input must be 4-D (NCHW), got ", *input);
+  if (adaptor.getKernel().size() != 2 || adaptor.getStrides().size() != 2 ||
+      adaptor.getPadding().size() != 2)
+    return emitOptionalError(loc,
+                             "kernel, strides and padding must have 2 entries");
+  for (int i = 0; i < 2; ++i)
+    if (adaptor.getPadding()[i] >= adaptor.getKernel()[i] &&
+        adaptor.getKernel()[i] > 0)
+      return emitOptionalError(loc, "padding ",
+                               formatShape(adaptor.getPadding()),
+                               " must be smaller than the kernel ",
+                               formatShape(adaptor.getKernel()));
+  FailureOr<std::array<int64_t, 2>> out =
+      inferWindowOutput(loc, *input, adaptor.getKernel(), adaptor.getStrides(),
+                        adaptor.getPadding());
+  if (failed(out))
+    return failure();
+  results.push_back(RankedTensorType::get({input->getDimSize(0),
+                                           input->getDimSize(1), (*out)[0],
+                                           (*out)[1]},
+                                          input->getElementType()));
+  return success();
+}
+
+int64_t MaxPool2DOp::getFlops() {
+  ArrayRef<int64_t> kernel = getKernel();
+  return getNumElements(getResult()) * kernel[0] * kernel[1];
+}
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  if (input->getRank() != 4)
+    return emitOptionalError(loc, "input must be 4-D (NCHW), got ", *input);
+  results.push_back(RankedTensorType::get(
+      {input->getDimSize(0), input->getDimSize(1)}, input->getElementType()));
+  return success();
+}
+
+int64_t GlobalAvgPoolOp::getFlops() { return getNumElements(getInput()); }
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> logits =
+      getRanked(loc, adaptor.getLogits().getType(), "logits");
+  FailureOr<RankedTensorType> labels =
+      getRanked(loc, adaptor.getLabels().getType(), "labels");
+  if (failed(logits) || failed(labels))
+    return failure();
+  if (logits->getRank() < 2)
+    return emitOptionalError(loc, "logits must have rank >= 2, got ", *logits);
+  if (labels->getShape() != logits->getShape().drop_back())
+    return emitOptionalError(loc, "labels must have shape ",
+                             formatShape(logits->getShape().drop_back()),
+                             " (the logits without the class dimension), got ",
+                             formatShape(labels->getShape()));
+  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+int64_t SoftmaxCrossEntropyOp::getFlops() {
+  return 5 * getNumElements(getLogits()) + getNumElements(getLabels());
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  if (adaptor.getInput().getType() != adaptor.getTarget().getType())
+    return emitOptionalError(loc, "input and target must have the same type, "
+                                  "got ",
+                             adaptor.getInput().getType(), " and ",
+                             adaptor.getTarget().getType());
+  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+int64_t MseLossOp::getFlops() { return 3 * getNumElements(getInput()); }
+
+#define GET_OP_CLASSES
+#include "strata/Dialect/Strata/StrataOps.cpp.inc"

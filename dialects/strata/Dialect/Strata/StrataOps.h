@@ -1,0 +1,31 @@
+//===- StrataOps.h - Strata operations --------------------------*- C++ -*-===//
+
+#ifndef STRATA_DIALECT_STRATA_STRATAOPS_H
+#define STRATA_DIALECT_STRATA_STRATAOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "strata/Dialect/Strata/StrataAttrs.h"
+#include "strata/Dialect/Strata/StrataDialect.h"
+#include "strata/Dialect/Strata/StrataInterfaces.h"
+
+#include <array>
+#include <optional>
+
+#define GET_OP_CLASSES
+#include "strata/Dialect/Strata/StrataOps.h.inc"
+
+namespace mlir::strata {
+/// Returns the layer index of `op` (`strata.layer`), if it has one.
+std::optional<int64_t> getLayer(Operation *op);
+/// Sets the layer index of `op`.
+void setLayer(Operation *op, int64_t layer);
+/// Bytes of a statically shaped tensor type (0 for anything else).
+int64_t getTensorBytes(Type type);
+} // namespace mlir::strata
+
+#endif // STRATA_DIALECT_STRATA_STRATAOPS_H

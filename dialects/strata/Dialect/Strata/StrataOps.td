@@ -1,0 +1,422 @@
+//===- StrataOps.td - Strata operations --------------------*- tablegen -*-===//
+//
+// Forward ops of the three model families Strata supports: MLPs, GPT-2-style
+// decoders and VGG/ResNet-style CNNs. Every op infers its result type from its
+// operands (builders never compute shapes) and implements CostOpInterface.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_DIALECT_STRATA_STRATAOPS_TD
+#define STRATA_DIALECT_STRATA_STRATAOPS_TD
+
+include "strata/Dialect/Strata/StrataDialect.td"
+include "strata/Dialect/Strata/StrataAttrs.td"
+include "strata/Dialect/Strata/StrataInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Strata_FloatTensor : RankedTensorOf<[F32, BF16], [HasStaticShapePred],
+    "statically shaped tensor of f32 or bf16">;
+def Strata_IndexTensor : RankedTensorOf<[I32, I64], [HasStaticShapePred],
+    "statically shaped tensor of i32 or i64">;
+def Strata_LossTensor : 0DTensorOf<[F32]>;
+
+def Strata_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
+
+/// A side-effect-free op with a cost; `costOverrides` names the
+/// CostOpInterface methods with a default that the op replaces.
+class Strata_ComputeOp<string mnemonic, list<Trait> traits = [],
+                       list<string> costOverrides = []>
+    : Strata_Op<mnemonic, !listconcat(traits, [
+        Pure, DeclareOpInterfaceMethods<Strata_CostOpInterface, costOverrides>])>;
+
+/// A compute op whose result type is inferred from its operands.
+class Strata_InferredOp<string mnemonic, list<Trait> traits = [],
+                        list<string> costOverrides = []>
+    : Strata_ComputeOp<mnemonic, !listconcat(traits, [InferTypeOpAdaptor]),
+                       costOverrides>;
+
+/// Element-wise ops: ODS infers the result type from the operand type.
+class Strata_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Strata_ComputeOp<mnemonic, !listconcat(traits,
+        [SameOperandsAndResultType, InferTypeOpInterface])>;
+
+class Strata_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Strata_ElementwiseOp<mnemonic, traits> {
+  let arguments = (ins Strata_FloatTensor:$input);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Dense algebra
+//===----------------------------------------------------------------------===//
+
+def Strata_MatmulOp : Strata_InferredOp<"matmul"> {
+  let summary = "matrix product, optionally batched and transposed";
+  let description = [{
+    Computes `op(lhs) · op(rhs)` over the last two dimensions, where `op`
+    transposes those two dimensions when `transpose_a` / `transpose_b` is set.
+    `lhs` has shape `[b..., M, K]` (`[b..., K, M]` transposed). `rhs` has
+    either the same leading batch dimensions `[b..., K, N]`, or rank 2
+    (`[K, N]`), in which case the same matrix multiplies every batch element
+    (a linear layer applied to every token). The result is `[b..., M, N]`.
+
+    Cost: `2 · batch · M · N · K` FLOPs.
+
+    ```mlir
+    %y = strata.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
+    %s = strata.matmul %q, %k transpose_b : (tensor<8x12x128x64xf32>, tensor<8x12x128x64xf32>) -> tensor<8x12x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$lhs, Strata_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Returns (batch, M, N, K) of the product.
+    std::array<int64_t, 4> getProblemSize();
+  }];
+}
+
+def Strata_BiasAddOp : Strata_InferredOp<"bias_add"> {
+  let summary = "adds a 1-D bias along one axis";
+  let description = [{
+    `result[..., i, ...] = input[..., i, ...] + bias[i]` where `i` indexes
+    dimension `axis` of `input` (negative values count from the end; the
+    default `-1` is the last dimension, `1` is the channel axis of NCHW).
+
+    Cost: one FLOP per element.
+
+    ```mlir
+    %y = strata.bias_add %x, %b : (tensor<32x128xf32>, tensor<128xf32>) -> tensor<32x128xf32>
+    %z = strata.bias_add %c, %cb axis = 1 : (tensor<8x64x32x32xf32>, tensor<64xf32>) -> tensor<8x64x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $bias (`axis` `=` $axis^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Returns `axis` as a non-negative dimension index.
+    int64_t getNormalizedAxis();
+  }];
+}
+
+def Strata_AddOp : Strata_ElementwiseOp<"add", [Commutative]> {
+  let summary = "element-wise sum (residual connection)";
+  let description = [{
+    Element-wise sum of two tensors of the same type, the residual connection
+    of transformers and ResNets.
+
+    Cost: one FLOP per element.
+
+    ```mlir
+    %y = strata.add %x, %f : tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$lhs, Strata_FloatTensor:$rhs);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and normalisation
+//===----------------------------------------------------------------------===//
+
+def Strata_ReluOp : Strata_UnaryElementwiseOp<"relu"> {
+  let summary = "rectified linear unit";
+  let description = [{
+    `result = max(input, 0)` element-wise. Cost: one FLOP per element.
+
+    ```mlir
+    %y = strata.relu %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def Strata_GeluOp : Strata_UnaryElementwiseOp<"gelu"> {
+  let summary = "Gaussian error linear unit (tanh approximation)";
+  let description = [{
+    `result = 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))`, the form
+    GPT-2 uses. Cost: eight FLOPs per element.
+
+    ```mlir
+    %y = strata.gelu %x : tensor<8x128x3072xf32>
+    ```
+  }];
+}
+
+def Strata_SoftmaxOp : Strata_InferredOp<"softmax"> {
+  let summary = "softmax over the last dimension, optionally scaled and causal";
+  let description = [{
+    `result = softmax(scale · input)` along the last dimension. With `causal`,
+    the last two dimensions form a square `[S, S]` score matrix and entry
+    `(i, j)` with `j > i` is masked out (its probability is zero), the
+    attention mask of a decoder.
+
+    Cost: five FLOPs per element (max, subtract, exp, sum, divide), plus one
+    when `scale` is not 1.
+
+    ```mlir
+    %p = strata.softmax %s causal scale = 1.250000e-01 : tensor<8x12x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, UnitAttr:$causal,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`causal` $causal^)? (`scale` `=` $scale^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Strata_LayerNormOp : Strata_InferredOp<"layer_norm"> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    Normalises every vector along the last dimension to zero mean and unit
+    variance (`epsilon` is added to the variance), then applies the
+    element-wise affine map `gamma · x̂ + beta`. `gamma` and `beta` are 1-D of
+    the size of the last dimension.
+
+    Cost: eight FLOPs per element.
+
+    ```mlir
+    %y = strata.layer_norm %x, %g, %b : (tensor<8x128x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$gamma,
+                       Strata_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta (`epsilon` `=` $epsilon^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings
+//===----------------------------------------------------------------------===//
+
+def Strata_EmbeddingOp : Strata_InferredOp<"embedding", [], ["getBytesRead"]> {
+  let summary = "row gather from an embedding table";
+  let description = [{
+    `result[i..., :] = table[indices[i...], :]`. The table is `[V, H]`; the
+    result has the shape of `indices` followed by `H`. Indices outside
+    `[0, V)` are an error at run time.
+
+    Cost: no FLOPs; reads the indices and one table row per index.
+
+    ```mlir
+    %e = strata.embedding %wte, %tokens : (tensor<50257x768xf32>, tensor<8x128xi32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$table, Strata_IndexTensor:$indices);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Strata_PositionEmbeddingOp : Strata_InferredOp<"position_embedding", [],
+    ["getBytesRead"]> {
+  let summary = "adds learned position embeddings";
+  let description = [{
+    `result[b, s, :] = input[b, s, :] + table[s, :]` for an input `[B, S, H]`
+    and a table `[P, H]` with `S <= P` (the table holds `P` positions; rows
+    `S..P-1` are unused at this sequence length).
+
+    Cost: one FLOP per output element; reads `S` rows of the table.
+
+    ```mlir
+    %x = strata.position_embedding %e, %wpe : (tensor<8x128x768xf32>, tensor<1024x768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$table);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $table attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def Strata_ReshapeOp : Strata_ComputeOp<"reshape", [],
+    ["getBytesRead", "getBytesWritten"]> {
+  let summary = "reinterprets a tensor with another shape";
+  let description = [{
+    Row-major reinterpretation of `input` with the result's shape; the element
+    count and element type are unchanged. The result type is the only place
+    the new shape is written, so it is not inferred.
+
+    Cost: none (a view; no FLOPs and no memory traffic).
+
+    ```mlir
+    %h = strata.reshape %q : tensor<8x128x768xf32> -> tensor<8x128x12x64xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Strata_TransposeOp : Strata_InferredOp<"transpose"> {
+  let summary = "permutes the dimensions of a tensor";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`. `permutation` is a
+    permutation of `[0, rank)`.
+
+    Cost: no FLOPs; reads and writes every element once.
+
+    ```mlir
+    %t = strata.transpose %h [0, 2, 1, 3] : tensor<8x128x12x64xf32> -> tensor<8x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Strata_FlattenOp : Strata_InferredOp<"flatten", [],
+    ["getBytesRead", "getBytesWritten"]> {
+  let summary = "collapses all dimensions after the first";
+  let description = [{
+    `[N, d1, ..., dk] -> [N, d1 · ... · dk]`, the bridge from convolutional
+    feature maps to fully connected layers.
+
+    Cost: none (a view).
+
+    ```mlir
+    %f = strata.flatten %x : tensor<8x512x7x7xf32> -> tensor<8x25088xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutional networks
+//===----------------------------------------------------------------------===//
+
+def Strata_Conv2DOp : Strata_InferredOp<"conv2d"> {
+  let summary = "2-D convolution, NCHW input and OIHW filter";
+  let description = [{
+    Cross-correlation of an input `[N, C, H, W]` with a filter `[F, C, KH, KW]`
+    and symmetric zero `padding` `[ph, pw]`, moving by `strides` `[sh, sw]`.
+    The result is `[N, F, (H + 2ph - KH) / sh + 1, (W + 2pw - KW) / sw + 1]`.
+    Bias is a separate `strata.bias_add ... axis = 1`.
+
+    Cost: `2 · N · F · OH · OW · C · KH · KW` FLOPs.
+
+    ```mlir
+    %y = strata.conv2d %x, %w strides = [1, 1] padding = [1, 1] : (tensor<8x3x224x224xf32>, tensor<64x3x3x3xf32>) -> tensor<8x64x224x224xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$filter,
+                       Strata_Pair:$strides, Strata_Pair:$padding);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter `strides` `=` $strides `padding` `=` $padding attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Strata_MaxPool2DOp : Strata_InferredOp<"max_pool2d"> {
+  let summary = "2-D max pooling over NCHW";
+  let description = [{
+    Maximum over `kernel`-sized windows of an `[N, C, H, W]` input moving by
+    `strides`, with implicit `-inf` `padding`. The result is
+    `[N, C, (H + 2ph - KH) / sh + 1, (W + 2pw - KW) / sw + 1]`.
+
+    Cost: `KH · KW` FLOPs (comparisons) per output element.
+
+    ```mlir
+    %p = strata.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0] : tensor<8x64x224x224xf32> -> tensor<8x64x112x112xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_Pair:$kernel,
+                       Strata_Pair:$strides, Strata_Pair:$padding);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Strata_GlobalAvgPoolOp : Strata_InferredOp<"global_avg_pool"> {
+  let summary = "mean over the spatial dimensions of NCHW";
+  let description = [{
+    `[N, C, H, W] -> [N, C]`, the mean over `H` and `W`.
+
+    Cost: one FLOP per input element.
+
+    ```mlir
+    %g = strata.global_avg_pool %x : tensor<8x512x7x7xf32> -> tensor<8x512xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Strata_SoftmaxCrossEntropyOp : Strata_InferredOp<"softmax_cross_entropy"> {
+  let summary = "mean softmax cross-entropy against integer class labels";
+  let description = [{
+    `logits` has shape `[d..., C]` and `labels` the shape `[d...]` with class
+    indices in `[0, C)`. The result is the mean over all label positions of
+    `-log softmax(logits)[label]`, a scalar `f32` whatever the logits' type.
+    Over a vocabulary it is the language-model loss.
+
+    Cost: five FLOPs per logit plus one per label.
+
+    ```mlir
+    %l = strata.softmax_cross_entropy %logits, %y : (tensor<8x128x50257xf32>, tensor<8x128xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$logits, Strata_IndexTensor:$labels);
+  let results = (outs Strata_LossTensor:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Strata_MseLossOp : Strata_InferredOp<"mse_loss"> {
+  let summary = "mean squared error";
+  let description = [{
+    The mean over all elements of `(input - target)²`, a scalar `f32`.
+
+    Cost: three FLOPs per element.
+
+    ```mlir
+    %l = strata.mse_loss %pred, %target : (tensor<32x10xf32>, tensor<32x10xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$target);
+  let results = (outs Strata_LossTensor:$loss);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // STRATA_DIALECT_STRATA_STRATAOPS_TD

@@ -1,0 +1,34 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "STRATA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.excludes = ["CMakeLists.txt", "README.md", "lib", "Unit", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.strata_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%strata_src", config.strata_src_root))
+config.substitutions.append(("%targets", os.path.join(config.strata_src_root, "targets")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# Targets are found in the source tree, never in a user's environment.
+config.environment["STRATA_TARGET_PATH"] = os.path.join(config.strata_src_root, "targets")
+
+if config.strata_have_cuda:
+    config.available_features.add("cuda")
+if config.strata_have_mpi:
+    config.available_features.add("mpi")
+
+tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
+tools = ["strata-opt", "strata-model"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.strata_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
