@@ -14,8 +14,8 @@ using namespace mlir::strata;
 
 LayerCostAttr LayerCost::toAttr(MLIRContext *context) const {
   return LayerCostAttr::get(context, layer, ops, flops, bytes,
-                            llvm::APFloat(seconds),
-                            paramBytes, activationBytes);
+                            llvm::APFloat(seconds), paramBytes,
+                            activationBytes);
 }
 
 LayerCost LayerCost::fromAttr(LayerCostAttr attr) {

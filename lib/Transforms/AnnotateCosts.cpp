@@ -23,14 +23,15 @@ struct AnnotateCostsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (targetName.empty()) {
-      module.emitError() << "--strata-annotate-costs needs a target "
-                            "(target=NAME or target=FILE.json)";
+      // Reported at the module's location without printing the module.
+      emitError(module.getLoc()) << "--strata-annotate-costs needs a target "
+                                    "(target=NAME or target=FILE.json)";
       return signalPassFailure();
     }
     llvm::Expected<TargetDescription> target =
         loadTargetDescription(targetName, getDefaultTargetSearchPath());
     if (!target) {
-      module.emitError() << llvm::toString(target.takeError());
+      emitError(module.getLoc()) << llvm::toString(target.takeError());
       return signalPassFailure();
     }
 

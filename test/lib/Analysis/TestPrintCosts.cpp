@@ -19,7 +19,7 @@ using namespace mlir::strata;
 static void printRow(llvm::raw_ostream &os, StringRef layer, StringRef name,
                      const LayerCost &cost) {
   constexpr double mib = 1024.0 * 1024.0;
-  os << llvm::format("%6s  %-16s %5lld %12.4f %11.3f %12.3f %11.3f %11.3f\n",
+  os << llvm::format("%6s  %-16s %5lld %12.6g %12.6g %12.6g %12.6g %12.6g\n",
                      layer.str().c_str(), name.str().c_str(),
                      static_cast<long long>(cost.ops), cost.flops * 1e-9,
                      cost.bytes / mib, cost.seconds * 1e6,
@@ -49,7 +49,7 @@ struct TestPrintCostsPass
           StrataDialect::getLayerNamesAttrName());
       os << "per-layer cost of @" << func.getName() << " on "
          << (target ? target.getValue() : StringRef("?")) << "\n";
-      os << llvm::format("%6s  %-16s %5s %12s %11s %12s %11s %11s\n", "layer",
+      os << llvm::format("%6s  %-16s %5s %12s %12s %12s %12s %12s\n", "layer",
                          "name", "ops", "GFLOP", "MiB moved", "time(us)",
                          "param MiB", "act MiB");
       LayerCost total;

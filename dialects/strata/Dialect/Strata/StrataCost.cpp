@@ -54,11 +54,12 @@ static std::string getComputeDType(Operation *op) {
   return name;
 }
 
-double mlir::strata::detail::getRooflineSeconds(
-    Operation *op, const TargetDescription &target) {
+double
+mlir::strata::detail::getRooflineSeconds(Operation *op,
+                                         const TargetDescription &target) {
   auto cost = cast<CostOpInterface>(op);
-  double flopSeconds =
-      static_cast<double>(cost.getFlops()) / target.peakFlops(getComputeDType(op));
+  double flopSeconds = static_cast<double>(cost.getFlops()) /
+                       target.peakFlops(getComputeDType(op));
   double bytes =
       static_cast<double>(cost.getBytesRead() + cost.getBytesWritten());
   double memorySeconds = bytes / target.memoryBandwidth();

@@ -44,8 +44,7 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (name.empty())
     return emitError() << "parameter name must not be empty";
   if (layer < 0)
-    return emitError() << "parameter layer must be non-negative, got "
-                       << layer;
+    return emitError() << "parameter layer must be non-negative, got " << layer;
   if (scale.isNegative() || !scale.isFinite())
     return emitError() << "parameter init scale must be a non-negative "
                           "number, got "
@@ -75,7 +74,8 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
     if (!isa<FunctionOpInterface>(op))
       return op->emitOpError() << "'" << name << "' is only valid on functions";
     if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
-      return op->emitOpError() << "'" << name << "' must be an array of strings";
+      return op->emitOpError()
+             << "'" << name << "' must be an array of strings";
     return success();
   }
   if (name == getCostAttrName()) {
@@ -123,11 +123,11 @@ LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (name != getParamAttrName() && name != getInputAttrName())
-    return op->emitOpError() << "unknown strata argument attribute '" << name
-                             << "'";
+    return op->emitOpError()
+           << "unknown strata argument attribute '" << name << "'";
   if (!func)
-    return op->emitOpError() << "'" << name
-                             << "' is only valid on function arguments";
+    return op->emitOpError()
+           << "'" << name << "' is only valid on function arguments";
   Type argType = func.getArgumentTypes()[argIndex];
   if (name == getParamAttrName()) {
     if (!isa<ParamAttr>(attr.getValue()))
@@ -147,8 +147,8 @@ LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError() << "'" << name << "' must be a #strata.input";
   auto tensor = dyn_cast<RankedTensorType>(argType);
   if (!tensor || !tensor.hasStaticShape())
-    return op->emitOpError() << "input #" << argIndex
-                             << " must be a statically shaped tensor, got "
-                             << argType;
+    return op->emitOpError()
+           << "input #" << argIndex
+           << " must be a statically shaped tensor, got " << argType;
   return success();
 }

@@ -21,8 +21,8 @@ using namespace mlir::strata;
 //===----------------------------------------------------------------------===//
 
 std::optional<int64_t> mlir::strata::getLayer(Operation *op) {
-  if (auto attr = op->getAttrOfType<IntegerAttr>(
-          StrataDialect::getLayerAttrName()))
+  if (auto attr =
+          op->getAttrOfType<IntegerAttr>(StrataDialect::getLayerAttrName()))
     return attr.getInt();
   return std::nullopt;
 }
@@ -75,8 +75,8 @@ static LogicalResult checkSameElementType(std::optional<Location> loc,
 }
 
 /// Output extent of a window sliding over `size` (with symmetric `pad`).
-static int64_t getWindowOutputSize(int64_t size, int64_t window,
-                                   int64_t stride, int64_t pad) {
+static int64_t getWindowOutputSize(int64_t size, int64_t window, int64_t stride,
+                                   int64_t pad) {
   return (size + 2 * pad - window) / stride + 1;
 }
 
@@ -114,9 +114,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
                              ", rhs has ", kb);
   ArrayRef<int64_t> batch = a.drop_back(2);
   if (rhsRank > 2 && batch != b.drop_back(2))
-    return emitOptionalError(loc, "batch dimensions differ: ",
-                             formatShape(batch), " and ",
-                             formatShape(b.drop_back(2)));
+    return emitOptionalError(loc,
+                             "batch dimensions differ: ", formatShape(batch),
+                             " and ", formatShape(b.drop_back(2)));
   SmallVector<int64_t> shape(batch);
   shape.append({m, n});
   results.push_back(RankedTensorType::get(shape, lhs->getElementType()));
@@ -127,8 +127,8 @@ std::array<int64_t, 4> MatmulOp::getProblemSize() {
   auto lhs = cast<RankedTensorType>(getLhs().getType());
   auto result = cast<RankedTensorType>(getType());
   int64_t rank = lhs.getRank();
-  int64_t k = getTransposeA() ? lhs.getDimSize(rank - 2)
-                              : lhs.getDimSize(rank - 1);
+  int64_t k =
+      getTransposeA() ? lhs.getDimSize(rank - 2) : lhs.getDimSize(rank - 1);
   int64_t batch = 1;
   for (int64_t d : lhs.getShape().drop_back(2))
     batch *= d;
@@ -295,8 +295,7 @@ LogicalResult PositionEmbeddingOp::inferReturnTypes(
     return failure();
   if (input->getRank() != 3)
     return emitOptionalError(loc, "input must be 3-D [B, S, H], got ", *input);
-  if (table->getRank() != 2 ||
-      table->getDimSize(1) != input->getDimSize(2) ||
+  if (table->getRank() != 2 || table->getDimSize(1) != input->getDimSize(2) ||
       table->getDimSize(0) < input->getDimSize(1))
     return emitOptionalError(loc, "table must be [P, ", input->getDimSize(2),
                              "] with P >= ", input->getDimSize(1), ", got ",
@@ -309,7 +308,8 @@ int64_t PositionEmbeddingOp::getFlops() { return getNumElements(getResult()); }
 
 int64_t PositionEmbeddingOp::getBytesRead() {
   auto input = cast<RankedTensorType>(getInput().getType());
-  int64_t rowsBytes = getTensorBytes(getInput().getType()) / input.getDimSize(0);
+  int64_t rowsBytes =
+      getTensorBytes(getInput().getType()) / input.getDimSize(0);
   return getTensorBytes(input) + rowsBytes;
 }
 
@@ -435,9 +435,9 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
                              filter->getDimSize(1));
   if (adaptor.getStrides().size() != 2 || adaptor.getPadding().size() != 2)
     return emitOptionalError(loc, "strides and padding must have 2 entries");
-  FailureOr<std::array<int64_t, 2>> out = inferWindowOutput(
-      loc, *input, filter->getShape().drop_front(2), adaptor.getStrides(),
-      adaptor.getPadding());
+  FailureOr<std::array<int64_t, 2>> out =
+      inferWindowOutput(loc, *input, filter->getShape().drop_front(2),
+                        adaptor.getStrides(), adaptor.getPadding());
   if (failed(out))
     return failure();
   results.push_back(RankedTensorType::get(
@@ -448,8 +448,8 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
 
 int64_t Conv2DOp::getFlops() {
   auto filter = cast<RankedTensorType>(getFilter().getType());
-  int64_t perOutput = filter.getDimSize(1) * filter.getDimSize(2) *
-                      filter.getDimSize(3);
+  int64_t perOutput =
+      filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
   return 2 * getNumElements(getResult()) * perOutput;
 }
 
@@ -479,10 +479,9 @@ LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *context,
                         adaptor.getPadding());
   if (failed(out))
     return failure();
-  results.push_back(RankedTensorType::get({input->getDimSize(0),
-                                           input->getDimSize(1), (*out)[0],
-                                           (*out)[1]},
-                                          input->getElementType()));
+  results.push_back(RankedTensorType::get(
+      {input->getDimSize(0), input->getDimSize(1), (*out)[0], (*out)[1]},
+      input->getElementType()));
   return success();
 }
 
@@ -491,9 +490,10 @@ int64_t MaxPool2DOp::getFlops() {
   return getNumElements(getResult()) * kernel[0] * kernel[1];
 }
 
-LogicalResult GlobalAvgPoolOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+GlobalAvgPoolOp::inferReturnTypes(MLIRContext *context,
+                                  std::optional<Location> loc, Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   FailureOr<RankedTensorType> input =
       getRanked(loc, adaptor.getInput().getType(), "input");
   if (failed(input))
@@ -540,8 +540,9 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *context,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   if (adaptor.getInput().getType() != adaptor.getTarget().getType())
-    return emitOptionalError(loc, "input and target must have the same type, "
-                                  "got ",
+    return emitOptionalError(loc,
+                             "input and target must have the same type, "
+                             "got ",
                              adaptor.getInput().getType(), " and ",
                              adaptor.getTarget().getType());
   results.push_back(RankedTensorType::get({}, Float32Type::get(context)));

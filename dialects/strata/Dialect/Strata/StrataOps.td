@@ -76,6 +76,12 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul"> {
   }];
   let arguments = (ins Strata_FloatTensor:$lhs, Strata_FloatTensor:$rhs,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs), [{
+      build($_builder, $_state, lhs, rhs, /*transpose_a=*/false,
+            /*transpose_b=*/false);
+    }]>
+  ];
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
@@ -103,6 +109,11 @@ def Strata_BiasAddOp : Strata_InferredOp<"bias_add"> {
   }];
   let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$bias,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$bias), [{
+      build($_builder, $_state, input, bias, /*axis=*/-1);
+    }]>
+  ];
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $bias (`axis` `=` $axis^)? attr-dict `:` functional-type(operands, results)
@@ -198,6 +209,12 @@ def Strata_LayerNormOp : Strata_InferredOp<"layer_norm"> {
   let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$gamma,
                        Strata_FloatTensor:$beta,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$gamma,
+                   "::mlir::Value":$beta), [{
+      build($_builder, $_state, input, gamma, beta, ::llvm::APFloat(1.0e-5));
+    }]>
+  ];
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta (`epsilon` `=` $epsilon^)? attr-dict `:`

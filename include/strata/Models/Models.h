@@ -1,0 +1,89 @@
+//===- Models.h - Built-in model generators ---------------------*- C++ -*-===//
+//
+// Generators for the model families Strata supports. Each emits one
+// `func.func` holding the forward graph and the loss, with parameters and data
+// inputs marked (`strata.param`, `strata.input`) and every op tagged with its
+// layer (`strata.layer`). Configurations are validated first: `validate*`
+// returns an error naming the offending option, and `build*` must only be
+// called on a configuration that validated.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_MODELS_MODELS_H
+#define STRATA_MODELS_MODELS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::strata {
+
+/// A multi-layer perceptron classifier: `layers` linear layers (the hidden
+/// ones followed by relu) and a softmax cross-entropy loss.
+struct MLPConfig {
+  int64_t batch = 32;
+  int64_t inputs = 784;
+  int64_t hidden = 256;
+  int64_t layers = 3;
+  int64_t classes = 10;
+  bool bf16 = false;
+};
+
+/// A GPT-2-style pre-layer-norm decoder trained as a language model.
+struct GPTConfig {
+  int64_t layers = 12;
+  int64_t hidden = 768;
+  int64_t heads = 12;
+  int64_t seq = 1024;
+  int64_t vocab = 50257;
+  int64_t positions = 1024;
+  int64_t batch = 8;
+  /// The output projection reuses the token embedding table (as GPT-2 does).
+  bool tieEmbeddings = true;
+  bool bf16 = false;
+};
+
+enum class CNNKind { VGG16, ResNet18, ResNet50 };
+
+/// A VGG-16 or ResNet-18/50 image classifier (NCHW, no batch normalisation:
+/// every convolution carries a bias instead).
+struct CNNConfig {
+  CNNKind kind = CNNKind::ResNet18;
+  int64_t batch = 8;
+  int64_t imageSize = 224;
+  int64_t channels = 3;
+  int64_t classes = 1000;
+  bool bf16 = false;
+};
+
+/// Named GPT sizes: "gpt-tiny", "gpt2-small" (124M parameters),
+/// "gpt2-medium", "gpt2-large", "gpt2-xl", "gpt3-175b" (96 layers, hidden
+/// 12288; compile-only).
+std::optional<GPTConfig> getGPTPreset(llvm::StringRef name);
+std::vector<std::string> getGPTPresetNames();
+
+llvm::Error validateMLP(const MLPConfig &config);
+llvm::Error validateGPT(const GPTConfig &config);
+llvm::Error validateCNN(const CNNConfig &config);
+
+OwningOpRef<ModuleOp> buildMLP(MLIRContext *context, const MLPConfig &config);
+OwningOpRef<ModuleOp> buildGPT(MLIRContext *context, const GPTConfig &config);
+OwningOpRef<ModuleOp> buildCNN(MLIRContext *context, const CNNConfig &config);
+
+/// Counts of a generated model.
+struct ModelSummary {
+  int64_t parameters = 0;
+  int64_t parameterTensors = 0;
+  int64_t parameterBytes = 0;
+  int64_t layers = 0;
+  int64_t ops = 0;
+};
+ModelSummary summarizeModel(ModuleOp module);
+
+} // namespace mlir::strata
+
+#endif // STRATA_MODELS_MODELS_H

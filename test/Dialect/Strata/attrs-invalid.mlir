@@ -1,0 +1,92 @@
+// RUN: strata-opt %s --split-input-file --verify-diagnostics
+
+// Rules of the dialect's discardable and argument attributes.
+
+func.func @layer_negative(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.relu' op 'strata.layer' must be non-negative, got -1}}
+  %0 = strata.relu %a {strata.layer = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_type(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.relu' op 'strata.layer' must be an i64 integer}}
+  %0 = strata.relu %a {strata.layer = "one"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_attr(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.relu' op unknown strata attribute 'strata.stage'}}
+  %0 = strata.relu %a {strata.stage = 1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'strata.layer_names' must be an array of strings}}
+func.func @layer_names(%a: tensor<4xf32>) attributes {strata.layer_names = [1]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op parameter #0 must be a statically shaped float tensor, got 'tensor<4xi32>'}}
+func.func @param_int(%a: tensor<4xi32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{parameter layer must be non-negative, got -2}}
+func.func @param_layer(%a: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = -2, init = zeros, scale = 0.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{parameter init scale must be a non-negative number, got -1}}
+func.func @param_scale(%a: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = normal, scale = -1.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op parameter name 'w' is used twice}}
+func.func @param_names(%a: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>},
+                       %b: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 1, init = zeros, scale = 0.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0 cannot be both a parameter and an input}}
+func.func @both(%a: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>,
+                                   strata.input = #strata.input<name = "x", role = data>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'strata.param' must be a #strata.param}}
+func.func @param_kind(%a: tensor<4xf32> {strata.param = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op unknown strata argument attribute 'strata.weight'}}
+func.func @unknown_arg_attr(%a: tensor<4xf32> {strata.weight}) {
+  return
+}
+
+// -----
+
+func.func @bad_init(
+  // expected-error @+2 {{expected ::mlir::strata::InitKind to be one of: zeros, ones, normal, uniform, xavier_uniform, kaiming_normal}}
+  // expected-error @+1 {{failed to parse Strata_ParamAttr parameter 'init'}}
+  %a: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = gaussian, scale = 0.0>}) {
+  return
+}
