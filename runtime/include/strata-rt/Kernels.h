@@ -1,0 +1,70 @@
+//===- Kernels.h - CPU kernels of the plan's instructions --------*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// One kernel per plan instruction (see docs/plan-format.md for the semantics
+// of each). `verify` checks dtypes, shapes and attributes of an instruction
+// before anything runs; `run` assumes verify passed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_KERNELS_H
+#define STRATA_RT_KERNELS_H
+
+#include "strata-rt/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+
+class ThreadPool;
+
+/// Blocking of the CPU GEMM: cache blocks (mc x kc panels of A, kc x nc
+/// panels of B) and the register tile (mr x nr) of the micro-kernel.
+struct GemmTiling {
+  int64_t mc = 128;
+  int64_t nc = 512;
+  int64_t kc = 256;
+  int64_t mr = 8;
+  int64_t nr = 16;
+};
+
+/// Returns an empty string when `t` is usable, else why not.
+std::string verifyGemmTiling(const GemmTiling &t);
+
+/// C = alpha * op(A) * op(B) + beta * C for row-major matrices; op(X) is X or
+/// its transpose. Deterministic for a given tiling and thread count.
+void gemm(ThreadPool &pool, const GemmTiling &tiling, bool transA, bool transB,
+          int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+          int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+          int64_t ldc);
+
+/// What kernels get besides their operands.
+struct KernelContext {
+  ThreadPool &pool;
+  /// Tiling used by matmul instructions that carry none of their own.
+  GemmTiling gemm;
+};
+
+struct OpKernel {
+  const char *name;
+  int numInputs;
+  int numOutputs;
+  /// Empty when the instruction is valid; otherwise a message such as
+  /// "input #1 must have shape [16], got [15]".
+  std::string (*verify)(const std::vector<TensorDesc> &inputs,
+                        const std::vector<TensorDesc> &outputs,
+                        const Attrs &attrs);
+  void (*run)(KernelContext &ctx, const std::vector<Tensor> &inputs,
+              const std::vector<Tensor> &outputs, const Attrs &attrs);
+};
+
+/// The kernel of plan op `name`, or nullptr.
+const OpKernel *lookupKernel(const std::string &name);
+/// All kernels, sorted by name.
+std::vector<const OpKernel *> allKernels();
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_KERNELS_H

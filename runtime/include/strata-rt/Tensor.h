@@ -1,0 +1,78 @@
+//===- Tensor.h - Runtime tensor views ---------------------------*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_TENSOR_H
+#define STRATA_RT_TENSOR_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+
+enum class DType { F32, I32 };
+
+/// Bytes of one element.
+inline int64_t dtypeSize(DType) { return 4; }
+/// "f32" / "i32".
+const char *dtypeName(DType dtype);
+/// Parses "f32" / "i32"; returns false for anything else.
+bool parseDType(const std::string &name, DType &dtype);
+
+using Shape = std::vector<int64_t>;
+
+/// Product of the dimensions (1 for a scalar).
+int64_t numElements(const Shape &shape);
+/// "[2, 3, 4]".
+std::string formatShape(const Shape &shape);
+
+/// Shape and element type of a tensor, without data.
+struct TensorDesc {
+  DType dtype = DType::F32;
+  Shape shape;
+  int64_t numel() const { return numElements(shape); }
+  int64_t bytes() const { return numel() * dtypeSize(dtype); }
+};
+
+/// A non-owning view of a dense row-major tensor.
+struct Tensor {
+  void *data = nullptr;
+  TensorDesc desc;
+
+  float *f32() const { return static_cast<float *>(data); }
+  int32_t *i32() const { return static_cast<int32_t *>(data); }
+  const Shape &shape() const { return desc.shape; }
+  int64_t numel() const { return desc.numel(); }
+  int64_t dim(int64_t i) const {
+    return desc.shape[i < 0 ? i + (int64_t)desc.shape.size() : i];
+  }
+  int64_t rank() const { return (int64_t)desc.shape.size(); }
+};
+
+/// Attributes of one plan instruction: numbers (ints, floats and booleans
+/// are all stored as double) and integer lists.
+struct Attrs {
+  std::map<std::string, double> numbers;
+  std::map<std::string, std::vector<int64_t>> lists;
+
+  bool has(const std::string &name) const {
+    return numbers.count(name) || lists.count(name);
+  }
+  double number(const std::string &name, double fallback = 0) const {
+    auto it = numbers.find(name);
+    return it == numbers.end() ? fallback : it->second;
+  }
+  int64_t integer(const std::string &name, int64_t fallback = 0) const {
+    return static_cast<int64_t>(number(name, static_cast<double>(fallback)));
+  }
+  bool flag(const std::string &name) const { return number(name, 0) != 0; }
+  const std::vector<int64_t> &list(const std::string &name) const;
+};
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_TENSOR_H

@@ -1,0 +1,7 @@
+# CPU kernels, GEMM, thread pool and tensor helpers.
+set(STRATA_RT_CPU_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/Tensor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ThreadPool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/Gemm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/Kernels.cpp
+  )
