@@ -34,4 +34,57 @@ def AnnotateCostsPass : Pass<"strata-annotate-costs", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def AutodiffPass : Pass<"strata-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Turn a forward graph + loss into one training step";
+  let description = [{
+    Rewrites every function that returns one scalar `f32` loss and has
+    parameters (`strata.param`) into a training step
+
+      (parameters, data inputs, optimizer state, step) ->
+          (new parameters, new optimizer state, loss)
+
+    Reverse-mode differentiation walks the forward ops backwards and asks each
+    op's `AutodiffOpInterface` for its operand gradients; gradients of values
+    used more than once are summed with `strata.add`. Each parameter's
+    gradient feeds an optimizer update (`strata.sgd_update` or
+    `strata.adam_update`); optimizer state arrives as new arguments marked
+    `strata.state` and the 1-based step counter as an `i32` input with
+    `role = step`. Created ops carry the layer of the op they differentiate
+    (or of the parameter they update) and `strata.phase = backward|update`;
+    the function gets `strata.train_step`.
+
+    An op on the path to the loss that does not implement the interface is an
+    error at that op's location.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "Optimizer: sgd, adam or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1.0e-3", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "SGD momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1.0e-8",
+           "Adam epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (L2 for sgd and adam, decoupled for adamw)">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
+def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
+  let summary = "Assign every value of a training step a buffer in the arena";
+  let description = [{
+    Gives every argument and op result of each `strata.train_step` function a
+    `#strata.buffer<id, offset, bytes>` (arguments: `strata.buffer`; ops:
+    `strata.buffers`), in program order, 64-byte aligned, without reuse; the
+    results of in-place updates (`strata.sgd_update`, `strata.adam_update`)
+    take the buffers of the parameter and state they update. The function gets
+    `strata.arena_bytes`. `strata-translate --export-plan` writes the plan
+    file from these annotations (running this lowering itself when they are
+    missing); a buffer planner may later change offsets only.
+  }];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 #endif // STRATA_TRANSFORMS_PASSES_TD

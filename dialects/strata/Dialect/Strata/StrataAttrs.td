@@ -25,7 +25,26 @@ def Strata_InitKind : I32EnumAttr<"InitKind", "parameter initialisation scheme",
 
 def Strata_InputRole : I32EnumAttr<"InputRole", "role of a data input", [
     I32EnumAttrCase<"data", 0>,
-    I32EnumAttrCase<"labels", 1>
+    I32EnumAttrCase<"labels", 1>,
+    I32EnumAttrCase<"step", 2>
+  ]> {
+  let cppNamespace = "::mlir::strata";
+  let genSpecializedAttr = 0;
+}
+
+def Strata_Phase : I32EnumAttr<"Phase", "part of a training step", [
+    I32EnumAttrCase<"forward", 0>,
+    I32EnumAttrCase<"backward", 1>,
+    I32EnumAttrCase<"update", 2>
+  ]> {
+  let cppNamespace = "::mlir::strata";
+  let genSpecializedAttr = 0;
+}
+
+def Strata_OptimizerKind : I32EnumAttr<"OptimizerKind", "optimizer", [
+    I32EnumAttrCase<"sgd", 0>,
+    I32EnumAttrCase<"adam", 1>,
+    I32EnumAttrCase<"adamw", 2>
   ]> {
   let cppNamespace = "::mlir::strata";
   let genSpecializedAttr = 0;
@@ -80,8 +99,9 @@ def Strata_InputAttr : Strata_Attr<"Input", "input"> {
   let summary = "marks a function argument as a data input";
   let description = [{
     Attached to a function argument as `strata.input`: a batch of features
-    (`role = data`) or of targets (`role = labels`). Data inputs are never
-    differentiated or updated.
+    (`role = data`), of targets (`role = labels`), or the scalar `i32` step
+    counter of a training step (`role = step`, 1-based, set by the runtime).
+    Inputs are never differentiated or updated.
 
     ```mlir
     %tokens: tensor<8x128xi32> {strata.input = #strata.input<name = "tokens", role = data>}
@@ -89,6 +109,48 @@ def Strata_InputAttr : Strata_Attr<"Input", "input"> {
   }];
   let parameters = (ins StringRefParameter<"input name">:$name,
                         EnumParameter<Strata_InputRole>:$role);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Strata_StateAttr : Strata_Attr<"State", "state"> {
+  let summary = "marks a function argument as optimizer state";
+  let description = [{
+    Attached by `--strata-autodiff` to the optimizer-state arguments of a
+    training step (`strata.state`): momentum for SGD, first and second moments
+    for Adam. `param` names the parameter the state belongs to; states start
+    at zero.
+
+    ```mlir
+    %m: tensor<768x768xf32> {strata.state = #strata.state<name = "h0.attn.q.weight.m", param = "h0.attn.q.weight">}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"state name">:$name,
+                        StringRefParameter<"parameter name">:$param);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Strata_PhaseAttr : EnumAttr<Strata_Dialect, Strata_Phase, "phase"> {
+  let summary = "part of the training step an op belongs to";
+  let description = [{
+    Discardable `strata.phase` on the ops `--strata-autodiff` creates:
+    `backward` for gradient computation, `update` for optimizer updates. Ops
+    without it belong to the forward pass.
+  }];
+}
+
+def Strata_BufferAttr : Strata_Attr<"Buffer", "buffer"> {
+  let summary = "placement of one value in the device arena";
+  let description = [{
+    Written by `--strata-lower-to-plan`: buffer `id` of the plan and its byte
+    range `[offset, offset + bytes)` in the arena. On function arguments as
+    `strata.buffer`; on ops as `strata.buffers`, one per result (an in-place
+    update's results share the buffers of the values they update).
+
+    ```mlir
+    #strata.buffer<id = 3, offset = 4096, bytes = 802816>
+    ```
+  }];
+  let parameters = (ins "int64_t":$id, "int64_t":$offset, "int64_t":$bytes);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -90,6 +90,32 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be an array of #strata.layer_cost";
     return success();
   }
+  if (name == getPhaseAttrName()) {
+    if (!isa<PhaseAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a #strata.phase";
+    return success();
+  }
+  if (name == getTrainStepAttrName()) {
+    if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'" << name << "' must be a unit attribute on a function";
+    return success();
+  }
+  if (name == getBuffersAttrName()) {
+    auto buffers = dyn_cast<ArrayAttr>(value);
+    if (!buffers || !llvm::all_of(buffers, llvm::IsaPred<BufferAttr>) ||
+        buffers.size() != op->getNumResults())
+      return op->emitOpError()
+             << "'" << name << "' must hold one #strata.buffer per result";
+    return success();
+  }
+  if (name == getArenaBytesAttrName()) {
+    auto bytes = dyn_cast<IntegerAttr>(value);
+    if (!bytes || bytes.getInt() < 0)
+      return op->emitOpError()
+             << "'" << name << "' must be a non-negative integer";
+    return success();
+  }
   if (name == getTargetAttrName()) {
     if (!isa<StringAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a string";
@@ -122,6 +148,16 @@ LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
                                                       NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   auto func = dyn_cast<FunctionOpInterface>(op);
+  if (name == getStateAttrName()) {
+    if (!isa<StateAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a #strata.state";
+    return success();
+  }
+  if (name == getBufferAttrName()) {
+    if (!isa<BufferAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a #strata.buffer";
+    return success();
+  }
   if (name != getParamAttrName() && name != getInputAttrName())
     return op->emitOpError()
            << "unknown strata argument attribute '" << name << "'";

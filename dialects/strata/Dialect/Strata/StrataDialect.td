@@ -75,6 +75,31 @@ def Strata_Dialect : Dialect {
       return ::llvm::StringLiteral("strata.target");
     }
 
+    /// Argument attribute marking optimizer state.
+    static constexpr ::llvm::StringLiteral getStateAttrName() {
+      return ::llvm::StringLiteral("strata.state");
+    }
+    /// Op attribute: the part of the training step an op belongs to.
+    static constexpr ::llvm::StringLiteral getPhaseAttrName() {
+      return ::llvm::StringLiteral("strata.phase");
+    }
+    /// Unit function attribute marking a whole training step.
+    static constexpr ::llvm::StringLiteral getTrainStepAttrName() {
+      return ::llvm::StringLiteral("strata.train_step");
+    }
+    /// Argument attribute: buffer of a function argument.
+    static constexpr ::llvm::StringLiteral getBufferAttrName() {
+      return ::llvm::StringLiteral("strata.buffer");
+    }
+    /// Op attribute: buffers of an op's results.
+    static constexpr ::llvm::StringLiteral getBuffersAttrName() {
+      return ::llvm::StringLiteral("strata.buffers");
+    }
+    /// Function attribute: arena size in bytes.
+    static constexpr ::llvm::StringLiteral getArenaBytesAttrName() {
+      return ::llvm::StringLiteral("strata.arena_bytes");
+    }
+
   private:
     void registerAttributes();
   public:

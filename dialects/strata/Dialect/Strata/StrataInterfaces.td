@@ -51,4 +51,53 @@ def Strata_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Strata_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    How to differentiate an op in reverse mode. `--strata-autodiff` walks the
+    forward graph backwards and asks each op for the gradients of its
+    operands given the gradients of its results; the rule lives with the op.
+
+    `getSavedForBackward` names the forward values the backward rule reads
+    (operands or results of this op). They are exactly the values that must
+    stay alive from the forward to the backward pass, so the passes that
+    checkpoint, swap, recompute or compress activations act on these.
+  }];
+
+  let methods = [
+    InterfaceMethod<[{
+        Creates, at the builder's insertion point, the ops computing the
+        gradient of every operand from `resultGrads` (one per result; null
+        where a result has no gradient) and appends one value per operand to
+        `operandGrads` (null for operands that are not differentiable, such
+        as token ids or labels). Reads no forward value other than those of
+        `getSavedForBackward`.
+      }],
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+    InterfaceMethod<[{
+        Returns the forward values (operands or results of this op) that the
+        backward rule reads.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "getSavedForBackward", (ins)>,
+  ];
+}
+
+def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    An op whose results are new versions of some of its operands (an
+    optimizer update: the new parameter and state). The runtime computes such
+    results in place, in the buffers of the operands they replace.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns the operand that result `index` replaces.
+      }],
+      "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+  ];
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAINTERFACES_TD

@@ -28,6 +28,9 @@ def Strata_LossTensor : 0DTensorOf<[F32]>;
 
 def Strata_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 
+/// Forward ops say how to differentiate themselves.
+def Strata_Differentiable : DeclareOpInterfaceMethods<Strata_AutodiffOpInterface>;
+
 /// A side-effect-free op with a cost; `costOverrides` names the
 /// CostOpInterface methods with a default that the op replaces.
 class Strata_ComputeOp<string mnemonic, list<Trait> traits = [],
@@ -47,7 +50,7 @@ class Strata_ElementwiseOp<string mnemonic, list<Trait> traits = []>
         [SameOperandsAndResultType, InferTypeOpInterface])>;
 
 class Strata_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Strata_ElementwiseOp<mnemonic, traits> {
+    : Strata_ElementwiseOp<mnemonic, !listconcat(traits, [Strata_Differentiable])> {
   let arguments = (ins Strata_FloatTensor:$input);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -57,7 +60,7 @@ class Strata_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
 // Dense algebra
 //===----------------------------------------------------------------------===//
 
-def Strata_MatmulOp : Strata_InferredOp<"matmul"> {
+def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable]> {
   let summary = "matrix product, optionally batched and transposed";
   let description = [{
     Computes `op(lhs) · op(rhs)` over the last two dimensions, where `op`
@@ -93,7 +96,7 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul"> {
   }];
 }
 
-def Strata_BiasAddOp : Strata_InferredOp<"bias_add"> {
+def Strata_BiasAddOp : Strata_InferredOp<"bias_add", [Strata_Differentiable]> {
   let summary = "adds a 1-D bias along one axis";
   let description = [{
     `result[..., i, ...] = input[..., i, ...] + bias[i]` where `i` indexes
@@ -124,7 +127,7 @@ def Strata_BiasAddOp : Strata_InferredOp<"bias_add"> {
   }];
 }
 
-def Strata_AddOp : Strata_ElementwiseOp<"add", [Commutative]> {
+def Strata_AddOp : Strata_ElementwiseOp<"add", [Commutative, Strata_Differentiable]> {
   let summary = "element-wise sum (residual connection)";
   let description = [{
     Element-wise sum of two tensors of the same type, the residual connection
@@ -168,7 +171,7 @@ def Strata_GeluOp : Strata_UnaryElementwiseOp<"gelu"> {
   }];
 }
 
-def Strata_SoftmaxOp : Strata_InferredOp<"softmax"> {
+def Strata_SoftmaxOp : Strata_InferredOp<"softmax", [Strata_Differentiable]> {
   let summary = "softmax over the last dimension, optionally scaled and causal";
   let description = [{
     `result = softmax(scale · input)` along the last dimension. With `causal`,
@@ -192,7 +195,7 @@ def Strata_SoftmaxOp : Strata_InferredOp<"softmax"> {
   let hasVerifier = 1;
 }
 
-def Strata_LayerNormOp : Strata_InferredOp<"layer_norm"> {
+def Strata_LayerNormOp : Strata_InferredOp<"layer_norm", [Strata_Differentiable]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     Normalises every vector along the last dimension to zero mean and unit
@@ -226,7 +229,8 @@ def Strata_LayerNormOp : Strata_InferredOp<"layer_norm"> {
 // Embeddings
 //===----------------------------------------------------------------------===//
 
-def Strata_EmbeddingOp : Strata_InferredOp<"embedding", [], ["getBytesRead"]> {
+def Strata_EmbeddingOp : Strata_InferredOp<"embedding", [Strata_Differentiable],
+    ["getBytesRead"]> {
   let summary = "row gather from an embedding table";
   let description = [{
     `result[i..., :] = table[indices[i...], :]`. The table is `[V, H]`; the
@@ -246,7 +250,8 @@ def Strata_EmbeddingOp : Strata_InferredOp<"embedding", [], ["getBytesRead"]> {
   }];
 }
 
-def Strata_PositionEmbeddingOp : Strata_InferredOp<"position_embedding", [],
+def Strata_PositionEmbeddingOp : Strata_InferredOp<"position_embedding",
+    [Strata_Differentiable],
     ["getBytesRead"]> {
   let summary = "adds learned position embeddings";
   let description = [{
@@ -271,7 +276,7 @@ def Strata_PositionEmbeddingOp : Strata_InferredOp<"position_embedding", [],
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Strata_ReshapeOp : Strata_ComputeOp<"reshape", [],
+def Strata_ReshapeOp : Strata_ComputeOp<"reshape", [Strata_Differentiable],
     ["getBytesRead", "getBytesWritten"]> {
   let summary = "reinterprets a tensor with another shape";
   let description = [{
@@ -291,7 +296,7 @@ def Strata_ReshapeOp : Strata_ComputeOp<"reshape", [],
   let hasVerifier = 1;
 }
 
-def Strata_TransposeOp : Strata_InferredOp<"transpose"> {
+def Strata_TransposeOp : Strata_InferredOp<"transpose", [Strata_Differentiable]> {
   let summary = "permutes the dimensions of a tensor";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`. `permutation` is a
@@ -310,7 +315,7 @@ def Strata_TransposeOp : Strata_InferredOp<"transpose"> {
   }];
 }
 
-def Strata_FlattenOp : Strata_InferredOp<"flatten", [],
+def Strata_FlattenOp : Strata_InferredOp<"flatten", [Strata_Differentiable],
     ["getBytesRead", "getBytesWritten"]> {
   let summary = "collapses all dimensions after the first";
   let description = [{
@@ -332,7 +337,7 @@ def Strata_FlattenOp : Strata_InferredOp<"flatten", [],
 // Convolutional networks
 //===----------------------------------------------------------------------===//
 
-def Strata_Conv2DOp : Strata_InferredOp<"conv2d"> {
+def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable]> {
   let summary = "2-D convolution, NCHW input and OIHW filter";
   let description = [{
     Cross-correlation of an input `[N, C, H, W]` with a filter `[F, C, KH, KW]`
@@ -355,7 +360,7 @@ def Strata_Conv2DOp : Strata_InferredOp<"conv2d"> {
   }];
 }
 
-def Strata_MaxPool2DOp : Strata_InferredOp<"max_pool2d"> {
+def Strata_MaxPool2DOp : Strata_InferredOp<"max_pool2d", [Strata_Differentiable]> {
   let summary = "2-D max pooling over NCHW";
   let description = [{
     Maximum over `kernel`-sized windows of an `[N, C, H, W]` input moving by
@@ -377,7 +382,7 @@ def Strata_MaxPool2DOp : Strata_InferredOp<"max_pool2d"> {
   }];
 }
 
-def Strata_GlobalAvgPoolOp : Strata_InferredOp<"global_avg_pool"> {
+def Strata_GlobalAvgPoolOp : Strata_InferredOp<"global_avg_pool", [Strata_Differentiable]> {
   let summary = "mean over the spatial dimensions of NCHW";
   let description = [{
     `[N, C, H, W] -> [N, C]`, the mean over `H` and `W`.
@@ -397,7 +402,8 @@ def Strata_GlobalAvgPoolOp : Strata_InferredOp<"global_avg_pool"> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Strata_SoftmaxCrossEntropyOp : Strata_InferredOp<"softmax_cross_entropy"> {
+def Strata_SoftmaxCrossEntropyOp : Strata_InferredOp<"softmax_cross_entropy",
+    [Strata_Differentiable]> {
   let summary = "mean softmax cross-entropy against integer class labels";
   let description = [{
     `logits` has shape `[d..., C]` and `labels` the shape `[d...]` with class
@@ -418,7 +424,7 @@ def Strata_SoftmaxCrossEntropyOp : Strata_InferredOp<"softmax_cross_entropy"> {
   }];
 }
 
-def Strata_MseLossOp : Strata_InferredOp<"mse_loss"> {
+def Strata_MseLossOp : Strata_InferredOp<"mse_loss", [Strata_Differentiable]> {
   let summary = "mean squared error";
   let description = [{
     The mean over all elements of `(input - target)²`, a scalar `f32`.
@@ -435,5 +441,7 @@ def Strata_MseLossOp : Strata_InferredOp<"mse_loss"> {
     $input `,` $target attr-dict `:` functional-type(operands, results)
   }];
 }
+
+include "strata/Dialect/Strata/StrataGradOps.td"
 
 #endif // STRATA_DIALECT_STRATA_STRATAOPS_TD

@@ -1,0 +1,45 @@
+//===- Plan.h - Lowering a training step to a runtime plan ------*- C++ -*-===//
+//
+// A training step (after --strata-autodiff) becomes a plan for the runtime in
+// two steps: --strata-lower-to-plan places every value in a buffer of the
+// device arena (attributes in the IR), and the `export-plan` translation
+// writes the plan file (docs/plan-format.md) from those attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_CONVERSION_PLAN_H
+#define STRATA_CONVERSION_PLAN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir {
+namespace func {
+class FuncOp;
+} // namespace func
+namespace strata {
+class BufferAttr;
+
+/// Version of the plan format `exportPlan` writes.
+constexpr int kPlanFormatVersion = 1;
+/// Alignment of every buffer in the arena.
+constexpr int64_t kBufferAlignment = 64;
+
+/// The buffer assigned to `value` by --strata-lower-to-plan, or null.
+BufferAttr getBuffer(Value value);
+
+/// Assigns every argument and op result of `func` a buffer (see
+/// LowerToPlanPass). Fails on a value that is not a statically shaped tensor.
+LogicalResult assignBuffers(func::FuncOp func);
+
+/// Writes the plan of the module's training step to `os`, assigning buffers
+/// first where they are missing.
+LogicalResult exportPlan(ModuleOp module, raw_ostream &os);
+
+/// Registers `--export-plan` with mlir-translate's registry.
+void registerExportPlanTranslation();
+
+} // namespace strata
+} // namespace mlir
+
+#endif // STRATA_CONVERSION_PLAN_H

@@ -1,0 +1,363 @@
+//===- ExportPlan.cpp - Write a training step as a runtime plan -----------===//
+//
+// Writes docs/plan-format.md version 1 from a training step whose values
+// carry buffers (--strata-lower-to-plan). Instructions are the strata ops in
+// program order: the plan op is the op's mnemonic and its attributes are the
+// op's inherent attributes, serialised generically (booleans and units as
+// 0/1, integers, floats, integer arrays).
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Conversion/Plan.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Fan-in and fan-out of a parameter shape (docs/plan-format.md).
+std::pair<int64_t, int64_t> getFans(ArrayRef<int64_t> shape) {
+  if (shape.size() == 4) {
+    int64_t receptive = shape[2] * shape[3];
+    return {shape[1] * receptive, shape[0] * receptive};
+  }
+  if (shape.size() == 2)
+    return {shape[0], shape[1]};
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return {n, n};
+}
+
+const char *getDType(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  if (element.isF32())
+    return "f32";
+  if (element.isBF16())
+    return "bf16";
+  if (element.isInteger(32))
+    return "i32";
+  if (element.isInteger(64))
+    return "i64";
+  return "unknown";
+}
+
+class PlanWriter {
+public:
+  explicit PlanWriter(func::FuncOp func) : func(func) {}
+  FailureOr<llvm::json::Object> build(StringRef model);
+
+private:
+  LogicalResult collect();
+  llvm::json::Array buildBuffers();
+  llvm::json::Array buildParameters();
+  llvm::json::Array buildStates();
+  llvm::json::Array buildInputs();
+  FailureOr<llvm::json::Array> buildProgram();
+  FailureOr<llvm::json::Object> buildAttrs(Operation *op);
+  std::string getName(Value value);
+
+  func::FuncOp func;
+  /// Buffer id -> (value, kind), in id order.
+  std::map<int64_t, std::pair<Value, const char *>> buffers;
+  /// Parameter argument -> the gradient operand of its update.
+  DenseMap<Value, Value> gradOf;
+  Operation *firstUpdate = nullptr;
+};
+
+/// Prints `value` as JSON, on one line when that line is short, else with
+/// one member or element per line, so plans stay readable and diffable.
+void printPretty(raw_ostream &os, const llvm::json::Value &value,
+                 unsigned indent) {
+  std::string compact;
+  llvm::raw_string_ostream(compact) << value;
+  const llvm::json::Object *object = value.getAsObject();
+  const llvm::json::Array *array = value.getAsArray();
+  if (compact.size() + indent <= 150 || (!object && !array)) {
+    os << compact;
+    return;
+  }
+  std::string pad(indent + 1, ' ');
+  if (array) {
+    os << "[\n";
+    for (auto [i, element] : llvm::enumerate(*array)) {
+      os << pad;
+      printPretty(os, element, indent + 1);
+      os << (i + 1 < array->size() ? ",\n" : "\n");
+    }
+    os << std::string(indent, ' ') << "]";
+    return;
+  }
+  // Objects keep the order of `keys` (json::Object itself is unordered).
+  os << "{\n";
+  SmallVector<StringRef> keys;
+  for (const auto &member : *object)
+    keys.push_back(member.first);
+  llvm::sort(keys);
+  for (auto [i, key] : llvm::enumerate(keys)) {
+    os << pad << '"' << key << "\": ";
+    printPretty(os, *object->get(key), indent + 1);
+    os << (i + 1 < keys.size() ? ",\n" : "\n");
+  }
+  os << std::string(indent, ' ') << "}";
+}
+
+} // namespace
+
+std::string PlanWriter::getName(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg)
+    return {};
+  unsigned i = arg.getArgNumber();
+  if (auto p = func.getArgAttrOfType<ParamAttr>(
+          i, StrataDialect::getParamAttrName()))
+    return p.getName().str();
+  if (auto s = func.getArgAttrOfType<StateAttr>(
+          i, StrataDialect::getStateAttrName()))
+    return s.getName().str();
+  if (auto in = func.getArgAttrOfType<InputAttr>(
+          i, StrataDialect::getInputAttrName()))
+    return in.getName().str();
+  return {};
+}
+
+LogicalResult PlanWriter::collect() {
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    const char *kind = "input";
+    if (func.getArgAttr(i, StrataDialect::getParamAttrName()))
+      kind = "param";
+    else if (func.getArgAttr(i, StrataDialect::getStateAttrName()))
+      kind = "state";
+    else if (!func.getArgAttr(i, StrataDialect::getInputAttrName()))
+      return func.emitOpError() << "argument #" << i
+                                << " is neither a parameter, a state nor an "
+                                   "input";
+    buffers[getBuffer(arg).getId()] = {arg, kind};
+  }
+  WalkResult walk = func.walk([&](Operation *op) {
+    if (isa<func::ReturnOp>(op) || op == func)
+      return WalkResult::advance();
+    if (!isa<StrataDialect>(op->getDialect())) {
+      op->emitOpError() << "cannot be exported to a plan";
+      return WalkResult::interrupt();
+    }
+    if (isa<InPlaceOpInterface>(op)) {
+      if (!firstUpdate)
+        firstUpdate = op;
+      // Operand 1 of an update is the gradient of operand 0 (the parameter).
+      gradOf[op->getOperand(0)] = op->getOperand(1);
+    }
+    for (OpResult result : op->getResults()) {
+      BufferAttr buffer = getBuffer(result);
+      if (!buffer) {
+        op->emitOpError() << "result #" << result.getResultNumber()
+                          << " has no buffer";
+        return WalkResult::interrupt();
+      }
+      buffers.try_emplace(buffer.getId(), result, "activation");
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  for (auto &[param, grad] : gradOf)
+    if (BufferAttr buffer = getBuffer(grad))
+      buffers[buffer.getId()].second = "grad";
+  return success();
+}
+
+llvm::json::Array PlanWriter::buildBuffers() {
+  llvm::json::Array array;
+  for (auto &[id, entry] : buffers) {
+    auto [value, kind] = entry;
+    BufferAttr buffer = getBuffer(value);
+    auto type = cast<RankedTensorType>(value.getType());
+    llvm::json::Object object{{"id", id},
+                              {"kind", kind},
+                              {"dtype", getDType(type)},
+                              {"shape", llvm::json::Array(type.getShape())},
+                              {"offset", buffer.getOffset()},
+                              {"bytes", buffer.getBytes()}};
+    std::string name = getName(value);
+    if (!name.empty())
+      object["name"] = name;
+    array.push_back(std::move(object));
+  }
+  return array;
+}
+
+llvm::json::Array PlanWriter::buildParameters() {
+  llvm::json::Array array;
+  for (BlockArgument arg : func.getArguments()) {
+    auto param = func.getArgAttrOfType<ParamAttr>(
+        arg.getArgNumber(), StrataDialect::getParamAttrName());
+    if (!param)
+      continue;
+    auto [fanIn, fanOut] =
+        getFans(cast<RankedTensorType>(arg.getType()).getShape());
+    llvm::json::Object object{{"name", param.getName()},
+                              {"buffer", getBuffer(arg).getId()},
+                              {"layer", param.getLayer()},
+                              {"init", stringifyInitKind(param.getInit())},
+                              {"scale", param.getScale().convertToDouble()},
+                              {"fan_in", fanIn},
+                              {"fan_out", fanOut}};
+    if (Value grad = gradOf.lookup(arg))
+      object["grad"] = getBuffer(grad).getId();
+    array.push_back(std::move(object));
+  }
+  return array;
+}
+
+llvm::json::Array PlanWriter::buildStates() {
+  llvm::json::Array array;
+  for (BlockArgument arg : func.getArguments())
+    if (auto state = func.getArgAttrOfType<StateAttr>(
+            arg.getArgNumber(), StrataDialect::getStateAttrName()))
+      array.push_back(llvm::json::Object{{"name", state.getName()},
+                                         {"buffer", getBuffer(arg).getId()},
+                                         {"param", state.getParam()},
+                                         {"init", "zeros"}});
+  return array;
+}
+
+llvm::json::Array PlanWriter::buildInputs() {
+  llvm::json::Array array;
+  for (BlockArgument arg : func.getArguments())
+    if (auto input = func.getArgAttrOfType<InputAttr>(
+            arg.getArgNumber(), StrataDialect::getInputAttrName()))
+      array.push_back(
+          llvm::json::Object{{"name", input.getName()},
+                             {"role", stringifyInputRole(input.getRole())},
+                             {"buffer", getBuffer(arg).getId()}});
+  return array;
+}
+
+FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
+  llvm::json::Object attrs;
+  for (NamedAttribute attr : op->getAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (name.starts_with("strata."))
+      continue; // Discardable annotations, not semantics.
+    Attribute value = attr.getValue();
+    if (isa<UnitAttr>(value))
+      attrs[name] = 1;
+    else if (auto b = dyn_cast<BoolAttr>(value))
+      attrs[name] = b.getValue() ? 1 : 0;
+    else if (auto i = dyn_cast<IntegerAttr>(value))
+      attrs[name] = i.getInt();
+    else if (auto f = dyn_cast<FloatAttr>(value))
+      attrs[name] = f.getValueAsDouble();
+    else if (auto list = dyn_cast<DenseI64ArrayAttr>(value))
+      attrs[name] = llvm::json::Array(list.asArrayRef());
+    else
+      return op->emitOpError()
+             << "attribute '" << name << "' cannot be written to a plan";
+  }
+  return attrs;
+}
+
+FailureOr<llvm::json::Array> PlanWriter::buildProgram() {
+  llvm::json::Array program;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    llvm::json::Array in, out;
+    for (Value operand : op.getOperands())
+      in.push_back(getBuffer(operand).getId());
+    for (Value result : op.getResults())
+      out.push_back(getBuffer(result).getId());
+    FailureOr<llvm::json::Object> attrs = buildAttrs(&op);
+    if (failed(attrs))
+      return failure();
+    auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
+    program.push_back(llvm::json::Object{
+        {"op", op.getName().stripDialect()},
+        {"in", std::move(in)},
+        {"out", std::move(out)},
+        {"attrs", std::move(*attrs)},
+        {"layer", getLayer(&op).value_or(-1)},
+        {"phase", stringifyPhase(phase ? phase.getValue() : Phase::forward)}});
+  }
+  return program;
+}
+
+FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
+  if (failed(collect()))
+    return failure();
+  FailureOr<llvm::json::Array> program = buildProgram();
+  if (failed(program))
+    return failure();
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  Value loss = ret.getOperands().back();
+  llvm::json::Object plan{{"format", "strata-plan"},
+                          {"version", kPlanFormatVersion},
+                          {"model", model},
+                          {"producer", "strata-translate --export-plan"},
+                          {"buffers", buildBuffers()},
+                          {"parameters", buildParameters()},
+                          {"states", buildStates()},
+                          {"inputs", buildInputs()},
+                          {"loss", getBuffer(loss).getId()}};
+  if (firstUpdate) {
+    llvm::json::Object optimizer{{"kind", isa<SgdUpdateOp>(firstUpdate) ? "sgd"
+                                          : firstUpdate->hasAttr("decoupled")
+                                              ? "adamw"
+                                              : "adam"}};
+    for (NamedAttribute attr : firstUpdate->getAttrs())
+      if (auto f = dyn_cast<FloatAttr>(attr.getValue()))
+        optimizer[attr.getName().getValue()] = f.getValueAsDouble();
+    plan["optimizer"] = std::move(optimizer);
+  }
+  int64_t arenaBytes =
+      func->getAttrOfType<IntegerAttr>(StrataDialect::getArenaBytesAttrName())
+          .getInt();
+  plan["ranks"] =
+      llvm::json::Array{llvm::json::Object{{"rank", 0},
+                                           {"device", "cpu"},
+                                           {"arena_bytes", arenaBytes},
+                                           {"program", std::move(*program)}}};
+  return plan;
+}
+
+LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os) {
+  SmallVector<func::FuncOp> steps;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(StrataDialect::getTrainStepAttrName()))
+      steps.push_back(func);
+  if (steps.size() != 1)
+    return emitError(module.getLoc())
+           << "expected exactly one training step (strata.train_step), found "
+           << steps.size() << "; run --strata-autodiff first";
+  func::FuncOp func = steps.front();
+  if (!func->hasAttr(StrataDialect::getArenaBytesAttrName()) &&
+      failed(assignBuffers(func)))
+    return failure();
+  // Build the whole plan first so a failure leaves no partial output.
+  FailureOr<llvm::json::Object> plan =
+      PlanWriter(func).build(func.getSymName());
+  if (failed(plan))
+    return failure();
+  printPretty(os, llvm::json::Value(std::move(*plan)), 0);
+  os << "\n";
+  return success();
+}
+
+void mlir::strata::registerExportPlanTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "export-plan", "write the training step as a runtime plan (JSON)",
+      [](Operation *op, raw_ostream &os) {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return LogicalResult(op->emitError("expected a module"));
+        return exportPlan(module, os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<StrataDialect, func::FuncDialect>();
+      });
+}
