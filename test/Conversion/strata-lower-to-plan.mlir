@@ -1,0 +1,37 @@
+// RUN: strata-opt %s --split-input-file --strata-lower-to-plan --verify-diagnostics | FileCheck %s
+
+// Arguments first, then op results in program order; 64-byte aligned ranges;
+// the results of an in-place update reuse the parameter's and state's buffers.
+
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: {strata.buffer = #strata.buffer<id = 0, offset = 0, bytes = 32>
+// CHECK-SAME: {strata.buffer = #strata.buffer<id = 1, offset = 64, bytes = 32>
+// CHECK-SAME: {strata.buffer = #strata.buffer<id = 2, offset = 128, bytes = 32>
+// CHECK-SAME: {strata.buffer = #strata.buffer<id = 3, offset = 192, bytes = 32>
+// CHECK-SAME: strata.arena_bytes = 512 : i64
+// CHECK: strata.add {{.*}}strata.buffers = [#strata.buffer<id = 4, offset = 256, bytes = 32>]
+// CHECK: strata.mse_loss {{.*}}strata.buffers = [#strata.buffer<id = 5, offset = 320, bytes = 4>]
+// CHECK: strata.fill {{.*}}strata.buffers = [#strata.buffer<id = 6, offset = 384, bytes = 4>]
+// CHECK: strata.mse_loss_grad {{.*}}strata.buffers = [#strata.buffer<id = 7, offset = 448, bytes = 32>]
+// CHECK: strata.sgd_update {{.*}}strata.buffers = [#strata.buffer<id = 1, offset = 64, bytes = 32>, #strata.buffer<id = 3, offset = 192, bytes = 32>]
+func.func @step(%x: tensor<2x4xf32> {strata.input = #strata.input<name = "x", role = data>},
+                %w: tensor<2x4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = normal, scale = 1.0>},
+                %t: tensor<2x4xf32> {strata.input = #strata.input<name = "t", role = labels>},
+                %v: tensor<2x4xf32> {strata.state = #strata.state<name = "w.velocity", param = "w">})
+    -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>) attributes {strata.train_step} {
+  %s = strata.add %x, %w : tensor<2x4xf32>
+  %l = strata.mse_loss %s, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+  %one = strata.fill 1.0 : tensor<f32>
+  %ds = strata.mse_loss_grad %s, %t, %one : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %p, %nv = strata.sgd_update %w, %ds, %v lr = 0.1 momentum = 0.0 weight_decay = 0.0 : tensor<2x4xf32>
+  return %p, %nv, %l : tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{no training step to lower (run --strata-autodiff first)}}
+module {
+  func.func @forward_only(%x: tensor<2xf32>) -> tensor<2xf32> {
+    return %x : tensor<2xf32>
+  }
+}
