@@ -15,4 +15,13 @@ def TestPrintCostsPass : Pass<"test-strata-print-costs", "::mlir::ModuleOp"> {
   }];
 }
 
+def TestPrintSavedPass : Pass<"test-strata-print-saved", "::mlir::ModuleOp"> {
+  let summary = "Print the values each function keeps for its backward pass";
+  let description = [{
+    Runs the SavedValues analysis on every function and prints, per function,
+    each saved activation (its defining op, layer and type) and saved
+    argument, then the total of saved activation bytes.
+  }];
+}
+
 #endif // STRATA_TEST_PASSES_TD
