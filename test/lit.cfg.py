@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.strata_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%strata_src", config.strata_src_root))
+config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%targets", os.path.join(config.strata_src_root, "targets")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
@@ -28,7 +29,7 @@ if config.strata_have_mpi:
     config.available_features.add("mpi")
 
 tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
-tools = ["strata-opt", "strata-model"]
+tools = ["strata-opt", "strata-model", "strata-translate", "strata-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.strata_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

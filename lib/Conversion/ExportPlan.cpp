@@ -185,9 +185,14 @@ llvm::json::Array PlanWriter::buildBuffers() {
                               {"shape", llvm::json::Array(type.getShape())},
                               {"offset", buffer.getOffset()},
                               {"bytes", buffer.getBytes()}};
+    // Arguments are named after their parameter, state or input; computed
+    // values after the op that defines them and their buffer id.
     std::string name = getName(value);
-    if (!name.empty())
-      object["name"] = name;
+    if (name.empty())
+      name = (value.getDefiningOp()->getName().stripDialect() + "." +
+              Twine(id))
+                 .str();
+    object["name"] = name;
     array.push_back(std::move(object));
   }
   return array;

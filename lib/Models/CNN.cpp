@@ -1,7 +1,8 @@
 //===- CNN.cpp - VGG-16 and ResNet-18/50 generators -----------------------===//
 //
 // NCHW image classifiers. Batch normalisation is not modelled: every
-// convolution carries a bias instead. Each convolution (with its activation
+// convolution carries a bias instead, and residual branches start scaled
+// down (see residualBlock). Each convolution (with its activation
 // and any pooling that follows) is one VGG layer; each residual block is one
 // ResNet layer.
 //
@@ -9,6 +10,8 @@
 
 #include "ModelBuilder.h"
 #include "strata/Models/Models.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -34,12 +37,14 @@ static int64_t channelsOf(Value x) {
   return cast<RankedTensorType>(x.getType()).getDimSize(1);
 }
 
-/// Convolution with bias: [N, C, H, W] -> [N, out, H', W'].
+/// Convolution with bias: [N, C, H, W] -> [N, out, H', W']. `scale`
+/// multiplies the Kaiming standard deviation of the filter.
 static Value conv(ModelBuilder &b, StringRef name, Value x, int64_t out,
-                  int64_t kernel, int64_t stride, int64_t pad) {
+                  int64_t kernel, int64_t stride, int64_t pad,
+                  double scale = 1.0) {
   Value w =
       b.param(joinName(name, "weight"), {out, channelsOf(x), kernel, kernel},
-              InitKind::kaiming_normal, 1.0);
+              InitKind::kaiming_normal, scale);
   Value bias = b.param(joinName(name, "bias"), {out}, InitKind::zeros, 0.0);
   Value y = b.create<Conv2DOp>(name, x, w, ArrayRef<int64_t>{stride, stride},
                                ArrayRef<int64_t>{pad, pad})
@@ -88,18 +93,23 @@ static Value buildVGG16(ModelBuilder &b, Value x, const CNNConfig &c) {
   return linear(b, "", x, c.classes, InitKind::xavier_uniform, 1.0);
 }
 
-/// Basic (ResNet-18/34) or bottleneck (ResNet-50+) residual block.
+/// Basic (ResNet-18/34) or bottleneck (ResNet-50+) residual block. Without
+/// batch normalisation every residual sum would double the activations'
+/// variance, so the last convolution of the branch starts at
+/// `branchScale` times the Kaiming scale (1/sqrt(blocks) keeps the growth
+/// over the whole network below e).
 static Value residualBlock(ModelBuilder &b, Value x, int64_t width,
-                           int64_t stride, bool bottleneck) {
+                           int64_t stride, bool bottleneck,
+                           double branchScale) {
   int64_t out = bottleneck ? 4 * width : width;
   Value y;
   if (bottleneck) {
     y = relu(b, "relu1", conv(b, "conv1", x, width, 1, 1, 0));
     y = relu(b, "relu2", conv(b, "conv2", y, width, 3, stride, 1));
-    y = conv(b, "conv3", y, out, 1, 1, 0);
+    y = conv(b, "conv3", y, out, 1, 1, 0, branchScale);
   } else {
     y = relu(b, "relu1", conv(b, "conv1", x, width, 3, stride, 1));
-    y = conv(b, "conv2", y, out, 3, 1, 1);
+    y = conv(b, "conv2", y, out, 3, 1, 1, branchScale);
   }
   Value shortcut = x;
   if (stride != 1 || channelsOf(x) != out)
@@ -112,6 +122,10 @@ static Value buildResNet(ModelBuilder &b, Value x, const CNNConfig &c) {
   const int64_t blocks18[] = {2, 2, 2, 2};
   const int64_t blocks50[] = {3, 4, 6, 3};
   const int64_t *blocks = bottleneck ? blocks50 : blocks18;
+  int64_t totalBlocks = 0;
+  for (int stage = 0; stage < 4; ++stage)
+    totalBlocks += blocks[stage];
+  double branchScale = 1.0 / std::sqrt(static_cast<double>(totalBlocks));
 
   b.beginLayer("stem");
   x = relu(b, "relu", conv(b, "conv", x, 64, 7, 2, 3));
@@ -122,7 +136,7 @@ static Value buildResNet(ModelBuilder &b, Value x, const CNNConfig &c) {
       b.beginLayer("layer" + std::to_string(stage + 1) + "." +
                    std::to_string(i));
       int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
-      x = residualBlock(b, x, width, stride, bottleneck);
+      x = residualBlock(b, x, width, stride, bottleneck, branchScale);
     }
   }
   b.beginLayer("fc");

@@ -11,11 +11,11 @@
 // CHECK-NEXT: {"bytes":96,"dtype":"f32","id":1,"kind":"param","name":"w","offset":128,"shape":[8,3]},
 // CHECK-NEXT: {"bytes":16,"dtype":"i32","id":2,"kind":"input","name":"y","offset":256,"shape":[4]},
 // CHECK-NEXT: {"bytes":96,"dtype":"f32","id":3,"kind":"state","name":"w.velocity","offset":320,"shape":[8,3]},
-// CHECK-NEXT: {"bytes":48,"dtype":"f32","id":4,"kind":"activation","offset":448,"shape":[4,3]},
-// CHECK-NEXT: {"bytes":4,"dtype":"f32","id":5,"kind":"activation","offset":512,"shape":[]},
-// CHECK-NEXT: {"bytes":4,"dtype":"f32","id":6,"kind":"activation","offset":576,"shape":[]},
-// CHECK-NEXT: {"bytes":48,"dtype":"f32","id":7,"kind":"activation","offset":640,"shape":[4,3]},
-// CHECK-NEXT: {"bytes":96,"dtype":"f32","id":8,"kind":"grad","offset":704,"shape":[8,3]}
+// CHECK-NEXT: {"bytes":48,"dtype":"f32","id":4,"kind":"activation","name":"matmul.4","offset":448,"shape":[4,3]},
+// CHECK-NEXT: {"bytes":4,"dtype":"f32","id":5,"kind":"activation","name":"softmax_cross_entropy.5","offset":512,"shape":[]},
+// CHECK-NEXT: {"bytes":4,"dtype":"f32","id":6,"kind":"activation","name":"fill.6","offset":576,"shape":[]},
+// CHECK-NEXT: {"bytes":48,"dtype":"f32","id":7,"kind":"activation","name":"softmax_cross_entropy_grad.7","offset":640,"shape":[4,3]},
+// CHECK-NEXT: {"bytes":96,"dtype":"f32","id":8,"kind":"grad","name":"matmul.8","offset":704,"shape":[8,3]}
 // CHECK-NEXT: ],
 // CHECK: "format": "strata-plan",
 // CHECK: "inputs": [{"buffer":0,"name":"x","role":"data"},{"buffer":2,"name":"y","role":"labels"}],

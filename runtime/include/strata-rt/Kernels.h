@@ -21,13 +21,15 @@ namespace strata::rt {
 class ThreadPool;
 
 /// Blocking of the CPU GEMM: cache blocks (mc x kc panels of A, kc x nc
-/// panels of B) and the register tile (mr x nr) of the micro-kernel.
+/// panels of B) and the register tile (mr x nr) of the micro-kernel. The
+/// defaults suit AVX-512 cores with 48 KiB L1 and 2 MiB L2 (a kc x nr panel of
+/// B stays in L1, an mc x kc block of A in L2); see bench/gemm.md.
 struct GemmTiling {
-  int64_t mc = 128;
-  int64_t nc = 512;
+  int64_t mc = 96;
+  int64_t nc = 2048;
   int64_t kc = 256;
-  int64_t mr = 8;
-  int64_t nr = 16;
+  int64_t mr = 12;
+  int64_t nr = 32;
 };
 
 /// Returns an empty string when `t` is usable, else why not.

@@ -4,4 +4,8 @@ set(STRATA_RT_CPU_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/ThreadPool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Gemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Kernels.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsDense.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsNN.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsConv.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsOptim.cpp
   )

@@ -1,0 +1,54 @@
+//===- Checkpoint.h - Saving and restoring training state --------*- C++
+//-*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// A checkpoint is a safetensors file holding every parameter and optimizer
+// state of a plan under its plan name, with metadata
+//   {"format": "strata-checkpoint", "plan_format": "strata-plan 1",
+//    "model": <plan model>, "step": <last completed step>, "seed": <seed>}.
+// Since parameters, states, the step counter and the seed (which keys the
+// data stream) are all saved, resuming continues a run bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_CHECKPOINT_H
+#define STRATA_RT_CHECKPOINT_H
+
+#include "strata-rt/Executor.h"
+#include "strata-rt/Support.h"
+
+#include <cstdint>
+#include <string>
+
+namespace strata::rt {
+
+/// Writes a checkpoint of `executor` atomically.
+Status saveCheckpoint(const Executor &executor, const std::string &path,
+                      int64_t step, uint64_t seed);
+
+enum class CheckpointContents {
+  /// Parameters only (`--init`): every parameter must be present; state
+  /// tensors are ignored; metadata is optional.
+  Parameters,
+  /// Parameters, states, step and seed (`--resume`): all must be present.
+  Everything,
+};
+
+struct CheckpointInfo {
+  /// The last completed step (0 when the file does not say).
+  int64_t step = 0;
+  uint64_t seed = 0;
+  bool hasStepAndSeed = false;
+};
+
+/// Validates the file against the plan of `executor` (names, dtypes, shapes,
+/// metadata) and only then copies the tensors in, so a failed load changes
+/// nothing. A malformed file or a mismatch is `Invalid`, an unreadable file a
+/// `Failure`.
+Status loadCheckpoint(Executor &executor, const std::string &path,
+                      CheckpointContents contents, CheckpointInfo &info);
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_CHECKPOINT_H

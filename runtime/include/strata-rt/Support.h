@@ -1,0 +1,69 @@
+//===- Support.h - Status and file helpers of the runtime --------*- C++
+//-*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// The runtime's public functions never throw: they return a `Status` whose
+// code doubles as the exit code of `strata-run`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_SUPPORT_H
+#define STRATA_RT_SUPPORT_H
+
+#include <string>
+#include <utility>
+
+namespace strata::rt {
+
+/// Success, or an error with a message. The code values are the exit codes
+/// of `strata-run`.
+class Status {
+public:
+  enum class Code {
+    Ok = 0,
+    /// A run-time failure: I/O, an out-of-range id, a non-finite loss.
+    Failure = 1,
+    /// A bad command line.
+    Usage = 2,
+    /// An invalid plan, checkpoint or data file.
+    Invalid = 3,
+  };
+
+  Status() = default;
+  static Status success() { return Status(); }
+  static Status failure(std::string message) {
+    return Status(Code::Failure, std::move(message));
+  }
+  static Status usage(std::string message) {
+    return Status(Code::Usage, std::move(message));
+  }
+  static Status invalid(std::string message) {
+    return Status(Code::Invalid, std::move(message));
+  }
+
+  bool ok() const { return code_ == Code::Ok; }
+  Code code() const { return code_; }
+  int exitCode() const { return static_cast<int>(code_); }
+  const std::string &message() const { return message_; }
+
+private:
+  Status(Code code, std::string message)
+      : code_(code), message_(std::move(message)) {}
+
+  Code code_ = Code::Ok;
+  std::string message_;
+};
+
+/// Reads a whole file. A file that cannot be opened or read is a `Failure`.
+Status readFile(const std::string &path, std::string &contents);
+
+/// Writes `contents` to `path` atomically: a temporary file in the same
+/// directory is written, flushed with fsync and renamed over `path`. On any
+/// failure the temporary file is removed and `path` is left as it was.
+Status writeFileAtomically(const std::string &path,
+                           const std::string &contents);
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_SUPPORT_H

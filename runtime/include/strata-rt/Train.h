@@ -1,0 +1,85 @@
+//===- Train.h - The training loop of strata-run -----------------*- C++
+//-*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// `train` is everything `strata-run` does after parsing its command line:
+// load and validate the plan, set up the executor, initialise or restore
+// parameters, run the steps on the data stream, and write the checkpoint and
+// trace. Embedders and tests call it directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_TRAIN_H
+#define STRATA_RT_TRAIN_H
+
+#include "strata-rt/Support.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+
+struct TrainOptions {
+  std::string planPath;
+  /// Steps to run (after the resumed step, if any).
+  int64_t steps = 10;
+  uint64_t seed = 0;
+  /// Whether `seed` was chosen explicitly; if not, a resumed run takes the
+  /// checkpoint's seed.
+  bool seedGiven = false;
+  /// Kernel worker threads; <= 0 means one per hardware thread.
+  int threads = 0;
+  /// Parameters to start from (a safetensors file), instead of the plan's
+  /// initialisers.
+  std::string initPath;
+  /// A checkpoint to continue from (parameters, states, step and seed).
+  std::string resumePath;
+  /// Where to save a checkpoint after the last step.
+  std::string savePath;
+  /// Byte-level text for a language model (see Data.h).
+  std::string dataPath;
+  /// Where to write a Chrome trace of every executed instruction.
+  std::string tracePath;
+  /// Print every logEvery-th step (and the last).
+  int64_t logEvery = 1;
+  /// Where progress goes: one line per logged step and a summary; nullptr
+  /// prints nothing.
+  std::FILE *log = stdout;
+  /// Print only the summary.
+  bool quiet = false;
+  /// When positive, check this many gradient elements per parameter against
+  /// finite differences (GradCheck.h) instead of training.
+  int64_t gradientSamples = 0;
+};
+
+struct StepRecord {
+  int64_t step = 0;
+  float loss = 0;
+  double milliseconds = 0;
+};
+
+struct TrainResult {
+  /// The steps this run executed, in order.
+  std::vector<StepRecord> steps;
+  /// The step the run started after (0, or the resumed checkpoint's step).
+  int64_t startStep = 0;
+  uint64_t seed = 0;
+  int64_t samplesPerStep = 0;
+  int64_t tokensPerStep = 0;
+  /// Mean step time excluding the first step of the run (all steps when
+  /// there is only one).
+  double meanMilliseconds = 0;
+};
+
+/// Runs a training job. Errors carry the exit code of strata-run: `Invalid`
+/// for a bad plan, checkpoint or data file; `Usage` for contradictory
+/// options; `Failure` for I/O and run-time errors (a non-finite loss, an id
+/// out of range). No output file is left half-written.
+Status train(const TrainOptions &options, TrainResult &result);
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_TRAIN_H

@@ -1,0 +1,392 @@
+//===- Data.cpp - Training batches for a plan's inputs --------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Data.h"
+
+#include "strata-rt/Init.h"
+#include "strata-rt/ThreadPool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace strata::rt {
+
+DataSource::~DataSource() = default;
+
+namespace {
+
+/// At most this many pooled feature groups feed the teacher.
+constexpr int64_t kMaxTeacherGroups = 256;
+/// Strides of the synthetic arithmetic-progression sequences.
+constexpr int64_t kStrides[] = {1, 2, 3, 5};
+
+/// The generator key of `stream` at `step`.
+uint64_t stepKey(const char *stream, int64_t step) {
+  return fnv1a64(std::string(stream) + "." + std::to_string(step));
+}
+
+uint64_t streamKey(const char *stream) { return fnv1a64(stream); }
+
+void forRange(ThreadPool *pool, int64_t n,
+              const std::function<void(int64_t, int64_t)> &fn) {
+  if (pool && n > 1)
+    pool->parallelFor(n, fn);
+  else
+    fn(0, n);
+}
+
+/// The instruction of `op` (or `gradOp`) that reads `buffer` as in[operand].
+const Instruction *findReader(const Plan &plan,
+                              std::initializer_list<const char *> ops,
+                              size_t operand, int64_t buffer) {
+  for (const Instruction &inst : plan.ranks[0].program) {
+    if (operand >= inst.in.size() || inst.in[operand] != buffer)
+      continue;
+    for (const char *op : ops)
+      if (inst.op == op)
+        return &inst;
+  }
+  return nullptr;
+}
+
+/// Classes of the i32 labels `buffer`: the last dim of the logits of the
+/// softmax_cross_entropy that reads them; 0 when none does.
+int64_t classCount(const Plan &plan, int64_t labels) {
+  const Instruction *loss = findReader(
+      plan, {"softmax_cross_entropy", "softmax_cross_entropy_grad"}, 1, labels);
+  if (!loss)
+    return 0;
+  const Shape &logits = plan.buffers[loss->in[0]].desc.shape;
+  return logits.empty() ? 0 : logits.back();
+}
+
+/// Rows of the embedding table that `tokens` index; 0 when none does.
+int64_t vocabularySize(const Plan &plan, int64_t tokens) {
+  const Instruction *embedding = findReader(plan, {"embedding"}, 1, tokens);
+  if (!embedding)
+    return 0;
+  const Shape &table = plan.buffers[embedding->in[0]].desc.shape;
+  return table.empty() ? 0 : table[0];
+}
+
+/// Leading dim and per-sample element count of `buffer`.
+Status batchShape(const Plan &plan, const Buffer &buffer, int64_t &batch,
+                  int64_t &perSample) {
+  if (buffer.desc.shape.empty())
+    return Status::invalid(plan.path + ": input \"" + buffer.name +
+                           "\" needs a leading batch dimension, got " +
+                           formatShape(buffer.desc.shape));
+  batch = buffer.desc.shape[0];
+  perSample = batch == 0 ? 0 : buffer.desc.numel() / batch;
+  return Status::success();
+}
+
+/// Plans without a data input: nothing to fill.
+class NoData final : public DataSource {
+public:
+  NoData() { description = "no data input"; }
+  void fill(int64_t, const std::vector<Tensor> &, ThreadPool *) const override {
+  }
+};
+
+/// f32 features; i32 class labels [B] or f32 regression targets [B, ...].
+class FeatureData final : public DataSource {
+public:
+  FeatureData(uint64_t seed, int64_t data, int64_t labels, int64_t batch,
+              int64_t features, int64_t outputs, bool regression)
+      : seed(seed), data(data), labels(labels), batch(batch),
+        features(features), outputs(outputs), regression(regression) {
+    samplesPerStep = batch;
+    groups = std::max<int64_t>(1, std::min(features, kMaxTeacherGroups));
+    if (labels >= 0) {
+      uint64_t key = streamKey("strata.data.teacher");
+      teacher.resize(static_cast<size_t>(groups * outputs));
+      for (size_t i = 0; i < teacher.size(); ++i)
+        teacher[i] = randomNormal(seed, key, i);
+    }
+    description = "synthetic " +
+                  std::string(labels < 0   ? "features"
+                              : regression ? "regression"
+                                           : "classification") +
+                  ": " + std::to_string(features) + " features per sample";
+    if (labels >= 0)
+      description += ", " + std::to_string(outputs) +
+                     (regression ? " targets" : " classes");
+  }
+
+  void fill(int64_t step, const std::vector<Tensor> &buffers,
+            ThreadPool *pool) const override {
+    float *x = buffers[data].f32();
+    uint64_t key = stepKey("strata.data.features", step);
+    forRange(pool, batch * features, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        x[i] = static_cast<float>(randomNormal(seed, key, i));
+    });
+    if (labels < 0)
+      return;
+    const Tensor &y = buffers[labels];
+    forRange(pool, batch, [&](int64_t begin, int64_t end) {
+      std::vector<double> scores(static_cast<size_t>(outputs));
+      for (int64_t b = begin; b < end; ++b) {
+        teacherScores(x + b * features, scores);
+        if (regression)
+          for (int64_t o = 0; o < outputs; ++o)
+            y.f32()[b * outputs + o] = static_cast<float>(
+                std::tanh(scores[o] / std::sqrt(static_cast<double>(groups))));
+        else
+          y.i32()[b] = static_cast<int32_t>(
+              std::max_element(scores.begin(), scores.end()) - scores.begin());
+      }
+    });
+  }
+
+private:
+  /// scores[o] = sum_g z_g T[g, o], z_g the scaled sum of feature group g.
+  void teacherScores(const float *x, std::vector<double> &scores) const {
+    std::fill(scores.begin(), scores.end(), 0.0);
+    for (int64_t g = 0; g < groups; ++g) {
+      int64_t begin = g * features / groups, end = (g + 1) * features / groups;
+      double z = 0;
+      for (int64_t d = begin; d < end; ++d)
+        z += x[d];
+      z /= std::sqrt(static_cast<double>(std::max<int64_t>(end - begin, 1)));
+      for (int64_t o = 0; o < outputs; ++o)
+        scores[o] += z * teacher[g * outputs + o];
+    }
+  }
+
+  uint64_t seed;
+  int64_t data, labels, batch, features, outputs;
+  bool regression;
+  int64_t groups = 1;
+  std::vector<double> teacher;
+};
+
+/// i32 tokens [B, S]: language modelling (labels [B, S]), sequence
+/// classification (labels [B]) or tokens alone.
+class TokenData final : public DataSource {
+public:
+  enum class Task { TokensOnly, LanguageModel, Classification };
+
+  TokenData(uint64_t seed, int64_t data, int64_t labels, int64_t batch,
+            int64_t length, int64_t vocab, int64_t classes, Task task,
+            std::string text, const std::string &textPath)
+      : seed(seed), data(data), labels(labels), batch(batch), length(length),
+        vocab(vocab), classes(classes), task(task), text(std::move(text)) {
+    samplesPerStep = batch;
+    tokensPerStep = batch * length;
+    if (task == Task::LanguageModel && !textPath.empty())
+      description = "byte-level text from " + textPath + " (" +
+                    std::to_string(this->text.size()) + " bytes)";
+    else if (task == Task::LanguageModel)
+      description = "synthetic language model: arithmetic sequences modulo " +
+                    std::to_string(vocab);
+    else if (task == Task::Classification)
+      description =
+          "synthetic sequence classification: " + std::to_string(classes) +
+          " classes, vocabulary " + std::to_string(vocab);
+    else
+      description = "synthetic tokens: vocabulary " + std::to_string(vocab);
+  }
+
+  void fill(int64_t step, const std::vector<Tensor> &buffers,
+            ThreadPool *pool) const override {
+    int32_t *tokens = buffers[data].i32();
+    int32_t *next = labels >= 0 ? buffers[labels].i32() : nullptr;
+    forRange(pool, batch, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        int32_t *row = tokens + b * length;
+        if (task != Task::LanguageModel) {
+          uniformTokens(step, b, row);
+          if (task == Task::Classification)
+            next[b] = classify(row);
+        } else if (!text.empty()) {
+          textSequence(step, b, row, next + b * length);
+        } else {
+          progression(step, b, row, next + b * length);
+        }
+      }
+    });
+  }
+
+private:
+  void uniformTokens(int64_t step, int64_t b, int32_t *row) const {
+    uint64_t key = stepKey("strata.data.tokens", step);
+    for (int64_t s = 0; s < length; ++s)
+      row[s] = static_cast<int32_t>(randomBits(seed, key, b * length + s) %
+                                    static_cast<uint64_t>(vocab));
+  }
+
+  int32_t classify(const int32_t *row) const {
+    uint64_t key = streamKey("strata.data.teacher");
+    std::vector<double> scores(static_cast<size_t>(classes), 0.0);
+    for (int64_t s = 0; s < length; ++s)
+      for (int64_t c = 0; c < classes; ++c)
+        scores[c] += randomNormal(seed, key, row[s] * classes + c);
+    return static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) -
+                                scores.begin());
+  }
+
+  void progression(int64_t step, int64_t b, int32_t *row, int32_t *next) const {
+    uint64_t key = stepKey("strata.data.sequences", step);
+    uint64_t v = static_cast<uint64_t>(vocab);
+    uint64_t start = randomBits(seed, key, 2 * b) % v;
+    uint64_t stride = kStrides[randomBits(seed, key, 2 * b + 1) % 4];
+    for (int64_t s = 0; s < length; ++s) {
+      row[s] = static_cast<int32_t>((start + s * stride) % v);
+      next[s] = static_cast<int32_t>((start + (s + 1) * stride) % v);
+    }
+  }
+
+  void textSequence(int64_t step, int64_t b, int32_t *row,
+                    int32_t *next) const {
+    uint64_t key = stepKey("strata.data.offsets", step);
+    uint64_t starts = text.size() - static_cast<uint64_t>(length);
+    uint64_t offset = randomBits(seed, key, b) % starts;
+    const auto *bytes =
+        reinterpret_cast<const unsigned char *>(text.data()) + offset;
+    for (int64_t s = 0; s < length; ++s) {
+      row[s] = bytes[s];
+      next[s] = bytes[s + 1];
+    }
+  }
+
+  uint64_t seed;
+  int64_t data, labels, batch, length, vocab, classes;
+  Task task;
+  std::string text;
+};
+
+Status createFeatureData(const Plan &plan, const DataOptions &options,
+                         const Buffer &data, const Buffer *labels,
+                         std::unique_ptr<DataSource> &source) {
+  int64_t batch = 0, features = 0;
+  Status status = batchShape(plan, data, batch, features);
+  if (!status.ok())
+    return status;
+  if (!labels) {
+    source.reset(
+        new FeatureData(options.seed, data.id, -1, batch, features, 0, false));
+    return Status::success();
+  }
+  bool regression = labels->desc.dtype == DType::F32;
+  int64_t outputs = 0;
+  if (regression) {
+    if (labels->desc.shape.empty() || labels->desc.shape[0] != batch)
+      return Status::invalid(plan.path +
+                             ": synthetic regression needs f32 labels [" +
+                             std::to_string(batch) + ", ...], got " +
+                             formatShape(labels->desc.shape));
+    outputs = batch == 0 ? 0 : labels->desc.numel() / batch;
+  } else {
+    if (labels->desc.shape != Shape{batch})
+      return Status::invalid(
+          plan.path + ": synthetic classification needs i32 labels [" +
+          std::to_string(batch) + "], got " + formatShape(labels->desc.shape));
+    outputs = classCount(plan, labels->id);
+    if (outputs <= 0)
+      return Status::invalid(plan.path + ": cannot tell the number of "
+                                         "classes: no softmax_cross_entropy "
+                                         "reads the labels");
+  }
+  source.reset(new FeatureData(options.seed, data.id, labels->id, batch,
+                               features, outputs, regression));
+  return Status::success();
+}
+
+Status createTokenData(const Plan &plan, const DataOptions &options,
+                       const Buffer &data, const Buffer *labels,
+                       std::unique_ptr<DataSource> &source) {
+  int64_t batch = 0, length = 0;
+  Status status = batchShape(plan, data, batch, length);
+  if (!status.ok())
+    return status;
+  int64_t vocab = vocabularySize(plan, data.id);
+  int64_t classes = labels && labels->desc.dtype == DType::I32
+                        ? classCount(plan, labels->id)
+                        : 0;
+  TokenData::Task task = TokenData::Task::TokensOnly;
+  if (labels) {
+    if (labels->desc.dtype != DType::I32)
+      return Status::invalid(plan.path + ": token data needs i32 labels");
+    if (labels->desc.shape == data.desc.shape)
+      task = TokenData::Task::LanguageModel;
+    else if (labels->desc.shape == Shape{batch})
+      task = TokenData::Task::Classification;
+    else
+      return Status::invalid(plan.path +
+                             ": token labels must have the "
+                             "tokens' shape " +
+                             formatShape(data.desc.shape) + " or [" +
+                             std::to_string(batch) + "], got " +
+                             formatShape(labels->desc.shape));
+    if (classes <= 0)
+      return Status::invalid(plan.path + ": cannot tell the number of "
+                                         "classes: no softmax_cross_entropy "
+                                         "reads the labels");
+  }
+  // Language-model labels are tokens too, so both bounds apply.
+  if (task == TokenData::Task::LanguageModel)
+    vocab = vocab > 0 ? std::min(vocab, classes) : classes;
+  if (vocab <= 0)
+    return Status::invalid(plan.path + ": cannot tell the vocabulary size: "
+                                       "no embedding reads the tokens");
+
+  std::string text;
+  if (!options.path.empty()) {
+    if (task != TokenData::Task::LanguageModel)
+      return Status::usage("--data needs a language model (i32 tokens and "
+                           "labels of the same shape); " +
+                           plan.path + " is not one");
+    if (vocab < 256)
+      return Status::invalid(options.path +
+                             ": byte-level data needs a "
+                             "vocabulary of at least 256, " +
+                             plan.path + " has " + std::to_string(vocab));
+    status = readFile(options.path, text);
+    if (!status.ok())
+      return status;
+    if (text.size() < static_cast<size_t>(length) + 1)
+      return Status::invalid(options.path + ": " + std::to_string(text.size()) +
+                             " bytes is too short for sequences of " +
+                             std::to_string(length) + " tokens (needs " +
+                             std::to_string(length + 1) + ")");
+  }
+  source.reset(new TokenData(options.seed, data.id, labels ? labels->id : -1,
+                             batch, length, vocab, classes, task,
+                             std::move(text), options.path));
+  return Status::success();
+}
+
+} // namespace
+
+Status DataSource::create(const Plan &plan, const DataOptions &options,
+                          std::unique_ptr<DataSource> &source) {
+  source.reset();
+  const Input *dataInput = plan.findInput(InputRole::Data);
+  const Input *labelsInput = plan.findInput(InputRole::Labels);
+  if (!dataInput) {
+    if (labelsInput)
+      return Status::invalid(plan.path +
+                             ": synthetic labels need a data input");
+    if (!options.path.empty())
+      return Status::usage("--data needs a plan with a data input");
+    source.reset(new NoData());
+    return Status::success();
+  }
+  const Buffer &data = plan.buffers[dataInput->buffer];
+  const Buffer *labels =
+      labelsInput ? &plan.buffers[labelsInput->buffer] : nullptr;
+  if (data.desc.dtype == DType::I32)
+    return createTokenData(plan, options, data, labels, source);
+  if (!options.path.empty())
+    return Status::usage("--data needs a language model (i32 tokens); " +
+                         plan.path + " has f32 data");
+  return createFeatureData(plan, options, data, labels, source);
+}
+
+} // namespace strata::rt

@@ -1,0 +1,786 @@
+//===- Plan.cpp - Plan loader and validator -------------------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Every check throws a PlanError naming the field; `parsePlan` catches it
+// (and anything else), so no exception leaves this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <exception>
+#include <limits>
+#include <set>
+
+namespace strata::rt {
+
+using json = nlohmann::json;
+
+//===----------------------------------------------------------------------===//
+// Enum names
+//===----------------------------------------------------------------------===//
+
+const char *bufferKindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Param:
+    return "param";
+  case BufferKind::Grad:
+    return "grad";
+  case BufferKind::State:
+    return "state";
+  case BufferKind::Input:
+    return "input";
+  case BufferKind::Activation:
+    return "activation";
+  }
+  return "?";
+}
+
+bool parseBufferKind(const std::string &name, BufferKind &kind) {
+  for (BufferKind k : {BufferKind::Param, BufferKind::Grad, BufferKind::State,
+                       BufferKind::Input, BufferKind::Activation}) {
+    if (name == bufferKindName(k)) {
+      kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *initKindName(InitKind kind) {
+  switch (kind) {
+  case InitKind::Zeros:
+    return "zeros";
+  case InitKind::Ones:
+    return "ones";
+  case InitKind::Normal:
+    return "normal";
+  case InitKind::Uniform:
+    return "uniform";
+  case InitKind::XavierUniform:
+    return "xavier_uniform";
+  case InitKind::KaimingNormal:
+    return "kaiming_normal";
+  }
+  return "?";
+}
+
+bool parseInitKind(const std::string &name, InitKind &kind) {
+  for (InitKind k :
+       {InitKind::Zeros, InitKind::Ones, InitKind::Normal, InitKind::Uniform,
+        InitKind::XavierUniform, InitKind::KaimingNormal}) {
+    if (name == initKindName(k)) {
+      kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *inputRoleName(InputRole role) {
+  switch (role) {
+  case InputRole::Data:
+    return "data";
+  case InputRole::Labels:
+    return "labels";
+  case InputRole::Step:
+    return "step";
+  }
+  return "?";
+}
+
+static bool parseInputRole(const std::string &name, InputRole &role) {
+  for (InputRole r : {InputRole::Data, InputRole::Labels, InputRole::Step}) {
+    if (name == inputRoleName(r)) {
+      role = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+const Input *Plan::findInput(InputRole role) const {
+  for (const Input &input : inputs)
+    if (input.role == role)
+      return &input;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// JSON access with field paths
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct PlanError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string &where, const std::string &what) {
+  throw PlanError{where.empty() ? what : where + ": " + what};
+}
+
+std::string member(const std::string &where, const char *key) {
+  return where.empty() ? std::string(key) : where + "." + key;
+}
+
+std::string element(const std::string &where, size_t index) {
+  return where + "[" + std::to_string(index) + "]";
+}
+
+/// "string \"abc\"", "number 1.5", ... for messages.
+std::string describe(const json &value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 40)
+    text = text.substr(0, 37) + "...";
+  return std::string(value.type_name()) + " " + text;
+}
+
+const json *optionalField(const json &object, const char *key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+const json &field(const json &object, const char *key,
+                  const std::string &where) {
+  if (const json *value = optionalField(object, key))
+    return *value;
+  fail(where, std::string("missing field '") + key + "'");
+}
+
+const json &expectObject(const json &value, const std::string &where) {
+  if (!value.is_object())
+    fail(where, "must be an object, got " + describe(value));
+  return value;
+}
+
+const json &expectArray(const json &value, const std::string &where) {
+  if (!value.is_array())
+    fail(where, "must be an array, got " + describe(value));
+  return value;
+}
+
+std::string readString(const json &value, const std::string &where) {
+  if (!value.is_string())
+    fail(where, "must be a string, got " + describe(value));
+  return value.get<std::string>();
+}
+
+int64_t readInt(const json &value, const std::string &where) {
+  if (value.is_number_unsigned()) {
+    uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(where, "integer " + value.dump() + " is out of range");
+    return static_cast<int64_t>(u);
+  }
+  if (!value.is_number_integer())
+    fail(where, "must be an integer, got " + describe(value));
+  return value.get<int64_t>();
+}
+
+int64_t readNonNegative(const json &value, const std::string &where) {
+  int64_t v = readInt(value, where);
+  if (v < 0)
+    fail(where, "must be non-negative, got " + std::to_string(v));
+  return v;
+}
+
+double readNumber(const json &value, const std::string &where) {
+  if (value.is_boolean())
+    return value.get<bool>() ? 1.0 : 0.0;
+  if (!value.is_number())
+    fail(where, "must be a number, got " + describe(value));
+  return value.get<double>();
+}
+
+std::string readStringField(const json &object, const char *key,
+                            const std::string &where) {
+  return readString(field(object, key, where), member(where, key));
+}
+
+std::string optionalStringField(const json &object, const char *key,
+                                const std::string &where,
+                                const std::string &fallback = "") {
+  const json *value = optionalField(object, key);
+  return value ? readString(*value, member(where, key)) : fallback;
+}
+
+int64_t optionalIntField(const json &object, const char *key,
+                         const std::string &where, int64_t fallback) {
+  const json *value = optionalField(object, key);
+  return value ? readInt(*value, member(where, key)) : fallback;
+}
+
+/// Product of non-negative dims, or -1 above 2^60 elements.
+int64_t checkedNumel(const Shape &shape) {
+  const int64_t limit = int64_t(1) << 60;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > limit / d)
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// The loader
+//===----------------------------------------------------------------------===//
+
+/// Ops whose outputs are (some of) their inputs, updated in place: output #i
+/// must be input #inPlace[i].
+const std::vector<int> *inPlaceOperands(const std::string &op) {
+  static const std::map<std::string, std::vector<int>> table = {
+      {"sgd_update", {0, 2}},
+      {"adam_update", {0, 2, 3}},
+  };
+  auto it = table.find(op);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+class PlanParser {
+public:
+  explicit PlanParser(Plan &plan) : plan(plan) {}
+
+  void parse(const json &root) {
+    expectObject(root, "");
+    parseHeader(root);
+    parseBuffers(expectArray(field(root, "buffers", ""), "buffers"));
+    const json &rank =
+        parseRank(expectArray(field(root, "ranks", ""), "ranks"));
+    parseParameters(expectArray(field(root, "parameters", ""), "parameters"));
+    parseStates(expectArray(field(root, "states", ""), "states"));
+    parseInputs(expectArray(field(root, "inputs", ""), "inputs"));
+    checkEveryBufferClaimed();
+    parseLoss(field(root, "loss", ""));
+    parseProgram(
+        expectArray(field(rank, "program", "ranks[0]"), "ranks[0].program"));
+  }
+
+private:
+  Plan &plan;
+  /// Which parameters/states/inputs entry claimed each buffer ("" if none).
+  std::vector<std::string> claimedBy;
+  /// Parameter and state names: the keys of a checkpoint.
+  std::set<std::string> checkpointNames;
+
+  void parseHeader(const json &root);
+  void parseBuffers(const json &buffers);
+  Buffer parseBuffer(const json &entry, size_t index);
+  const json &parseRank(const json &ranks);
+  void parseParameters(const json &params);
+  void parseStates(const json &states);
+  void parseInputs(const json &inputs);
+  void checkEveryBufferClaimed();
+  void parseLoss(const json &loss);
+  void parseProgram(const json &program);
+  Instruction parseInstruction(const json &entry, size_t index);
+  void checkOperands(const Instruction &inst, const std::string &where);
+
+  /// Reads a buffer id and checks it names a `kind` buffer of `dtype`.
+  const Buffer &readBufferRef(const json &value, const std::string &where,
+                              BufferKind kind, const DType *dtype);
+  /// Records that `where` owns `buffer` (each buffer has at most one owner).
+  void claim(const Buffer &buffer, const std::string &where);
+  void claimName(const std::string &name, const std::string &where);
+  InitSpec parseInit(const json &entry, const std::string &where,
+                     const Buffer &buffer, bool required);
+};
+
+void PlanParser::parseHeader(const json &root) {
+  const json &format = field(root, "format", "");
+  if (!format.is_string() || format.get<std::string>() != "strata-plan")
+    fail("format", "must be \"strata-plan\", got " + describe(format));
+  const json &version = field(root, "version", "");
+  if (!version.is_number_integer() ||
+      readInt(version, "version") != kPlanFormatVersion)
+    fail("version", "unsupported version " + describe(version) +
+                        " (this runtime reads version " +
+                        std::to_string(kPlanFormatVersion) + ")");
+  plan.version = kPlanFormatVersion;
+  plan.model = optionalStringField(root, "model", "");
+  plan.producer = optionalStringField(root, "producer", "");
+  if (const json *optimizer = optionalField(root, "optimizer")) {
+    expectObject(*optimizer, "optimizer");
+    plan.optimizerKind = optionalStringField(*optimizer, "kind", "optimizer");
+    for (auto it = optimizer->begin(); it != optimizer->end(); ++it)
+      if (it.value().is_number() || it.value().is_boolean())
+        plan.optimizer[it.key()] =
+            readNumber(it.value(), member("optimizer", it.key().c_str()));
+  }
+}
+
+void PlanParser::parseBuffers(const json &buffers) {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    plan.buffers.push_back(parseBuffer(buffers[i], i));
+  claimedBy.assign(plan.buffers.size(), "");
+}
+
+Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
+  std::string where = element("buffers", index);
+  expectObject(entry, where);
+  Buffer buffer;
+  buffer.id = readInt(field(entry, "id", where), member(where, "id"));
+  if (buffer.id != static_cast<int64_t>(index))
+    fail(member(where, "id"), "must be " + std::to_string(index) +
+                                  " (ids are consecutive from 0), got " +
+                                  std::to_string(buffer.id));
+  buffer.name = readStringField(entry, "name", where);
+  std::string kind = readStringField(entry, "kind", where);
+  if (!parseBufferKind(kind, buffer.kind))
+    fail(member(where, "kind"),
+         "unknown kind \"" + kind +
+             "\" (expected param, grad, state, input or activation)");
+  std::string dtype = readStringField(entry, "dtype", where);
+  if (!parseDType(dtype, buffer.desc.dtype))
+    fail(member(where, "dtype"),
+         "unknown dtype \"" + dtype + "\" (expected f32 or i32)");
+  std::string shapeWhere = member(where, "shape");
+  const json &shape = expectArray(field(entry, "shape", where), shapeWhere);
+  for (size_t d = 0; d < shape.size(); ++d)
+    buffer.desc.shape.push_back(
+        readNonNegative(shape[d], element(shapeWhere, d)));
+  buffer.offset =
+      readNonNegative(field(entry, "offset", where), member(where, "offset"));
+  if (buffer.offset % 64 != 0)
+    fail(member(where, "offset"),
+         "must be a multiple of 64, got " + std::to_string(buffer.offset));
+  buffer.bytes =
+      readNonNegative(field(entry, "bytes", where), member(where, "bytes"));
+  int64_t numel = checkedNumel(buffer.desc.shape);
+  if (numel < 0)
+    fail(shapeWhere, formatShape(buffer.desc.shape) + " is too large");
+  if (buffer.bytes != numel * dtypeSize(buffer.desc.dtype))
+    fail(member(where, "bytes"),
+         "must be " + std::to_string(numel * dtypeSize(buffer.desc.dtype)) +
+             " (" + std::to_string(numel) + " elements of " + dtype +
+             "), got " + std::to_string(buffer.bytes));
+  return buffer;
+}
+
+const json &PlanParser::parseRank(const json &ranks) {
+  if (ranks.size() != 1)
+    fail("ranks", "version 1 plans have exactly one rank, got " +
+                      std::to_string(ranks.size()));
+  const std::string where = "ranks[0]";
+  const json &entry = expectObject(ranks[0], where);
+  RankPlan rank;
+  rank.rank = readInt(field(entry, "rank", where), member(where, "rank"));
+  if (rank.rank != 0)
+    fail(member(where, "rank"), "must be 0, got " + std::to_string(rank.rank));
+  rank.device = readStringField(entry, "device", where);
+  if (rank.device != "cpu")
+    fail(member(where, "device"), "unsupported device \"" + rank.device +
+                                      "\" (this runtime runs \"cpu\")");
+  rank.arenaBytes = readNonNegative(field(entry, "arena_bytes", where),
+                                    member(where, "arena_bytes"));
+  for (const Buffer &buffer : plan.buffers) {
+    if (buffer.offset > rank.arenaBytes ||
+        buffer.bytes > rank.arenaBytes - buffer.offset)
+      fail(element("buffers", buffer.id),
+           "range [" + std::to_string(buffer.offset) + ", " +
+               std::to_string(buffer.offset + buffer.bytes) +
+               ") lies outside the arena of " +
+               std::to_string(rank.arenaBytes) + " bytes");
+  }
+  plan.ranks.push_back(std::move(rank));
+  return entry;
+}
+
+const Buffer &PlanParser::readBufferRef(const json &value,
+                                        const std::string &where,
+                                        BufferKind kind, const DType *dtype) {
+  int64_t id = readInt(value, where);
+  if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
+    fail(where, "buffer id " + std::to_string(id) +
+                    " out of range (the plan has " +
+                    std::to_string(plan.buffers.size()) + " buffers)");
+  const Buffer &buffer = plan.buffers[id];
+  if (buffer.kind != kind)
+    fail(where, "buffer " + std::to_string(id) + " (\"" + buffer.name +
+                    "\") must be of kind " + bufferKindName(kind) + ", got " +
+                    bufferKindName(buffer.kind));
+  if (dtype && buffer.desc.dtype != *dtype)
+    fail(where, "buffer " + std::to_string(id) + " (\"" + buffer.name +
+                    "\") must be " + dtypeName(*dtype) + ", got " +
+                    dtypeName(buffer.desc.dtype));
+  return buffer;
+}
+
+void PlanParser::claim(const Buffer &buffer, const std::string &where) {
+  std::string &owner = claimedBy[buffer.id];
+  if (!owner.empty())
+    fail(where, "buffer " + std::to_string(buffer.id) + " (\"" + buffer.name +
+                    "\") is already used by " + owner);
+  owner = where;
+}
+
+void PlanParser::claimName(const std::string &name, const std::string &where) {
+  if (name.empty())
+    fail(where, "must not be empty");
+  if (!checkpointNames.insert(name).second)
+    fail(where, "duplicate name \"" + name +
+                    "\" (parameter and state names must be unique)");
+}
+
+/// Fans above this are rejected (they would make no sensible init).
+static constexpr int64_t kMaxFan = int64_t(1) << 40;
+
+/// The fans the plan format defines for a shape, or false. A fan that would
+/// overflow is returned as -1.
+static bool fansFromShape(const Shape &shape, int64_t &fanIn, int64_t &fanOut) {
+  switch (shape.size()) {
+  case 1:
+    fanIn = fanOut = shape[0];
+    return true;
+  case 2:
+    fanIn = shape[0];
+    fanOut = shape[1];
+    return true;
+  case 4:
+    fanIn = checkedNumel({shape[1], shape[2], shape[3]});
+    fanOut = checkedNumel({shape[0], shape[2], shape[3]});
+    return true;
+  default:
+    return false;
+  }
+}
+
+InitSpec PlanParser::parseInit(const json &entry, const std::string &where,
+                               const Buffer &buffer, bool required) {
+  InitSpec spec;
+  const json *init = optionalField(entry, "init");
+  if (!init && required)
+    fail(where, "missing field 'init'");
+  if (init) {
+    std::string name = readString(*init, member(where, "init"));
+    if (!parseInitKind(name, spec.kind))
+      fail(member(where, "init"),
+           "unknown init \"" + name +
+               "\" (expected zeros, ones, normal, uniform, xavier_uniform or "
+               "kaiming_normal)");
+  }
+  if (const json *scale = optionalField(entry, "scale"))
+    spec.scale = readNumber(*scale, member(where, "scale"));
+  bool derived = fansFromShape(buffer.desc.shape, spec.fanIn, spec.fanOut);
+  const json *fanIn = optionalField(entry, "fan_in");
+  const json *fanOut = optionalField(entry, "fan_out");
+  if (fanIn)
+    spec.fanIn = readNonNegative(*fanIn, member(where, "fan_in"));
+  if (fanOut)
+    spec.fanOut = readNonNegative(*fanOut, member(where, "fan_out"));
+  bool xavier = spec.kind == InitKind::XavierUniform;
+  if (!xavier && spec.kind != InitKind::KaimingNormal)
+    return spec;
+  std::string kind = initKindName(spec.kind);
+  if (!derived && (!fanIn || !fanOut))
+    fail(where, kind + " of a " + formatShape(buffer.desc.shape) +
+                    " buffer needs 'fan_in' and 'fan_out'");
+  if (spec.fanIn < 0 || spec.fanIn > kMaxFan || spec.fanOut < 0 ||
+      spec.fanOut > kMaxFan)
+    fail(where, kind + ": fan_in " + std::to_string(spec.fanIn) +
+                    " or fan_out " + std::to_string(spec.fanOut) +
+                    " is out of range");
+  if (xavier ? spec.fanIn + spec.fanOut == 0 : spec.fanIn == 0)
+    fail(where, kind + " needs a positive " +
+                    (xavier ? "fan_in + fan_out" : "fan_in"));
+  return spec;
+}
+
+void PlanParser::parseParameters(const json &params) {
+  const DType f32 = DType::F32;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string where = element("parameters", i);
+    const json &entry = expectObject(params[i], where);
+    Parameter param;
+    param.name = readStringField(entry, "name", where);
+    claimName(param.name, member(where, "name"));
+    const Buffer &buffer =
+        readBufferRef(field(entry, "buffer", where), member(where, "buffer"),
+                      BufferKind::Param, &f32);
+    claim(buffer, where);
+    param.buffer = buffer.id;
+    if (const json *grad = optionalField(entry, "grad")) {
+      const Buffer &g =
+          readBufferRef(*grad, member(where, "grad"), BufferKind::Grad, &f32);
+      if (g.desc.shape != buffer.desc.shape)
+        fail(member(where, "grad"), "gradient shape " +
+                                        formatShape(g.desc.shape) +
+                                        " differs from the parameter's " +
+                                        formatShape(buffer.desc.shape));
+      claim(g, where);
+      param.grad = g.id;
+    }
+    param.layer = optionalIntField(entry, "layer", where, -1);
+    param.init = parseInit(entry, where, buffer, /*required=*/true);
+    plan.parameters.push_back(std::move(param));
+  }
+}
+
+void PlanParser::parseStates(const json &states) {
+  const DType f32 = DType::F32;
+  for (size_t i = 0; i < states.size(); ++i) {
+    std::string where = element("states", i);
+    const json &entry = expectObject(states[i], where);
+    State state;
+    state.name = readStringField(entry, "name", where);
+    claimName(state.name, member(where, "name"));
+    const Buffer &buffer =
+        readBufferRef(field(entry, "buffer", where), member(where, "buffer"),
+                      BufferKind::State, &f32);
+    claim(buffer, where);
+    state.buffer = buffer.id;
+    state.param = optionalStringField(entry, "param", where);
+    if (!state.param.empty()) {
+      bool found = false;
+      for (const Parameter &p : plan.parameters)
+        found |= p.name == state.param;
+      if (!found)
+        fail(member(where, "param"),
+             "no parameter is named \"" + state.param + "\"");
+    }
+    state.init = parseInit(entry, where, buffer, /*required=*/false);
+    plan.states.push_back(std::move(state));
+  }
+}
+
+void PlanParser::parseInputs(const json &inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string where = element("inputs", i);
+    const json &entry = expectObject(inputs[i], where);
+    Input input;
+    std::string role = readStringField(entry, "role", where);
+    if (!parseInputRole(role, input.role))
+      fail(member(where, "role"),
+           "unknown role \"" + role + "\" (expected data, labels or step)");
+    if (plan.findInput(input.role))
+      fail(member(where, "role"),
+           "a plan has at most one \"" + role + "\" input");
+    const Buffer &buffer =
+        readBufferRef(field(entry, "buffer", where), member(where, "buffer"),
+                      BufferKind::Input, nullptr);
+    claim(buffer, where);
+    input.buffer = buffer.id;
+    input.name = optionalStringField(entry, "name", where, buffer.name);
+    if (input.role == InputRole::Step &&
+        (buffer.desc.dtype != DType::I32 || !buffer.desc.shape.empty()))
+      fail(member(where, "buffer"),
+           "the step input must be a scalar i32, got " +
+               std::string(dtypeName(buffer.desc.dtype)) + " " +
+               formatShape(buffer.desc.shape));
+    plan.inputs.push_back(std::move(input));
+  }
+}
+
+void PlanParser::checkEveryBufferClaimed() {
+  for (const Buffer &buffer : plan.buffers) {
+    if (!claimedBy[buffer.id].empty())
+      continue;
+    const char *list = nullptr;
+    switch (buffer.kind) {
+    case BufferKind::Param:
+      list = "parameters";
+      break;
+    case BufferKind::State:
+      list = "states";
+      break;
+    case BufferKind::Input:
+      list = "inputs";
+      break;
+    case BufferKind::Grad:
+    case BufferKind::Activation:
+      continue;
+    }
+    fail(element("buffers", buffer.id),
+         std::string(bufferKindName(buffer.kind)) + " buffer \"" + buffer.name +
+             "\" has no entry in '" + list + "'");
+  }
+}
+
+void PlanParser::parseLoss(const json &loss) {
+  int64_t id = readInt(loss, "loss");
+  if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
+    fail("loss", "buffer id " + std::to_string(id) +
+                     " out of range (the plan has " +
+                     std::to_string(plan.buffers.size()) + " buffers)");
+  const Buffer &buffer = plan.buffers[id];
+  if (buffer.desc.dtype != DType::F32 || !buffer.desc.shape.empty())
+    fail("loss", "buffer " + std::to_string(id) + " (\"" + buffer.name +
+                     "\") must be a scalar f32, got " +
+                     dtypeName(buffer.desc.dtype) + " " +
+                     formatShape(buffer.desc.shape));
+  plan.loss = id;
+}
+
+void PlanParser::parseProgram(const json &program) {
+  std::vector<Instruction> &out = plan.ranks[0].program;
+  for (size_t i = 0; i < program.size(); ++i)
+    out.push_back(parseInstruction(program[i], i));
+}
+
+static void parseAttrs(const json &attrs, const std::string &where,
+                       Attrs &out) {
+  expectObject(attrs, where);
+  for (auto it = attrs.begin(); it != attrs.end(); ++it) {
+    std::string name = member(where, it.key().c_str());
+    const json &value = it.value();
+    if (value.is_number() || value.is_boolean()) {
+      out.numbers[it.key()] = readNumber(value, name);
+      continue;
+    }
+    if (!value.is_array())
+      fail(name,
+           "must be a number or a list of integers, got " + describe(value));
+    std::vector<int64_t> list;
+    for (size_t i = 0; i < value.size(); ++i)
+      list.push_back(readInt(value[i], element(name, i)));
+    out.lists[it.key()] = std::move(list);
+  }
+}
+
+static std::vector<int64_t> readIds(const json &value, const std::string &where,
+                                    size_t numBuffers) {
+  expectArray(value, where);
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < value.size(); ++i) {
+    int64_t id = readInt(value[i], element(where, i));
+    if (id < 0 || id >= static_cast<int64_t>(numBuffers))
+      fail(element(where, i), "buffer id " + std::to_string(id) +
+                                  " out of range (the plan has " +
+                                  std::to_string(numBuffers) + " buffers)");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+Instruction PlanParser::parseInstruction(const json &entry, size_t index) {
+  std::string where = "instruction #" + std::to_string(index);
+  expectObject(entry, where);
+  Instruction inst;
+  inst.op = readStringField(entry, "op", where);
+  inst.kernel = lookupKernel(inst.op);
+  if (!inst.kernel)
+    fail(where, "unknown op \"" + inst.op + "\"");
+  where += " (" + inst.op + ")";
+  // Fields of an instruction read "instruction #3 (matmul): in[1]: ...".
+  std::string prefix = where + ": ";
+  size_t numBuffers = plan.buffers.size();
+  inst.in = readIds(field(entry, "in", where), prefix + "in", numBuffers);
+  inst.out = readIds(field(entry, "out", where), prefix + "out", numBuffers);
+  if (const json *attrs = optionalField(entry, "attrs"))
+    parseAttrs(*attrs, prefix + "attrs", inst.attrs);
+  if (const json *layer = optionalField(entry, "layer"))
+    inst.layer = readInt(*layer, prefix + "layer");
+  if (const json *phase = optionalField(entry, "phase"))
+    inst.phase = readString(*phase, prefix + "phase");
+  if (!inst.phase.empty() && inst.phase != "forward" &&
+      inst.phase != "backward" && inst.phase != "update")
+    fail(prefix + "phase", "unknown phase \"" + inst.phase +
+                               "\" (expected forward, backward or update)");
+  checkOperands(inst, where);
+  return inst;
+}
+
+static bool rangesOverlap(const Buffer &a, const Buffer &b) {
+  return a.bytes > 0 && b.bytes > 0 && a.offset < b.offset + b.bytes &&
+         b.offset < a.offset + a.bytes;
+}
+
+void PlanParser::checkOperands(const Instruction &inst,
+                               const std::string &where) {
+  const OpKernel &kernel = *inst.kernel;
+  if (inst.in.size() != static_cast<size_t>(kernel.numInputs))
+    fail(where, "expects " + std::to_string(kernel.numInputs) +
+                    " inputs, got " + std::to_string(inst.in.size()));
+  if (inst.out.size() != static_cast<size_t>(kernel.numOutputs))
+    fail(where, "expects " + std::to_string(kernel.numOutputs) +
+                    " outputs, got " + std::to_string(inst.out.size()));
+
+  const std::vector<int> *inPlace = inPlaceOperands(inst.op);
+  for (size_t o = 0; o < inst.out.size(); ++o) {
+    const Buffer &out = plan.buffers[inst.out[o]];
+    std::string name = "out[" + std::to_string(o) + "]";
+    if (inPlace && inst.out[o] != inst.in[(*inPlace)[o]])
+      fail(where, name + ": updates in place, so it must be in[" +
+                      std::to_string((*inPlace)[o]) + "] (buffer " +
+                      std::to_string(inst.in[(*inPlace)[o]]) +
+                      "), got buffer " + std::to_string(out.id));
+    for (size_t p = 0; p < o; ++p)
+      if (rangesOverlap(out, plan.buffers[inst.out[p]]) ||
+          inst.out[o] == inst.out[p])
+        fail(where, name + " (buffer " + std::to_string(out.id) +
+                        ") overlaps out[" + std::to_string(p) + "]");
+    for (size_t i = 0; i < inst.in.size(); ++i) {
+      bool same = inst.in[i] == inst.out[o];
+      if (inPlace && same && static_cast<int>(i) == (*inPlace)[o])
+        continue;
+      if (same || rangesOverlap(out, plan.buffers[inst.in[i]]))
+        fail(where, name + " (buffer " + std::to_string(out.id) +
+                        ") aliases in[" + std::to_string(i) + "] (buffer " +
+                        std::to_string(inst.in[i]) + ")" +
+                        (same ? "" : " in the arena"));
+    }
+  }
+
+  std::vector<TensorDesc> inputs, outputs;
+  for (int64_t id : inst.in)
+    inputs.push_back(plan.buffers[id].desc);
+  for (int64_t id : inst.out)
+    outputs.push_back(plan.buffers[id].desc);
+  std::string message;
+  try {
+    message = kernel.verify(inputs, outputs, inst.attrs);
+  } catch (const std::exception &e) {
+    message = std::string("verifier failed: ") + e.what();
+  } catch (...) {
+    message = "verifier failed";
+  }
+  if (!message.empty())
+    fail(where, message);
+}
+
+/// nlohmann's messages start with "[json.exception.parse_error.101] ".
+std::string stripJsonPrefix(const std::string &what) {
+  if (what.rfind("[json.exception.", 0) == 0) {
+    size_t close = what.find("] ");
+    if (close != std::string::npos)
+      return what.substr(close + 2);
+  }
+  return what;
+}
+
+} // namespace
+
+Status parsePlan(const std::string &text, const std::string &path, Plan &plan) {
+  plan = Plan();
+  plan.path = path;
+  try {
+    json root = json::parse(text);
+    PlanParser(plan).parse(root);
+    return Status::success();
+  } catch (const PlanError &e) {
+    return Status::invalid(path + ": " + e.message);
+  } catch (const json::parse_error &e) {
+    return Status::invalid(path +
+                           ": invalid JSON: " + stripJsonPrefix(e.what()));
+  } catch (const json::exception &e) {
+    return Status::invalid(path + ": " + stripJsonPrefix(e.what()));
+  } catch (const std::bad_alloc &) {
+    return Status::failure(path + ": out of memory while loading the plan");
+  } catch (const std::exception &e) {
+    return Status::invalid(path + ": " + e.what());
+  }
+}
+
+Status loadPlan(const std::string &path, Plan &plan) {
+  std::string text;
+  Status status = readFile(path, text);
+  if (!status.ok())
+    return status;
+  return parsePlan(text, path, plan);
+}
+
+} // namespace strata::rt

@@ -1,0 +1,119 @@
+//===- Support.cpp - Status and file helpers of the runtime ---------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Support.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace strata::rt {
+
+static std::string errnoMessage() { return std::strerror(errno); }
+
+Status readFile(const std::string &path, std::string &contents) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::failure(path + ": cannot open: " + errnoMessage());
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    std::string why = S_ISDIR(st.st_mode) ? "is a directory" : errnoMessage();
+    ::close(fd);
+    return Status::failure(path + ": cannot read: " + why);
+  }
+  contents.clear();
+  std::vector<char> chunk(1 << 16);
+  while (true) {
+    ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      std::string why = errnoMessage();
+      ::close(fd);
+      return Status::failure(path + ": cannot read: " + why);
+    }
+    if (n == 0)
+      break;
+    contents.append(chunk.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return Status::success();
+}
+
+static std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  if (slash == 0)
+    return "/";
+  return path.substr(0, slash);
+}
+
+static bool writeAll(int fd, const std::string &contents) {
+  const char *p = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+Status writeFileAtomically(const std::string &path,
+                           const std::string &contents) {
+  std::string tmpl = path + ".tmp.XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0)
+    return Status::failure(
+        path + ": cannot create a temporary file: " + errnoMessage());
+  std::string tmp(name.data());
+  auto fail = [&](const char *what) {
+    std::string why = errnoMessage();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::failure(path + ": cannot " + what + ": " + why);
+  };
+  // mkstemp creates the file 0600; give it the usual permissions.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0)
+    return fail("set permissions");
+  if (!writeAll(fd, contents))
+    return fail("write");
+  if (::fsync(fd) != 0)
+    return fail("sync");
+  if (::close(fd) != 0) {
+    std::string why = errnoMessage();
+    ::unlink(tmp.c_str());
+    return Status::failure(path + ": cannot close: " + why);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = errnoMessage();
+    ::unlink(tmp.c_str());
+    return Status::failure(path + ": cannot rename the temporary file: " + why);
+  }
+  // Make the rename itself durable; failing to is not an error.
+  int dir = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return Status::success();
+}
+
+} // namespace strata::rt

@@ -1,0 +1,232 @@
+//===- Train.cpp - The training loop of strata-run ------------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Train.h"
+
+#include "strata-rt/Checkpoint.h"
+#include "strata-rt/Data.h"
+#include "strata-rt/Executor.h"
+#include "strata-rt/GradCheck.h"
+#include "strata-rt/Plan.h"
+#include "strata-rt/Trace.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+
+namespace strata::rt {
+
+namespace {
+
+/// printf to the log (if any) and flush, so progress shows as it happens.
+void logLine(std::FILE *log, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+void logLine(std::FILE *log, const char *format, ...) {
+  if (!log)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(log, format, args);
+  va_end(args);
+  std::fflush(log);
+}
+
+Status checkOptions(const TrainOptions &options) {
+  if (!options.initPath.empty() && !options.resumePath.empty())
+    return Status::usage("--init and --resume cannot be combined (a resumed "
+                         "run takes its parameters from the checkpoint)");
+  if (options.steps < 0)
+    return Status::usage("--steps must be non-negative, got " +
+                         std::to_string(options.steps));
+  if (options.gradientSamples < 0)
+    return Status::usage("--check-gradients must be positive");
+  if (options.gradientSamples > 0 &&
+      (!options.savePath.empty() || !options.tracePath.empty()))
+    return Status::usage("--check-gradients runs no training: it cannot be "
+                         "combined with --save or --trace");
+  if (options.logEvery < 1)
+    return Status::usage("--log-every must be at least 1, got " +
+                         std::to_string(options.logEvery));
+  return Status::success();
+}
+
+/// Initialises or restores parameters and states; sets the start step and
+/// the seed of the run.
+Status prepareState(const TrainOptions &options, Executor &executor,
+                    TrainResult &result) {
+  result.seed = options.seed;
+  if (!options.resumePath.empty()) {
+    CheckpointInfo info;
+    Status status = loadCheckpoint(executor, options.resumePath,
+                                   CheckpointContents::Everything, info);
+    if (!status.ok())
+      return status;
+    result.startStep = info.step;
+    if (!options.seedGiven)
+      result.seed = info.seed;
+    return Status::success();
+  }
+  executor.initialize(result.seed);
+  if (options.initPath.empty())
+    return Status::success();
+  CheckpointInfo info;
+  return loadCheckpoint(executor, options.initPath,
+                        CheckpointContents::Parameters, info);
+}
+
+void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
+  const std::vector<Instruction> &program = executor.getPlan().ranks[0].program;
+  const std::vector<InstructionTime> &times = executor.getLastStepTimes();
+  for (size_t i = 0; i < program.size(); ++i) {
+    TraceEvent event;
+    event.name = program[i].op;
+    event.category = program[i].phase;
+    event.startUs = times[i].startUs;
+    event.durationUs = times[i].durationUs;
+    event.layer = program[i].layer;
+    event.instruction = static_cast<int64_t>(i);
+    event.step = step;
+    trace.add(std::move(event));
+  }
+}
+
+double perSecond(int64_t count, double milliseconds) {
+  return milliseconds > 0 ? count * 1000.0 / milliseconds : 0.0;
+}
+
+/// Runs the steps; stops at the first failure or non-finite loss.
+Status runSteps(const TrainOptions &options, Executor &executor,
+                const DataSource &data, TrainResult &result,
+                TraceWriter *trace) {
+  std::FILE *log = options.quiet ? nullptr : options.log;
+  for (int64_t i = 1; i <= options.steps; ++i) {
+    int64_t step = result.startStep + i;
+    data.fill(step, executor.getTensors(), &executor.getPool());
+    float loss = 0;
+    auto start = std::chrono::steady_clock::now();
+    Status status = executor.runStep(step, loss);
+    std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    if (!status.ok())
+      return status;
+    if (trace)
+      recordTrace(executor, step, *trace);
+    result.steps.push_back({step, loss, elapsed.count()});
+    bool finite = std::isfinite(loss);
+    if (!finite || i % options.logEvery == 0 || i == options.steps)
+      logLine(log, "step %lld loss %.6f samples/s %.1f ms %.3f\n",
+              static_cast<long long>(step), loss,
+              perSecond(result.samplesPerStep, elapsed.count()),
+              elapsed.count());
+    if (!finite)
+      return Status::failure("step " + std::to_string(step) + ": the loss is " +
+                             (std::isnan(loss) ? "nan" : "infinite") +
+                             "; stopping");
+  }
+  return Status::success();
+}
+
+void summarize(const TrainOptions &options, TrainResult &result) {
+  const std::vector<StepRecord> &steps = result.steps;
+  if (steps.empty()) {
+    logLine(options.log, "summary: no steps run\n");
+    return;
+  }
+  size_t first = steps.size() > 1 ? 1 : 0;
+  double total = 0;
+  for (size_t i = first; i < steps.size(); ++i)
+    total += steps[i].milliseconds;
+  result.meanMilliseconds = total / static_cast<double>(steps.size() - first);
+  std::string tokens;
+  if (result.tokensPerStep > 0) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), " tokens/s %.1f",
+                  perSecond(result.tokensPerStep, result.meanMilliseconds));
+    tokens = buffer;
+  }
+  logLine(options.log,
+          "summary: steps %lld-%lld mean ms %.3f%s samples/s %.1f%s final "
+          "loss %.9g\n",
+          static_cast<long long>(steps.front().step),
+          static_cast<long long>(steps.back().step), result.meanMilliseconds,
+          first ? " (excluding the first step)" : "",
+          perSecond(result.samplesPerStep, result.meanMilliseconds),
+          tokens.c_str(), static_cast<double>(steps.back().loss));
+}
+
+} // namespace
+
+Status train(const TrainOptions &options, TrainResult &result) {
+  result = TrainResult();
+  Status status = checkOptions(options);
+  if (!status.ok())
+    return status;
+  Plan plan;
+  status = loadPlan(options.planPath, plan);
+  if (!status.ok())
+    return status;
+  std::unique_ptr<Executor> executor;
+  ExecutorOptions executorOptions;
+  executorOptions.threads = options.threads;
+  status = Executor::create(std::move(plan), executorOptions, executor);
+  if (!status.ok())
+    return status;
+  status = prepareState(options, *executor, result);
+  if (!status.ok())
+    return status;
+  std::unique_ptr<DataSource> data;
+  status = DataSource::create(executor->getPlan(),
+                              DataOptions{result.seed, options.dataPath}, data);
+  if (!status.ok())
+    return status;
+  result.samplesPerStep = data->getSamplesPerStep();
+  result.tokensPerStep = data->getTokensPerStep();
+
+  const Plan &loaded = executor->getPlan();
+  std::FILE *log = options.quiet ? nullptr : options.log;
+  logLine(
+      log,
+      "plan %s (%s): %zu instructions, %zu buffers, arena %lld bytes, "
+      "%d threads, seed %llu, steps %lld-%lld\n",
+      loaded.path.c_str(), loaded.model.c_str(), loaded.ranks[0].program.size(),
+      loaded.buffers.size(), static_cast<long long>(loaded.ranks[0].arenaBytes),
+      executor->getPool().size(), static_cast<unsigned long long>(result.seed),
+      static_cast<long long>(result.startStep + 1),
+      static_cast<long long>(result.startStep + options.steps));
+  logLine(log, "data: %s\n", data->getDescription().c_str());
+
+  if (options.gradientSamples > 0) {
+    GradCheckOptions check;
+    check.samplesPerParameter = options.gradientSamples;
+    check.seed = result.seed;
+    check.log = options.log;
+    GradCheckResult checked;
+    return checkGradients(*executor, *data, check, checked);
+  }
+
+  TraceWriter trace;
+  bool tracing = !options.tracePath.empty();
+  status =
+      runSteps(options, *executor, *data, result, tracing ? &trace : nullptr);
+  // A trace of the steps that ran is useful even when a step failed.
+  if (tracing) {
+    Status written = trace.write(options.tracePath);
+    if (status.ok())
+      status = written;
+  }
+  if (!status.ok())
+    return status;
+  if (!options.savePath.empty()) {
+    status = saveCheckpoint(*executor, options.savePath,
+                            result.startStep + options.steps, result.seed);
+    if (!status.ok())
+      return status;
+  }
+  summarize(options, result);
+  return Status::success();
+}
+
+} // namespace strata::rt

@@ -1,0 +1,511 @@
+//===- KernelsDense.cpp - matmul, element-wise and layout kernels ---------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Every kernel here computes each output element within one item of its
+// parallel loop, so its results do not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmInternal.h"
+#include "KernelsInternal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace strata::rt::detail {
+namespace {
+
+using Descs = std::vector<TensorDesc>;
+using Tensors = std::vector<Tensor>;
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+const char *const kTilingAttrs[] = {"mc", "nc", "kc", "mr", "nr"};
+
+/// Reads the optional tiling attributes; `present` says whether any is.
+std::string readTiling(const Attrs &attrs, GemmTiling &tiling, bool &present) {
+  int count = 0;
+  std::string missing;
+  for (const char *name : kTilingAttrs) {
+    if (attrs.numbers.count(name))
+      ++count;
+    else if (missing.empty())
+      missing = name;
+  }
+  present = count > 0;
+  if (!present)
+    return "";
+  if (count != 5)
+    return "gemm tiling attributes mc, nc, kc, mr, nr must be given together "
+           "(missing '" +
+           missing + "')";
+  int64_t values[5];
+  for (int i = 0; i < 5; ++i) {
+    double raw = attrs.number(kTilingAttrs[i]);
+    values[i] = (int64_t)raw;
+    if ((double)values[i] != raw)
+      return std::string("attribute '") + kTilingAttrs[i] +
+             "' must be an integer";
+  }
+  tiling = GemmTiling{values[0], values[1], values[2], values[3], values[4]};
+  return verifyGemmTiling(tiling);
+}
+
+struct MatmulDims {
+  int64_t batch, m, n, k;
+};
+
+MatmulDims matmulDims(const Shape &a, const Shape &b, bool ta, bool tb) {
+  int64_t r = a.size();
+  MatmulDims d;
+  d.batch = 1;
+  for (int64_t i = 0; i + 2 < r; ++i)
+    d.batch *= a[i];
+  d.m = ta ? a[r - 1] : a[r - 2];
+  d.k = ta ? a[r - 2] : a[r - 1];
+  d.n = tb ? b[b.size() - 2] : b[b.size() - 1];
+  return d;
+}
+
+std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
+                         const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (!v.counts(2, 1) || !v.dtypes() || !v.minRank(in(0), 2) ||
+      !v.minRank(in(1), 2))
+    return v.error();
+  const Shape &a = v.shape(in(0)), &b = v.shape(in(1));
+  bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
+  int64_t ra = a.size(), rb = b.size();
+  if (rb != 2 && rb != ra) {
+    v.fail("input #1 must have rank 2 or the rank of input #0 (" +
+           std::to_string(ra) + "), got shape " + formatShape(b));
+    return v.error();
+  }
+  if (rb == ra)
+    for (int64_t i = 0; i + 2 < ra; ++i)
+      v.dimEquals(in(1), i, a[i], "batch, as input #0");
+  int64_t kb = tb ? b[rb - 1] : b[rb - 2];
+  MatmulDims d = matmulDims(a, b, ta, tb);
+  if (v.ok() && d.k != kb)
+    v.fail("contracting dimensions differ: input #0 has " +
+           std::to_string(d.k) + ", input #1 has " + std::to_string(kb));
+  Shape expected(a.begin(), a.end() - 2);
+  expected.push_back(d.m);
+  expected.push_back(d.n);
+  v.hasShape(out(0), expected);
+  if (!v.ok())
+    return v.error();
+  GemmTiling tiling;
+  bool present;
+  std::string error = readTiling(attrs, tiling, present);
+  if (!error.empty())
+    v.fail(error);
+  return v.error();
+}
+
+void runMatmul(KernelContext &ctx, const Tensors &inputs,
+               const Tensors &outputs, const Attrs &attrs) {
+  GemmTiling tiling = ctx.gemm;
+  bool present;
+  readTiling(attrs, tiling, present);
+  if (!present)
+    tiling = ctx.gemm;
+  bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
+  const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
+  MatmulDims d = matmulDims(as, bs, ta, tb);
+  const float *a = inputs[0].f32(), *b = inputs[1].f32();
+  float *c = outputs[0].f32();
+  int64_t lda = as.back(), ldb = bs.back();
+  bool broadcastB = bs.size() == 2;
+  // A linear layer over every batch element is one tall GEMM: same per-element
+  // arithmetic, better blocking.
+  if (d.batch == 1 || (broadcastB && !ta)) {
+    gemm(ctx.pool, tiling, ta, tb, d.batch * d.m, d.n, d.k, 1.0f, a, lda, b,
+         ldb, 0.0f, c, d.n);
+    return;
+  }
+  int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
+          strideC = d.m * d.n;
+  int threads = ctx.pool.size();
+  // GEMMs are bit-identical however they are split, so pick the faster
+  // split: whole products per thread when the batch divides well.
+  if (threads > 1 && (d.batch >= 4 * threads || d.batch % threads == 0)) {
+    ctx.pool.parallelFor(d.batch, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        gemmSerial(tiling, ta, tb, d.m, d.n, d.k, 1.0f, a + i * strideA, lda,
+                   b + i * strideB, ldb, 0.0f, c + i * strideC, d.n);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < d.batch; ++i)
+    gemm(ctx.pool, tiling, ta, tb, d.m, d.n, d.k, 1.0f, a + i * strideA, lda,
+         b + i * strideB, ldb, 0.0f, c + i * strideC, d.n);
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+std::string verifyUnary(const Descs &inputs, const Descs &outputs,
+                        const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(1, 1) && v.dtypes() && v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+/// Two inputs and one output, all of the same shape.
+std::string verifyBinary(const Descs &inputs, const Descs &outputs,
+                         const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes() && v.sameShape(in(1), in(0)) &&
+      v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+template <typename Fn>
+void elementwise(KernelContext &ctx, int64_t n, int64_t cost, Fn fn) {
+  parallelFor(ctx.pool, n, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      fn(i);
+  });
+}
+
+void runAdd(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
+            const Attrs &) {
+  const float *a = inputs[0].f32(), *b = inputs[1].f32();
+  float *c = outputs[0].f32();
+  elementwise(ctx, outputs[0].numel(), 1,
+              [=](int64_t i) { c[i] = a[i] + b[i]; });
+}
+
+void runRelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
+             const Attrs &) {
+  const float *x = inputs[0].f32();
+  float *y = outputs[0].f32();
+  elementwise(ctx, outputs[0].numel(), 1,
+              [=](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
+}
+
+void runReluGrad(KernelContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const Attrs &) {
+  const float *dy = inputs[0].f32(), *x = inputs[1].f32();
+  float *dx = outputs[0].f32();
+  elementwise(ctx, outputs[0].numel(), 1,
+              [=](int64_t i) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; });
+}
+
+constexpr float kGeluC = 0.7978845608f; // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+
+void runGelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
+             const Attrs &) {
+  const float *x = inputs[0].f32();
+  float *y = outputs[0].f32();
+  elementwise(ctx, outputs[0].numel(), 20, [=](int64_t i) {
+    float v = x[i];
+    float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
+    y[i] = 0.5f * v * (1.0f + t);
+  });
+}
+
+void runGeluGrad(KernelContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const Attrs &) {
+  const float *dy = inputs[0].f32(), *x = inputs[1].f32();
+  float *dx = outputs[0].f32();
+  elementwise(ctx, outputs[0].numel(), 25, [=](int64_t i) {
+    float v = x[i];
+    float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
+    float du = kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+    float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+    dx[i] = dy[i] * d;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// bias_add and its gradient
+//===----------------------------------------------------------------------===//
+
+/// [outer, D, inner] view of a tensor around dimension `axis`.
+struct AxisView {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+
+AxisView axisView(const Shape &shape, int64_t axis) {
+  AxisView view;
+  for (int64_t i = 0; i < (int64_t)shape.size(); ++i) {
+    if (i < axis)
+      view.outer *= shape[i];
+    else if (i == axis)
+      view.dim = shape[i];
+    else
+      view.inner *= shape[i];
+  }
+  return view;
+}
+
+std::string verifyBiasAdd(const Descs &inputs, const Descs &outputs,
+                          const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (!v.counts(2, 1) || !v.dtypes() || !v.minRank(in(0), 1))
+    return v.error();
+  int64_t axis;
+  if (v.axis("axis", v.shape(in(0)).size(), axis, -1))
+    v.hasShape(in(1), {v.shape(in(0))[axis]}) && v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+void runBiasAdd(KernelContext &ctx, const Tensors &inputs,
+                const Tensors &outputs, const Attrs &attrs) {
+  int64_t axis = attrs.integer("axis", -1);
+  if (axis < 0)
+    axis += inputs[0].rank();
+  AxisView view = axisView(inputs[0].shape(), axis);
+  const float *x = inputs[0].f32(), *bias = inputs[1].f32();
+  float *y = outputs[0].f32();
+  if (view.inner == 1) {
+    int64_t d = view.dim;
+    parallelFor(ctx.pool, view.outer, d, [=](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o)
+        for (int64_t j = 0; j < d; ++j)
+          y[o * d + j] = x[o * d + j] + bias[j];
+    });
+    return;
+  }
+  int64_t inner = view.inner, d = view.dim;
+  parallelFor(ctx.pool, view.outer * d, inner, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float bv = bias[r % d];
+      for (int64_t i = 0; i < inner; ++i)
+        y[r * inner + i] = x[r * inner + i] + bv;
+    }
+  });
+}
+
+std::string verifyBiasAddGrad(const Descs &inputs, const Descs &outputs,
+                              const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (!v.counts(1, 1) || !v.dtypes() || !v.minRank(in(0), 1))
+    return v.error();
+  int64_t axis;
+  if (v.axis("axis", v.shape(in(0)).size(), axis, -1))
+    v.hasShape(out(0), {v.shape(in(0))[axis]});
+  return v.error();
+}
+
+void runBiasAddGrad(KernelContext &ctx, const Tensors &inputs,
+                    const Tensors &outputs, const Attrs &attrs) {
+  int64_t axis = attrs.integer("axis", -1);
+  if (axis < 0)
+    axis += inputs[0].rank();
+  AxisView view = axisView(inputs[0].shape(), axis);
+  const float *dy = inputs[0].f32();
+  float *db = outputs[0].f32();
+  int64_t outer = view.outer, d = view.dim, inner = view.inner;
+  // Each thread owns a range of bias entries and sums them over the other
+  // dimensions in a fixed order.
+  parallelFor(ctx.pool, d, outer * inner, [=](int64_t begin, int64_t end) {
+    if (inner == 1) {
+      std::fill(db + begin, db + end, 0.0f);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = begin; j < end; ++j)
+          db[j] += dy[o * d + j];
+      return;
+    }
+    for (int64_t j = begin; j < end; ++j) {
+      float acc = 0.0f;
+      for (int64_t o = 0; o < outer; ++o)
+        acc += sumFloats(dy + (o * d + j) * inner, inner);
+      db[j] = acc;
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+/// reshape and flatten: a copy. Token ids may be reshaped too, so i32 is
+/// accepted when input and output agree.
+std::string verifyCopyLike(const Descs &inputs, const Descs &outputs,
+                           const Attrs &attrs, bool flatten) {
+  Verifier v(inputs, outputs, attrs);
+  if (!v.counts(1, 1))
+    return v.error();
+  if (inputs[0].dtype != outputs[0].dtype)
+    v.fail(std::string("output #0 must be ") + dtypeName(inputs[0].dtype) +
+           " like input #0, got " + dtypeName(outputs[0].dtype));
+  if (flatten) {
+    if (v.minRank(in(0), 1)) {
+      const Shape &x = v.shape(in(0));
+      v.hasShape(out(0), {x[0], numElements(x) / std::max<int64_t>(x[0], 1)});
+    }
+    return v.error();
+  }
+  if (v.ok() && inputs[0].numel() != outputs[0].numel())
+    v.fail("output #0 must have " + std::to_string(inputs[0].numel()) +
+           " elements like input #0, got shape " +
+           formatShape(outputs[0].shape));
+  return v.error();
+}
+
+std::string verifyReshape(const Descs &inputs, const Descs &outputs,
+                          const Attrs &attrs) {
+  return verifyCopyLike(inputs, outputs, attrs, false);
+}
+
+std::string verifyFlatten(const Descs &inputs, const Descs &outputs,
+                          const Attrs &attrs) {
+  return verifyCopyLike(inputs, outputs, attrs, true);
+}
+
+void runCopy(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
+             const Attrs &) {
+  const char *src = static_cast<const char *>(inputs[0].data);
+  char *dst = static_cast<char *>(outputs[0].data);
+  if (src == dst)
+    return;
+  int64_t bytes = outputs[0].desc.bytes();
+  constexpr int64_t kBlock = 1 << 16;
+  parallelFor(ctx.pool, (bytes + kBlock - 1) / kBlock, kBlock / 4,
+              [=](int64_t begin, int64_t end) {
+                int64_t lo = begin * kBlock, hi = std::min(bytes, end * kBlock);
+                std::memcpy(dst + lo, src + lo, hi - lo);
+              });
+}
+
+std::string verifyTranspose(const Descs &inputs, const Descs &outputs,
+                            const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (!v.counts(1, 1))
+    return v.error();
+  if (inputs[0].dtype != outputs[0].dtype) {
+    v.fail(std::string("output #0 must be ") + dtypeName(inputs[0].dtype) +
+           " like input #0, got " + dtypeName(outputs[0].dtype));
+    return v.error();
+  }
+  const Shape &x = v.shape(in(0));
+  auto it = attrs.lists.find("permutation");
+  if (it == attrs.lists.end()) {
+    v.fail("missing attribute 'permutation'");
+    return v.error();
+  }
+  const std::vector<int64_t> &perm = it->second;
+  std::vector<bool> seen(x.size(), false);
+  bool valid = perm.size() == x.size();
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= (int64_t)x.size() || seen[p]) {
+      valid = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!valid) {
+    v.fail("attribute 'permutation' must be a permutation of [0, " +
+           std::to_string(x.size()) + "), got " + formatShape(perm));
+    return v.error();
+  }
+  Shape expected;
+  for (int64_t p : perm)
+    expected.push_back(x[p]);
+  v.hasShape(out(0), expected);
+  return v.error();
+}
+
+void runTranspose(KernelContext &ctx, const Tensors &inputs,
+                  const Tensors &outputs, const Attrs &attrs) {
+  const std::vector<int64_t> &perm = attrs.list("permutation");
+  const Shape &xs = inputs[0].shape();
+  const Shape &ys = outputs[0].shape();
+  int64_t rank = xs.size();
+  if (rank == 0 || outputs[0].numel() == 0) {
+    if (rank == 0)
+      runCopy(ctx, inputs, outputs, attrs);
+    return;
+  }
+  std::vector<int64_t> xStride(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    xStride[i] = xStride[i + 1] * xs[i + 1];
+  // Input stride of each output dimension.
+  std::vector<int64_t> stride(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    stride[i] = xStride[perm[i]];
+  int64_t rowLen = ys[rank - 1], innerStride = stride[rank - 1];
+  int64_t rows = outputs[0].numel() / rowLen;
+  const uint32_t *x = static_cast<const uint32_t *>(inputs[0].data);
+  uint32_t *y = static_cast<uint32_t *>(outputs[0].data);
+  parallelFor(ctx.pool, rows, rowLen, [&](int64_t begin, int64_t end) {
+    // Decompose the first row index into output coordinates, then step.
+    std::vector<int64_t> idx(rank, 0);
+    int64_t rem = begin;
+    for (int64_t i = rank - 2; i >= 0; --i) {
+      idx[i] = rem % ys[i];
+      rem /= ys[i];
+    }
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t offset = 0;
+      for (int64_t i = 0; i + 1 < rank; ++i)
+        offset += idx[i] * stride[i];
+      uint32_t *dst = y + r * rowLen;
+      if (innerStride == 1)
+        std::memcpy(dst, x + offset, rowLen * sizeof(uint32_t));
+      else
+        for (int64_t j = 0; j < rowLen; ++j)
+          dst[j] = x[offset + j * innerStride];
+      for (int64_t i = rank - 2; i >= 0; --i) {
+        if (++idx[i] < ys[i])
+          break;
+        idx[i] = 0;
+      }
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// fill
+//===----------------------------------------------------------------------===//
+
+std::string verifyFill(const Descs &inputs, const Descs &outputs,
+                       const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double value;
+  v.counts(0, 1) && v.number("value", true, value);
+  return v.error();
+}
+
+void runFill(KernelContext &ctx, const Tensors &, const Tensors &outputs,
+             const Attrs &attrs) {
+  double value = attrs.number("value");
+  int64_t n = outputs[0].numel();
+  if (outputs[0].desc.dtype == DType::I32) {
+    int32_t *y = outputs[0].i32();
+    int32_t v = (int32_t)value;
+    elementwise(ctx, n, 1, [=](int64_t i) { y[i] = v; });
+    return;
+  }
+  float *y = outputs[0].f32();
+  float v = (float)value;
+  elementwise(ctx, n, 1, [=](int64_t i) { y[i] = v; });
+}
+
+} // namespace
+
+void appendDenseKernels(std::vector<OpKernel> &kernels) {
+  kernels.push_back({"matmul", 2, 1, verifyMatmul, runMatmul});
+  kernels.push_back({"add", 2, 1, verifyBinary, runAdd});
+  kernels.push_back({"relu", 1, 1, verifyUnary, runRelu});
+  kernels.push_back({"relu_grad", 2, 1, verifyBinary, runReluGrad});
+  kernels.push_back({"gelu", 1, 1, verifyUnary, runGelu});
+  kernels.push_back({"gelu_grad", 2, 1, verifyBinary, runGeluGrad});
+  kernels.push_back({"bias_add", 2, 1, verifyBiasAdd, runBiasAdd});
+  kernels.push_back({"bias_add_grad", 1, 1, verifyBiasAddGrad, runBiasAddGrad});
+  kernels.push_back({"reshape", 1, 1, verifyReshape, runCopy});
+  kernels.push_back({"flatten", 1, 1, verifyFlatten, runCopy});
+  kernels.push_back({"transpose", 1, 1, verifyTranspose, runTranspose});
+  kernels.push_back({"fill", 0, 1, verifyFill, runFill});
+}
+
+} // namespace strata::rt::detail

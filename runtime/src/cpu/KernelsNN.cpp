@@ -1,0 +1,525 @@
+//===- KernelsNN.cpp - softmax, layer norm, embeddings and losses ---------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Row-wise kernels split rows across threads; reductions across rows
+// (dgamma, dbeta, embedding gradients, losses) are split over their outputs
+// or over fixed-size blocks, so every result is computed in an order that
+// does not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelsInternal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace strata::rt::detail {
+namespace {
+
+using Descs = std::vector<TensorDesc>;
+using Tensors = std::vector<Tensor>;
+
+//===----------------------------------------------------------------------===//
+// softmax
+//===----------------------------------------------------------------------===//
+
+bool checkSoftmaxAttrs(Verifier &v, const Attrs &attrs, Operand x) {
+  double scale;
+  if (!v.positiveNumber("scale", false, scale, 1.0))
+    return false;
+  if (!attrs.flag("causal"))
+    return true;
+  const Shape &s = v.shape(x);
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
+    return v.fail(x.name() +
+                  " must end in a square [S, S] matrix for a causal softmax, "
+                  "got " +
+                  formatShape(s));
+  return true;
+}
+
+std::string verifySoftmax(const Descs &inputs, const Descs &outputs,
+                          const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(1, 1) && v.dtypes() && v.minRank(in(0), 1) &&
+      v.sameShape(out(0), in(0)) && checkSoftmaxAttrs(v, attrs, in(0));
+  return v.error();
+}
+
+void runSoftmax(KernelContext &ctx, const Tensors &inputs,
+                const Tensors &outputs, const Attrs &attrs) {
+  const float *x = inputs[0].f32();
+  float *y = outputs[0].f32();
+  int64_t len = inputs[0].dim(-1);
+  if (len == 0)
+    return;
+  int64_t rows = inputs[0].numel() / len;
+  float scale = (float)attrs.number("scale", 1.0);
+  bool causal = attrs.flag("causal");
+  parallelFor(ctx.pool, rows, 10 * len, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *xr = x + r * len;
+      float *yr = y + r * len;
+      // Causal: row i of each trailing [S, S] block keeps columns 0..i.
+      int64_t valid = causal ? r % len + 1 : len;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < valid; ++j)
+        mx = std::max(mx, scale * xr[j]);
+      for (int64_t j = 0; j < valid; ++j)
+        yr[j] = std::exp(scale * xr[j] - mx);
+      float inv = 1.0f / sumFloats(yr, valid);
+      for (int64_t j = 0; j < valid; ++j)
+        yr[j] *= inv;
+      std::fill(yr + valid, yr + len, 0.0f);
+    }
+  });
+}
+
+std::string verifySoftmaxGrad(const Descs &inputs, const Descs &outputs,
+                              const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes() && v.minRank(in(0), 1) &&
+      v.sameShape(in(1), in(0)) && v.sameShape(out(0), in(0)) &&
+      checkSoftmaxAttrs(v, attrs, in(0));
+  return v.error();
+}
+
+void runSoftmaxGrad(KernelContext &ctx, const Tensors &inputs,
+                    const Tensors &outputs, const Attrs &attrs) {
+  const float *dy = inputs[0].f32(), *y = inputs[1].f32();
+  float *dx = outputs[0].f32();
+  int64_t len = inputs[0].dim(-1);
+  if (len == 0)
+    return;
+  int64_t rows = inputs[0].numel() / len;
+  float scale = (float)attrs.number("scale", 1.0);
+  // Masked (causal) entries have y == 0 and so get exactly 0.
+  parallelFor(ctx.pool, rows, 4 * len, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *dyr = dy + r * len, *yr = y + r * len;
+      float *dxr = dx + r * len;
+      float dot = dotFloats(dyr, yr, len);
+      for (int64_t j = 0; j < len; ++j)
+        dxr[j] = scale * yr[j] * (dyr[j] - dot);
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm
+//===----------------------------------------------------------------------===//
+
+/// Mean and 1 / sqrt(biased variance + epsilon) of one row (two passes).
+void rowStats(const float *x, int64_t n, float epsilon, float &mean,
+              float &rstd) {
+  mean = sumFloats(x, n) / (float)n;
+  float acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      float d = x[i + j] - mean;
+      acc[j] += d * d;
+    }
+  for (int j = 0; i < n; ++i, ++j) {
+    float d = x[i] - mean;
+    acc[j] += d * d;
+  }
+  float var = (((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+               ((acc[4] + acc[5]) + (acc[6] + acc[7]))) /
+              (float)n;
+  rstd = 1.0f / std::sqrt(var + epsilon);
+}
+
+std::string verifyLayerNorm(const Descs &inputs, const Descs &outputs,
+                            const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double epsilon;
+  if (v.counts(3, 1) && v.dtypes() && v.minRank(in(0), 1)) {
+    int64_t h = v.shape(in(0)).back();
+    v.hasShape(in(1), {h}) && v.hasShape(in(2), {h}) &&
+        v.sameShape(out(0), in(0)) &&
+        v.positiveNumber("epsilon", false, epsilon, 1e-5);
+  }
+  return v.error();
+}
+
+void runLayerNorm(KernelContext &ctx, const Tensors &inputs,
+                  const Tensors &outputs, const Attrs &attrs) {
+  const float *x = inputs[0].f32(), *gamma = inputs[1].f32(),
+              *beta = inputs[2].f32();
+  float *y = outputs[0].f32();
+  int64_t h = inputs[0].dim(-1);
+  if (h == 0)
+    return;
+  int64_t rows = inputs[0].numel() / h;
+  float epsilon = (float)attrs.number("epsilon", 1e-5);
+  parallelFor(ctx.pool, rows, 8 * h, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *xr = x + r * h;
+      float *yr = y + r * h;
+      float mean, rstd;
+      rowStats(xr, h, epsilon, mean, rstd);
+      for (int64_t j = 0; j < h; ++j)
+        yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+    }
+  });
+}
+
+std::string verifyLayerNormGrad(const Descs &inputs, const Descs &outputs,
+                                const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double epsilon;
+  if (v.counts(3, 3) && v.dtypes() && v.minRank(in(1), 1)) {
+    int64_t h = v.shape(in(1)).back();
+    v.sameShape(in(0), in(1)) && v.hasShape(in(2), {h}) &&
+        v.sameShape(out(0), in(1)) && v.hasShape(out(1), {h}) &&
+        v.hasShape(out(2), {h}) &&
+        v.positiveNumber("epsilon", false, epsilon, 1e-5);
+  }
+  return v.error();
+}
+
+void runLayerNormGrad(KernelContext &ctx, const Tensors &inputs,
+                      const Tensors &outputs, const Attrs &attrs) {
+  const float *dy = inputs[0].f32(), *x = inputs[1].f32(),
+              *gamma = inputs[2].f32();
+  float *dx = outputs[0].f32(), *dgamma = outputs[1].f32(),
+        *dbeta = outputs[2].f32();
+  int64_t h = inputs[1].dim(-1);
+  if (h == 0)
+    return;
+  int64_t rows = inputs[1].numel() / h;
+  float epsilon = (float)attrs.number("epsilon", 1e-5);
+  std::vector<float> means(rows), rstds(rows);
+  float *meanp = means.data(), *rstdp = rstds.data();
+  // dx per row: with xhat = (x - mean) rstd and g = dy gamma,
+  // dx = rstd (g - mean(g) - xhat mean(g xhat)).
+  parallelFor(ctx.pool, rows, 12 * h, [=](int64_t begin, int64_t end) {
+    std::vector<float> g(h), xhat(h);
+    for (int64_t r = begin; r < end; ++r) {
+      const float *xr = x + r * h, *dyr = dy + r * h;
+      float *dxr = dx + r * h;
+      float mean, rstd;
+      rowStats(xr, h, epsilon, mean, rstd);
+      meanp[r] = mean;
+      rstdp[r] = rstd;
+      for (int64_t j = 0; j < h; ++j) {
+        xhat[j] = (xr[j] - mean) * rstd;
+        g[j] = dyr[j] * gamma[j];
+      }
+      float meanG = sumFloats(g.data(), h) / (float)h;
+      float meanGX = dotFloats(g.data(), xhat.data(), h) / (float)h;
+      for (int64_t j = 0; j < h; ++j)
+        dxr[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+    }
+  });
+  // dgamma, dbeta: each thread owns a range of columns and sums rows in order.
+  parallelFor(ctx.pool, h, 4 * rows, [=](int64_t begin, int64_t end) {
+    std::fill(dgamma + begin, dgamma + end, 0.0f);
+    std::fill(dbeta + begin, dbeta + end, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x + r * h, *dyr = dy + r * h;
+      float mean = meanp[r], rstd = rstdp[r];
+      for (int64_t j = begin; j < end; ++j) {
+        dgamma[j] += dyr[j] * ((xr[j] - mean) * rstd);
+        dbeta[j] += dyr[j];
+      }
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings
+//===----------------------------------------------------------------------===//
+
+/// Ids must index a table of `rows` rows; a bad one is a run-time error.
+void checkIds(const char *op, const int32_t *ids, int64_t n, int64_t rows) {
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= rows)
+      throw std::runtime_error(
+          std::string(op) + ": id " + std::to_string(ids[i]) + " at index " +
+          std::to_string(i) + " is outside [0, " + std::to_string(rows) + ")");
+}
+
+std::string verifyEmbedding(const Descs &inputs, const Descs &outputs,
+                            const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (v.counts(2, 1) && v.dtypes({in(1)}) && v.rank(in(0), 2)) {
+    Shape expected = v.shape(in(1));
+    expected.push_back(v.shape(in(0))[1]);
+    v.hasShape(out(0), expected);
+  }
+  return v.error();
+}
+
+void runEmbedding(KernelContext &ctx, const Tensors &inputs,
+                  const Tensors &outputs, const Attrs &) {
+  const float *table = inputs[0].f32();
+  const int32_t *ids = inputs[1].i32();
+  float *y = outputs[0].f32();
+  int64_t rows = inputs[0].dim(0), h = inputs[0].dim(1);
+  int64_t n = inputs[1].numel();
+  checkIds("embedding", ids, n, rows);
+  parallelFor(ctx.pool, n, h, [=](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      std::memcpy(y + i * h, table + (int64_t)ids[i] * h, h * sizeof(float));
+  });
+}
+
+std::string verifyEmbeddingGrad(const Descs &inputs, const Descs &outputs,
+                                const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (v.counts(2, 1) && v.dtypes({in(1)}) && v.rank(out(0), 2)) {
+    Shape expected = v.shape(in(1));
+    expected.push_back(v.shape(out(0))[1]);
+    v.hasShape(in(0), expected);
+  }
+  return v.error();
+}
+
+void runEmbeddingGrad(KernelContext &ctx, const Tensors &inputs,
+                      const Tensors &outputs, const Attrs &) {
+  const float *dy = inputs[0].f32();
+  const int32_t *ids = inputs[1].i32();
+  float *dtable = outputs[0].f32();
+  int64_t rows = outputs[0].dim(0), h = outputs[0].dim(1);
+  int64_t n = inputs[1].numel();
+  checkIds("embedding_grad", ids, n, rows);
+  // Each thread owns a range of columns and scans the ids in order, so
+  // repeated ids accumulate in index order whatever the thread count.
+  parallelFor(ctx.pool, h, rows + n, [=](int64_t begin, int64_t end) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill(dtable + r * h + begin, dtable + r * h + end, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      float *dst = dtable + (int64_t)ids[i] * h;
+      const float *src = dy + i * h;
+      for (int64_t j = begin; j < end; ++j)
+        dst[j] += src[j];
+    }
+  });
+}
+
+std::string verifyPositionEmbedding(const Descs &inputs, const Descs &outputs,
+                                    const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (v.counts(2, 1) && v.dtypes() && v.rank(in(0), 3) && v.rank(in(1), 2)) {
+    const Shape &x = v.shape(in(0)), &t = v.shape(in(1));
+    v.dimEquals(in(1), 1, x[2], "hidden size, as input #0");
+    if (v.ok() && t[0] < x[1])
+      v.fail("input #1 must have at least " + std::to_string(x[1]) +
+             " rows (the sequence length of input #0), got " +
+             std::to_string(t[0]));
+    v.sameShape(out(0), in(0));
+  }
+  return v.error();
+}
+
+void runPositionEmbedding(KernelContext &ctx, const Tensors &inputs,
+                          const Tensors &outputs, const Attrs &) {
+  const float *x = inputs[0].f32(), *table = inputs[1].f32();
+  float *y = outputs[0].f32();
+  int64_t s = inputs[0].dim(1), h = inputs[0].dim(2);
+  int64_t rows = inputs[0].dim(0) * s;
+  parallelFor(ctx.pool, rows, h, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *t = table + (r % s) * h;
+      for (int64_t j = 0; j < h; ++j)
+        y[r * h + j] = x[r * h + j] + t[j];
+    }
+  });
+}
+
+std::string verifyPositionEmbeddingGrad(const Descs &inputs,
+                                        const Descs &outputs,
+                                        const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (v.counts(1, 1) && v.dtypes() && v.rank(in(0), 3) && v.rank(out(0), 2)) {
+    const Shape &dy = v.shape(in(0)), &t = v.shape(out(0));
+    v.dimEquals(out(0), 1, dy[2], "hidden size, as input #0");
+    if (v.ok() && t[0] < dy[1])
+      v.fail("output #0 must have at least " + std::to_string(dy[1]) +
+             " rows (the sequence length of input #0), got " +
+             std::to_string(t[0]));
+  }
+  return v.error();
+}
+
+void runPositionEmbeddingGrad(KernelContext &ctx, const Tensors &inputs,
+                              const Tensors &outputs, const Attrs &) {
+  const float *dy = inputs[0].f32();
+  float *dtable = outputs[0].f32();
+  int64_t b = inputs[0].dim(0), s = inputs[0].dim(1), h = inputs[0].dim(2);
+  int64_t p = outputs[0].dim(0);
+  parallelFor(ctx.pool, p, b * h, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float *dst = dtable + r * h;
+      std::fill(dst, dst + h, 0.0f);
+      if (r >= s)
+        continue;
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t j = 0; j < h; ++j)
+          dst[j] += dy[(i * s + r) * h + j];
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+bool checkLabels(Verifier &v, Operand logits, Operand labels) {
+  if (!v.minRank(logits, 1))
+    return false;
+  const Shape &l = v.shape(logits);
+  return v.hasShape(labels, Shape(l.begin(), l.end() - 1));
+}
+
+/// log(sum(exp(x - max))) + max over one row, the sum in double.
+double logSumExp(const float *x, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j)
+    mx = std::max(mx, x[j]);
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j)
+    sum += std::exp(x[j] - mx);
+  return std::log(sum) + mx;
+}
+
+std::string verifyCrossEntropy(const Descs &inputs, const Descs &outputs,
+                               const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes({in(1)}) && checkLabels(v, in(0), in(1)) &&
+      v.scalar(out(0));
+  return v.error();
+}
+
+void runCrossEntropy(KernelContext &ctx, const Tensors &inputs,
+                     const Tensors &outputs, const Attrs &) {
+  const float *logits = inputs[0].f32();
+  const int32_t *labels = inputs[1].i32();
+  int64_t c = inputs[0].dim(-1), rows = inputs[1].numel();
+  checkIds("softmax_cross_entropy", labels, rows, c);
+  std::vector<double> rowLoss(rows);
+  double *lossp = rowLoss.data();
+  parallelFor(ctx.pool, rows, 10 * c, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *xr = logits + r * c;
+      lossp[r] = logSumExp(xr, c) - (double)xr[labels[r]];
+    }
+  });
+  double total = 0;
+  for (double l : rowLoss)
+    total += l;
+  outputs[0].f32()[0] = rows ? (float)(total / (double)rows) : 0.0f;
+}
+
+std::string verifyCrossEntropyGrad(const Descs &inputs, const Descs &outputs,
+                                   const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(3, 1) && v.dtypes({in(1)}) && checkLabels(v, in(0), in(1)) &&
+      v.scalar(in(2)) && v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+void runCrossEntropyGrad(KernelContext &ctx, const Tensors &inputs,
+                         const Tensors &outputs, const Attrs &) {
+  const float *logits = inputs[0].f32();
+  const int32_t *labels = inputs[1].i32();
+  float *dx = outputs[0].f32();
+  int64_t c = inputs[0].dim(-1), rows = inputs[1].numel();
+  checkIds("softmax_cross_entropy_grad", labels, rows, c);
+  double factor = rows ? (double)inputs[2].f32()[0] / (double)rows : 0.0;
+  parallelFor(ctx.pool, rows, 10 * c, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *xr = logits + r * c;
+      float *dxr = dx + r * c;
+      float lse = (float)logSumExp(xr, c);
+      float f = (float)factor;
+      for (int64_t j = 0; j < c; ++j)
+        dxr[j] = std::exp(xr[j] - lse) * f;
+      dxr[labels[r]] -= f;
+    }
+  });
+}
+
+std::string verifyMse(const Descs &inputs, const Descs &outputs,
+                      const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes() && v.sameShape(in(1), in(0)) && v.scalar(out(0));
+  return v.error();
+}
+
+void runMse(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
+            const Attrs &) {
+  const float *x = inputs[0].f32(), *t = inputs[1].f32();
+  int64_t n = inputs[0].numel();
+  // Fixed-size blocks summed in double, then the blocks in order: the same
+  // bits for every thread count.
+  constexpr int64_t kBlock = 4096;
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(blocks);
+  double *pp = partial.data();
+  parallelFor(ctx.pool, blocks, 2 * kBlock, [=](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      double acc = 0;
+      for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) {
+        double d = (double)x[i] - (double)t[i];
+        acc += d * d;
+      }
+      pp[b] = acc;
+    }
+  });
+  double total = 0;
+  for (double p : partial)
+    total += p;
+  outputs[0].f32()[0] = n ? (float)(total / (double)n) : 0.0f;
+}
+
+std::string verifyMseGrad(const Descs &inputs, const Descs &outputs,
+                          const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(3, 1) && v.dtypes() && v.sameShape(in(1), in(0)) &&
+      v.scalar(in(2)) && v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+void runMseGrad(KernelContext &ctx, const Tensors &inputs,
+                const Tensors &outputs, const Attrs &) {
+  const float *x = inputs[0].f32(), *t = inputs[1].f32();
+  float *dx = outputs[0].f32();
+  int64_t n = inputs[0].numel();
+  float factor = n ? (float)(2.0 * inputs[2].f32()[0] / (double)n) : 0.0f;
+  parallelFor(ctx.pool, n, 1, [=](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] = (x[i] - t[i]) * factor;
+  });
+}
+
+} // namespace
+
+void appendNNKernels(std::vector<OpKernel> &kernels) {
+  kernels.push_back({"softmax", 1, 1, verifySoftmax, runSoftmax});
+  kernels.push_back({"softmax_grad", 2, 1, verifySoftmaxGrad, runSoftmaxGrad});
+  kernels.push_back({"layer_norm", 3, 1, verifyLayerNorm, runLayerNorm});
+  kernels.push_back(
+      {"layer_norm_grad", 3, 3, verifyLayerNormGrad, runLayerNormGrad});
+  kernels.push_back({"embedding", 2, 1, verifyEmbedding, runEmbedding});
+  kernels.push_back(
+      {"embedding_grad", 2, 1, verifyEmbeddingGrad, runEmbeddingGrad});
+  kernels.push_back({"position_embedding", 2, 1, verifyPositionEmbedding,
+                     runPositionEmbedding});
+  kernels.push_back({"position_embedding_grad", 1, 1,
+                     verifyPositionEmbeddingGrad, runPositionEmbeddingGrad});
+  kernels.push_back(
+      {"softmax_cross_entropy", 2, 1, verifyCrossEntropy, runCrossEntropy});
+  kernels.push_back({"softmax_cross_entropy_grad", 3, 1, verifyCrossEntropyGrad,
+                     runCrossEntropyGrad});
+  kernels.push_back({"mse_loss", 2, 1, verifyMse, runMse});
+  kernels.push_back({"mse_loss_grad", 3, 1, verifyMseGrad, runMseGrad});
+}
+
+} // namespace strata::rt::detail

@@ -1,0 +1,563 @@
+//===- PlanTest.cpp - Tests of the plan loader ----------------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Every rejection names the file and the field (or instruction); the loader
+// never crashes, whatever the bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "strata-rt/Data.h"
+#include "strata-rt/Executor.h"
+#include "strata-rt/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+using namespace strata::rt;
+using namespace strata::rt::test;
+using json = nlohmann::json;
+
+namespace {
+
+/// Loads a test plan, edits it and checks what the loader says.
+class PlanRejection : public ::testing::Test {
+protected:
+  void SetUp() override {
+    plan = json::parse(readText(inputPath("mlp.json")), nullptr, false);
+    ASSERT_FALSE(plan.is_discarded());
+  }
+
+  /// The id of the buffer called `name`.
+  int64_t bufferId(const std::string &name) const {
+    for (const json &b : plan["buffers"])
+      if (b["name"] == name)
+        return b["id"].get<int64_t>();
+    ADD_FAILURE() << "no buffer " << name;
+    return 0;
+  }
+  json &buffer(const std::string &name) {
+    return plan["buffers"][bufferId(name)];
+  }
+  json &program() { return plan["ranks"][0]["program"]; }
+
+  /// Sets a buffer's shape and keeps its bytes consistent.
+  void reshape(const std::string &name, const Shape &shape) {
+    buffer(name)["shape"] = shape;
+    buffer(name)["bytes"] = numElements(shape) * 4;
+  }
+
+  /// Expects the edited plan to be rejected with `substring` in the message.
+  void expectRejected(const std::string &substring) {
+    expectRejectedText(plan.dump(), substring);
+  }
+
+  static void expectRejectedText(const std::string &text,
+                                 const std::string &substring) {
+    Plan loaded;
+    Status status = parsePlan(text, "mlp.json", loaded);
+    ASSERT_FALSE(status.ok()) << "expected a rejection naming: " << substring;
+    EXPECT_EQ(status.code(), Status::Code::Invalid);
+    EXPECT_EQ(status.message().rfind("mlp.json: ", 0), 0u) << status.message();
+    EXPECT_NE(status.message().find(substring), std::string::npos)
+        << "message: " << status.message() << "\nexpected: " << substring;
+  }
+
+  json plan;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Valid plans
+//===----------------------------------------------------------------------===//
+
+TEST(PlanLoad, MlpLoads) {
+  Plan plan;
+  Status status = loadPlan(inputPath("mlp.json"), plan);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(plan.model, "mlp");
+  EXPECT_EQ(plan.optimizerKind, "sgd");
+  EXPECT_DOUBLE_EQ(plan.optimizer.at("lr"), 0.05);
+  ASSERT_EQ(plan.ranks.size(), 1u);
+  EXPECT_EQ(plan.ranks[0].device, "cpu");
+  EXPECT_EQ(plan.parameters.size(), 4u);
+  EXPECT_EQ(plan.states.size(), 4u);
+  EXPECT_EQ(plan.inputs.size(), 2u);
+
+  const Parameter &w0 = plan.parameters[0];
+  EXPECT_EQ(w0.name, "fc0.weight");
+  EXPECT_EQ(w0.init.kind, InitKind::XavierUniform);
+  EXPECT_EQ(w0.init.fanIn, 16);
+  EXPECT_EQ(w0.init.fanOut, 32);
+  EXPECT_EQ(plan.buffers[w0.grad].kind, BufferKind::Grad);
+  EXPECT_EQ(plan.states[0].param, "fc0.weight");
+
+  const Buffer &loss = plan.buffers[plan.loss];
+  EXPECT_TRUE(loss.desc.shape.empty());
+  for (const Instruction &inst : plan.ranks[0].program)
+    EXPECT_NE(inst.kernel, nullptr);
+  const Instruction &first = plan.ranks[0].program[0];
+  EXPECT_EQ(first.op, "matmul");
+  EXPECT_EQ(first.phase, "forward");
+  EXPECT_EQ(first.layer, 0);
+  const Instruction &grad = plan.ranks[0].program[9];
+  EXPECT_EQ(grad.op, "matmul");
+  EXPECT_TRUE(grad.attrs.flag("transpose_a"));
+  const Instruction &update = plan.ranks[0].program.back();
+  EXPECT_EQ(update.op, "sgd_update");
+  EXPECT_EQ(update.out, (std::vector<int64_t>{update.in[0], update.in[2]}));
+  ASSERT_NE(plan.findInput(InputRole::Labels), nullptr);
+  EXPECT_EQ(plan.findInput(InputRole::Step), nullptr);
+}
+
+TEST(PlanLoad, OtherTestPlansLoad) {
+  for (const char *name : {"regression.json", "lm.json", "lm_v64.json"}) {
+    Plan plan;
+    Status status = loadPlan(inputPath(name), plan);
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+  Plan plan;
+  ASSERT_TRUE(loadPlan(inputPath("regression.json"), plan).ok());
+  const Input *step = plan.findInput(InputRole::Step);
+  ASSERT_NE(step, nullptr);
+  // kaiming_normal without explicit fans takes them from the [in, out] shape.
+  EXPECT_EQ(plan.parameters[0].init.kind, InitKind::KaimingNormal);
+  EXPECT_EQ(plan.parameters[0].init.fanIn, 8);
+}
+
+TEST_F(PlanRejection, OverlappingBuffersAreLegal) {
+  // Buffers never used by one instruction may share arena bytes.
+  buffer("dlogits")["offset"] = buffer("fc0.mm")["offset"];
+  Plan loaded;
+  Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+TEST_F(PlanRejection, OptionalFieldsMayBeOmitted) {
+  for (json &inst : program()) {
+    inst.erase("layer");
+    inst.erase("phase");
+  }
+  plan.erase("model");
+  plan.erase("optimizer");
+  plan.erase("producer");
+  Plan loaded;
+  Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(loaded.ranks[0].program[0].layer, -1);
+  EXPECT_EQ(loaded.ranks[0].program[0].phase, "");
+}
+
+//===----------------------------------------------------------------------===//
+// Top level
+//===----------------------------------------------------------------------===//
+
+TEST_F(PlanRejection, WrongFormat) {
+  plan["format"] = "onnx";
+  expectRejected("format: must be \"strata-plan\", got string \"onnx\"");
+}
+
+TEST_F(PlanRejection, MissingFormat) {
+  plan.erase("format");
+  expectRejected("missing field 'format'");
+}
+
+TEST_F(PlanRejection, BadVersion) {
+  plan["version"] = 2;
+  expectRejected("version: unsupported version number 2 (this runtime reads "
+                 "version 1)");
+}
+
+TEST_F(PlanRejection, RootNotAnObject) {
+  expectRejectedText("[1, 2]", "must be an object, got array");
+}
+
+TEST_F(PlanRejection, TwoRanks) {
+  plan["ranks"].push_back(plan["ranks"][0]);
+  expectRejected("ranks: version 1 plans have exactly one rank, got 2");
+}
+
+TEST_F(PlanRejection, UnsupportedDevice) {
+  plan["ranks"][0]["device"] = "tpu";
+  expectRejected("ranks[0].device: unsupported device \"tpu\"");
+}
+
+TEST_F(PlanRejection, LossNotScalar) {
+  plan["loss"] = bufferId("dlogits");
+  expectRejected("loss: buffer " + std::to_string(bufferId("dlogits")) +
+                 " (\"dlogits\") must be a scalar f32, got f32 [32, 4]");
+}
+
+TEST_F(PlanRejection, LossOutOfRange) {
+  plan["loss"] = 1000;
+  expectRejected("loss: buffer id 1000 out of range");
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+TEST_F(PlanRejection, OffsetNotAligned) {
+  plan["buffers"][3]["offset"] =
+      plan["buffers"][3]["offset"].get<int64_t>() + 4;
+  expectRejected("buffers[3].offset: must be a multiple of 64");
+}
+
+TEST_F(PlanRejection, OffsetOutsideArena) {
+  int64_t arena = plan["ranks"][0]["arena_bytes"].get<int64_t>();
+  plan["buffers"][2]["offset"] = (arena / 64) * 64;
+  expectRejected("buffers[2]: range [");
+  expectRejected("lies outside the arena of " + std::to_string(arena) +
+                 " bytes");
+}
+
+TEST_F(PlanRejection, BytesMismatch) {
+  plan["buffers"][2]["bytes"] = 12;
+  expectRejected("buffers[2].bytes: must be");
+  expectRejected("got 12");
+}
+
+TEST_F(PlanRejection, NegativeDimension) {
+  plan["buffers"][0]["shape"][1] = -16;
+  expectRejected("buffers[0].shape[1]: must be non-negative, got -16");
+}
+
+TEST_F(PlanRejection, HugeShape) {
+  plan["buffers"][0]["shape"] = {int64_t(1) << 40, int64_t(1) << 40};
+  expectRejected("buffers[0].shape: [1099511627776, 1099511627776] is too "
+                 "large");
+}
+
+TEST_F(PlanRejection, IdsNotConsecutive) {
+  plan["buffers"][5]["id"] = 6;
+  expectRejected(
+      "buffers[5].id: must be 5 (ids are consecutive from 0), got 6");
+}
+
+TEST_F(PlanRejection, UnknownDType) {
+  plan["buffers"][0]["dtype"] = "f16";
+  expectRejected("buffers[0].dtype: unknown dtype \"f16\"");
+}
+
+TEST_F(PlanRejection, UnknownKind) {
+  plan["buffers"][0]["kind"] = "weights";
+  expectRejected("buffers[0].kind: unknown kind \"weights\"");
+}
+
+TEST_F(PlanRejection, MissingBufferField) {
+  plan["buffers"][4].erase("name");
+  expectRejected("buffers[4]: missing field 'name'");
+}
+
+TEST_F(PlanRejection, StringWhereNumberBelongs) {
+  plan["buffers"][1]["offset"] = "64";
+  expectRejected("buffers[1].offset: must be an integer, got string \"64\"");
+}
+
+TEST_F(PlanRejection, FloatWhereIntegerBelongs) {
+  plan["buffers"][1]["bytes"] = 128.5;
+  expectRejected("buffers[1].bytes: must be an integer, got number 128.5");
+}
+
+TEST_F(PlanRejection, BuffersNotAnArray) {
+  plan["buffers"] = json::object();
+  expectRejected("buffers: must be an array, got object");
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters, states and inputs
+//===----------------------------------------------------------------------===//
+
+TEST_F(PlanRejection, ParameterOfWrongKind) {
+  plan["parameters"][0]["buffer"] = bufferId("relu0");
+  expectRejected("parameters[0].buffer: buffer " +
+                 std::to_string(bufferId("relu0")) +
+                 " (\"relu0\") must be of kind param, got activation");
+}
+
+TEST_F(PlanRejection, ParameterOfWrongDType) {
+  buffer("fc0.weight")["dtype"] = "i32";
+  expectRejected("parameters[0].buffer: buffer " +
+                 std::to_string(bufferId("fc0.weight")) +
+                 " (\"fc0.weight\") must be f32, got i32");
+}
+
+TEST_F(PlanRejection, UnknownInit) {
+  plan["parameters"][1]["init"] = "orthogonal";
+  expectRejected("parameters[1].init: unknown init \"orthogonal\"");
+}
+
+TEST_F(PlanRejection, MissingInit) {
+  plan["parameters"][1].erase("init");
+  expectRejected("parameters[1]: missing field 'init'");
+}
+
+TEST_F(PlanRejection, DuplicateName) {
+  plan["states"][0]["name"] = "fc0.bias";
+  expectRejected("states[0].name: duplicate name \"fc0.bias\"");
+}
+
+TEST_F(PlanRejection, BufferClaimedTwice) {
+  plan["states"][1]["buffer"] = plan["states"][0]["buffer"];
+  expectRejected("states[1]: buffer");
+  expectRejected("is already used by states[0]");
+}
+
+TEST_F(PlanRejection, StateWithoutEntry) {
+  plan["states"].erase(3);
+  expectRejected("state buffer \"fc1.bias.velocity\" has no entry in 'states'");
+}
+
+TEST_F(PlanRejection, StateOfUnknownParameter) {
+  plan["states"][0]["param"] = "fc9.weight";
+  expectRejected("states[0].param: no parameter is named \"fc9.weight\"");
+}
+
+TEST_F(PlanRejection, UnknownInputRole) {
+  plan["inputs"][0]["role"] = "images";
+  expectRejected("inputs[0].role: unknown role \"images\"");
+}
+
+TEST_F(PlanRejection, StepInputNotScalar) {
+  plan["inputs"][1]["role"] = "step";
+  expectRejected("inputs[1].buffer: the step input must be a scalar i32, got "
+                 "i32 [32]");
+}
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+TEST_F(PlanRejection, UnknownOp) {
+  program()[3]["op"] = "matmull";
+  expectRejected("instruction #3: unknown op \"matmull\"");
+}
+
+TEST_F(PlanRejection, BadBufferId) {
+  program()[0]["in"][1] = 999;
+  expectRejected("instruction #0 (matmul): in[1]: buffer id 999 out of range");
+}
+
+TEST_F(PlanRejection, WrongOperandCount) {
+  program()[0]["in"].push_back(0);
+  expectRejected("instruction #0 (matmul): expects 2 inputs, got 3");
+}
+
+TEST_F(PlanRejection, ShapeMismatchCaughtByKernelVerify) {
+  // fc0.mm is matmul(features [32, 16], fc0.weight [16, 32]): [32, 32].
+  reshape("fc0.mm", {32, 31});
+  expectRejected("instruction #0 (matmul): ");
+}
+
+TEST_F(PlanRejection, AttributeOfWrongType) {
+  program()[9]["attrs"]["transpose_a"] = "yes";
+  expectRejected("instruction #9 (matmul): attrs.transpose_a: must be a number "
+                 "or a list of integers, got string \"yes\"");
+}
+
+TEST_F(PlanRejection, UnknownPhase) {
+  program()[2]["phase"] = "sideways";
+  expectRejected("instruction #2 (relu): phase: unknown phase \"sideways\"");
+}
+
+TEST_F(PlanRejection, MissingInstructionField) {
+  program()[2].erase("out");
+  expectRejected("instruction #2 (relu): missing field 'out'");
+}
+
+TEST_F(PlanRejection, OutputAliasesInput) {
+  program()[2]["out"][0] = program()[2]["in"][0];
+  expectRejected("instruction #2 (relu): out[0] (buffer " +
+                 std::to_string(bufferId("fc0.out")) + ") aliases in[0]");
+}
+
+TEST_F(PlanRejection, OutputOverlapsInputInArena) {
+  buffer("relu0")["offset"] = buffer("fc0.out")["offset"];
+  expectRejected("instruction #2 (relu): out[0] (buffer " +
+                 std::to_string(bufferId("relu0")) +
+                 ") aliases in[0] (buffer " +
+                 std::to_string(bufferId("fc0.out")) + ") in the arena");
+}
+
+TEST_F(PlanRejection, InPlaceUpdateMustWriteItsInputs) {
+  json &update = program().back();
+  update["out"][1] = bufferId("relu0");
+  expectRejected("(sgd_update): out[1]: updates in place, so it must be in[2]");
+}
+
+//===----------------------------------------------------------------------===//
+// Broken files
+//===----------------------------------------------------------------------===//
+
+TEST(PlanFile, Missing) {
+  Plan plan;
+  Status status = loadPlan("/nonexistent/plan.json", plan);
+  EXPECT_EQ(status.code(), Status::Code::Failure);
+  EXPECT_NE(status.message().find("/nonexistent/plan.json: cannot open"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(PlanFile, Empty) {
+  Plan plan;
+  Status status = parsePlan("", "empty.json", plan);
+  EXPECT_EQ(status.code(), Status::Code::Invalid);
+  EXPECT_NE(status.message().find("empty.json: invalid JSON: "),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(PlanFile, Truncated) {
+  std::string text = readText(inputPath("mlp.json"));
+  Plan plan;
+  Status status = parsePlan(text.substr(0, text.size() / 2), "mlp.json", plan);
+  EXPECT_EQ(status.code(), Status::Code::Invalid);
+  EXPECT_NE(
+      status.message().find("mlp.json: invalid JSON: parse error at line"),
+      std::string::npos)
+      << status.message();
+}
+
+/// Loads mutated text; anything but success or a clean rejection fails.
+static void expectCleanResult(const std::string &text, const char *what) {
+  Plan plan;
+  Status status = parsePlan(text, "fuzz.json", plan);
+  if (status.ok())
+    return;
+  EXPECT_EQ(status.code(), Status::Code::Invalid)
+      << what << ": " << status.message();
+  EXPECT_EQ(status.message().rfind("fuzz.json: ", 0), 0u) << status.message();
+}
+
+TEST(PlanFuzz, TruncationsNeverCrash) {
+  for (const char *name : {"mlp.json", "lm.json"}) {
+    std::string text = readText(inputPath(name));
+    ASSERT_FALSE(text.empty());
+    for (size_t cut = 0; cut < text.size(); ++cut) {
+      Plan plan;
+      Status status = parsePlan(text.substr(0, cut), "fuzz.json", plan);
+      // Only whitespace may follow the closing brace.
+      if (cut + 2 < text.size())
+        EXPECT_EQ(status.code(), Status::Code::Invalid) << "cut at " << cut;
+    }
+  }
+}
+
+TEST(PlanFuzz, ByteFlipsNeverCrash) {
+  std::mt19937 rng(12345);
+  const std::string alphabet = "0123456789-.,:[]{}\"e aZ";
+  for (const char *name : {"mlp.json", "regression.json", "lm.json"}) {
+    std::string original = readText(inputPath(name));
+    ASSERT_FALSE(original.empty());
+    std::uniform_int_distribution<size_t> position(0, original.size() - 1);
+    std::uniform_int_distribution<size_t> symbol(0, alphabet.size() - 1);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (int round = 0; round < 1500; ++round) {
+      std::string text = original;
+      int flips = 1 + round % 4;
+      for (int f = 0; f < flips; ++f) {
+        size_t at = position(rng);
+        // Mostly JSON-ish symbols (which reach deeper validation), sometimes
+        // arbitrary bytes.
+        text[at] = round % 5 == 0 ? static_cast<char>(byte(rng))
+                                  : alphabet[symbol(rng)];
+      }
+      expectCleanResult(text, "byte flip");
+    }
+  }
+}
+
+TEST(PlanFuzz, NumberMutationsNeverCrash) {
+  // Replaces single numbers with extreme values, which reach the shape,
+  // offset and kernel checks rather than the JSON parser.
+  json plan = json::parse(readText(inputPath("mlp.json")));
+  const std::vector<json> extremes = {0,
+                                      -1,
+                                      1,
+                                      63,
+                                      65,
+                                      1 << 20,
+                                      int64_t(1) << 40,
+                                      INT64_MAX,
+                                      INT64_MIN,
+                                      json(UINT64_MAX),
+                                      1e300,
+                                      -0.5,
+                                      nullptr,
+                                      "7",
+                                      json::array()};
+  std::mt19937 rng(7);
+  std::vector<json::json_pointer> numbers;
+  std::function<void(const json &, const json::json_pointer &)> collect =
+      [&](const json &value, const json::json_pointer &ptr) {
+        if (value.is_number())
+          numbers.push_back(ptr);
+        if (value.is_array())
+          for (size_t i = 0; i < value.size(); ++i)
+            collect(value[i], ptr / i);
+        if (value.is_object())
+          for (auto it = value.begin(); it != value.end(); ++it)
+            collect(it.value(), ptr / it.key());
+      };
+  collect(plan, json::json_pointer());
+  ASSERT_GT(numbers.size(), 100u);
+  for (const json::json_pointer &ptr : numbers) {
+    for (int k = 0; k < 2; ++k) {
+      json mutated = plan;
+      mutated[ptr] = extremes[rng() % extremes.size()];
+      expectCleanResult(mutated.dump(), ptr.to_string().c_str());
+    }
+  }
+}
+
+TEST(PlanFuzz, LoadablePlansRunWithoutCrashing) {
+  // The loader's promise to the kernels: a plan it accepts can be executed.
+  // Run one step of every number mutation that still loads.
+  for (const char *name : {"mlp.json", "lm.json"}) {
+    STRATA_SKIP_WITHOUT_KERNELS(inputPath(name));
+    json original = json::parse(readText(inputPath(name)));
+    std::vector<json::json_pointer> numbers;
+    std::function<void(const json &, const json::json_pointer &)> collect =
+        [&](const json &value, const json::json_pointer &ptr) {
+          if (value.is_number())
+            numbers.push_back(ptr);
+          if (value.is_array())
+            for (size_t i = 0; i < value.size(); ++i)
+              collect(value[i], ptr / i);
+          if (value.is_object())
+            for (auto it = value.begin(); it != value.end(); ++it)
+              collect(it.value(), ptr / it.key());
+        };
+    collect(original, json::json_pointer());
+    std::mt19937 rng(3);
+    const std::vector<json> values = {0, 1, 2, 3, 64, 128, -1, 1000, 1e9};
+    int ran = 0;
+    for (const json::json_pointer &ptr : numbers) {
+      json mutated = original;
+      mutated[ptr] = values[rng() % values.size()];
+      Plan plan;
+      if (!parsePlan(mutated.dump(), "fuzz.json", plan).ok())
+        continue;
+      std::unique_ptr<Executor> executor;
+      ExecutorOptions options;
+      options.threads = 1;
+      if (!Executor::create(std::move(plan), options, executor).ok())
+        continue;
+      executor->initialize(0);
+      std::unique_ptr<DataSource> data;
+      if (DataSource::create(executor->getPlan(), DataOptions(), data).ok())
+        data->fill(1, executor->getTensors(), nullptr);
+      float loss = 0;
+      Status status = executor->runStep(1, loss);
+      if (!status.ok())
+        EXPECT_EQ(status.code(), Status::Code::Failure) << status.message();
+      ++ran;
+    }
+    EXPECT_GT(ran, 50) << name;
+  }
+}

@@ -1,0 +1,204 @@
+//===- strata-run.cpp - Runs a Strata plan
+//---------------------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//   strata-run PLAN [--steps N] [--seed S] [--threads T] [--init FILE]
+//              [--save FILE] [--resume FILE] [--data FILE] [--trace FILE]
+//              [--log-every K] [--quiet]
+//
+// Exit codes: 0 success, 1 run-time failure (I/O, an id out of range, a
+// non-finite loss), 2 bad command line, 3 invalid plan, checkpoint or data
+// file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Train.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+using namespace strata::rt;
+
+static const char *const kUsage = R"(usage: strata-run PLAN [options]
+
+Runs the training steps of a Strata plan (docs/plan-format.md) on the CPU.
+
+options:
+  --steps N         steps to run (default 10; after the resumed step)
+  --seed S          seed of initialisation and data (default 0; a resumed
+                    run keeps its checkpoint's seed unless one is given)
+  --threads T       kernel threads (default: one per hardware thread)
+  --init FILE       start from the parameters in FILE (.safetensors)
+  --save FILE       save parameters, optimizer state and step to FILE
+  --resume FILE     continue from a checkpoint written by --save
+  --data FILE       byte-level text for a language model (default:
+                    synthetic data)
+  --trace FILE      write a Chrome trace (Perfetto) of every instruction
+  --log-every K     print every K-th step (default 1)
+  --quiet           print only the summary
+  --check-gradients K
+                    instead of training, compare K gradient elements per
+                    parameter with finite differences of the loss (exit 1
+                    when more than 5% disagree)
+  --help            print this help
+
+exit codes: 0 success, 1 run-time failure, 2 usage error, 3 invalid plan,
+checkpoint or data file
+)";
+
+namespace {
+
+struct Flag {
+  const char *name;
+  /// Null for a switch without a value.
+  std::string *value;
+};
+
+bool parseInteger(const std::string &text, int64_t &value) {
+  if (text.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  value = v;
+  return true;
+}
+
+bool parseSeed(const std::string &text, uint64_t &value) {
+  if (text.empty() || text[0] < '0' || text[0] > '9')
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  value = v;
+  return true;
+}
+
+Status numberError(const char *flag, const std::string &text) {
+  return Status::usage(std::string(flag) + ": invalid number '" + text + "'");
+}
+
+struct CommandLine {
+  TrainOptions options;
+  bool help = false;
+};
+
+Status parseNumbers(const std::string &steps, const std::string &seed,
+                    const std::string &threads, const std::string &logEvery,
+                    TrainOptions &options) {
+  if (!steps.empty() && !parseInteger(steps, options.steps))
+    return numberError("--steps", steps);
+  if (!seed.empty()) {
+    if (!parseSeed(seed, options.seed))
+      return numberError("--seed", seed);
+    options.seedGiven = true;
+  }
+  int64_t count = 0;
+  if (!threads.empty()) {
+    if (!parseInteger(threads, count) || count < 0 ||
+        count > std::numeric_limits<int>::max())
+      return numberError("--threads", threads);
+    options.threads = static_cast<int>(count);
+  }
+  if (!logEvery.empty() && !parseInteger(logEvery, options.logEvery))
+    return numberError("--log-every", logEvery);
+  return Status::success();
+}
+
+Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
+  TrainOptions &o = cl.options;
+  std::string steps, seed, threads, logEvery, quiet, help, gradients;
+  Flag flags[] = {
+      {"--steps", &steps},
+      {"--seed", &seed},
+      {"--threads", &threads},
+      {"--init", &o.initPath},
+      {"--save", &o.savePath},
+      {"--resume", &o.resumePath},
+      {"--data", &o.dataPath},
+      {"--trace", &o.tracePath},
+      {"--log-every", &logEvery},
+      {"--quiet", nullptr},
+      {"--check-gradients", &gradients},
+      {"--help", nullptr},
+      {"-h", nullptr},
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (!o.planPath.empty())
+        return Status::usage("unexpected argument '" + arg +
+                             "' (the plan is '" + o.planPath + "')");
+      o.planPath = arg;
+      continue;
+    }
+    std::string name = arg, value;
+    size_t equals = arg.find('=');
+    bool inlineValue = equals != std::string::npos;
+    if (inlineValue) {
+      name = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+    }
+    const Flag *flag = nullptr;
+    for (const Flag &f : flags)
+      if (name == f.name)
+        flag = &f;
+    if (!flag)
+      return Status::usage("unknown option '" + name + "'");
+    if (!flag->value) {
+      if (inlineValue)
+        return Status::usage("option '" + name + "' takes no value");
+      if (name == "--quiet")
+        o.quiet = true;
+      else
+        cl.help = true;
+      continue;
+    }
+    if (!inlineValue) {
+      if (i + 1 >= argc)
+        return Status::usage("option '" + name + "' needs a value");
+      value = argv[++i];
+    }
+    if (value.empty())
+      return Status::usage("option '" + name + "' needs a non-empty value");
+    *flag->value = value;
+  }
+  if (cl.help)
+    return Status::success();
+  if (o.planPath.empty())
+    return Status::usage("missing the PLAN argument");
+  if (!gradients.empty() && !parseInteger(gradients, o.gradientSamples))
+    return numberError("--check-gradients", gradients);
+  return parseNumbers(steps, seed, threads, logEvery, o);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CommandLine cl;
+  Status status = parseCommandLine(argc, argv, cl);
+  if (status.ok() && cl.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (status.ok()) {
+    TrainResult result;
+    status = train(cl.options, result);
+  }
+  if (status.ok())
+    return 0;
+  std::fflush(stdout);
+  std::fprintf(stderr, "strata-run: error: %s\n", status.message().c_str());
+  if (status.code() == Status::Code::Usage)
+    std::fprintf(stderr, "run 'strata-run --help' for usage\n");
+  return status.exitCode();
+}
