@@ -23,6 +23,8 @@ llvm_config.use_default_substitutions()
 # Targets are found in the source tree, never in a user's environment.
 config.environment["STRATA_TARGET_PATH"] = os.path.join(config.strata_src_root, "targets")
 
+if os.path.exists("/usr/share/common-licenses/GPL-3"):
+    config.available_features.add("gpl3-text")
 if config.strata_have_cuda:
     config.available_features.add("cuda")
 if config.strata_have_mpi:
