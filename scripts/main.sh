@@ -1,20 +1,37 @@
 #!/usr/bin/env bash
-# The main job at this stage: install, build, generate GPT-2 small (124M
-# parameters), annotate its costs for one 8xH100 node and print the
-# per-layer cost table.
+# The main job: install and build, compile a small byte-level GPT into a
+# training plan, and train it on the CPU on real text, printing the loss and
+# the throughput of every step.
 #
-#   scripts/main.sh [MODEL-ARGS...] (default: gpt --preset gpt2-small)
-#   TARGET=v100-pcie-4x scripts/main.sh vgg16
+#   scripts/main.sh                    # a 4-layer GPT on the GNU GPL 3 text, 500 steps
+#   STEPS=1000 DATA=some.txt scripts/main.sh
+#   MODEL="gpt --preset gpt-tiny --layers 2" scripts/main.sh
+#
+# Also writes build/main/: the model (.mlir), the training step, the plan
+# (.plan.json), a Chrome trace of the last steps and the trained checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2
 BIN=${BUILD_DIR:-build}/bin
-TARGET=${TARGET:-h100-sxm-8x}
-if (($# == 0)); then set -- gpt --preset gpt2-small; fi
+OUT=${BUILD_DIR:-build}/main
+mkdir -p "$OUT"
 
-MODEL=$(mktemp --suffix=.mlir)
-trap 'rm -f "$MODEL"' EXIT
-"$BIN/strata-model" "$@" -o "$MODEL"
-head -n 1 "$MODEL"
-"$BIN/strata-opt" "$MODEL" --strata-annotate-costs="target=$TARGET" \
-  --test-strata-print-costs -o /dev/null
+MODEL=${MODEL:-gpt --preset gpt-tiny --hidden 128 --seq 64 --positions 64 --batch 32}
+STEPS=${STEPS:-500}
+DATA=${DATA:-/usr/share/common-licenses/GPL-3}
+OPTIMIZER=${OPTIMIZER:-optimizer=adamw lr=0.003}
+if [ ! -f "$DATA" ]; then
+  DATA=README.md
+fi
+
+echo "== compile: strata-model $MODEL | strata-opt --strata-autodiff=\"$OPTIMIZER\" --strata-lower-to-plan | strata-translate --export-plan"
+# shellcheck disable=SC2086
+"$BIN/strata-model" $MODEL -o "$OUT/model.mlir"
+head -n 1 "$OUT/model.mlir"
+"$BIN/strata-opt" "$OUT/model.mlir" --strata-autodiff="$OPTIMIZER" \
+  --strata-lower-to-plan -o "$OUT/step.mlir"
+"$BIN/strata-translate" --export-plan "$OUT/step.mlir" -o "$OUT/model.plan.json"
+
+echo "== train: strata-run $OUT/model.plan.json --data $DATA --steps $STEPS"
+"$BIN/strata-run" "$OUT/model.plan.json" --data "$DATA" --steps "$STEPS" \
+  --log-every "${LOG_EVERY:-10}" --save "$OUT/model.safetensors"

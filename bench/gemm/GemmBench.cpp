@@ -33,6 +33,8 @@
 #include <vector>
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char *openblas_get_config(void);
+extern "C" char *openblas_get_corename(void);
 
 using namespace strata::rt;
 
@@ -136,6 +138,9 @@ int main(int argc, char **argv) {
   std::printf("tiling mc=%lld nc=%lld kc=%lld mr=%lld nr=%lld\n",
               (long long)tiling.mc, (long long)tiling.nc, (long long)tiling.kc,
               (long long)tiling.mr, (long long)tiling.nr);
+  if (useOpenBlas)
+    std::printf("openblas: %s (core %s)\n", openblas_get_config(),
+                openblas_get_corename());
   std::printf("GFLOP/s of the median call (med) and of the fastest (best)\n");
   std::printf("%6s %7s %10s %10s %10s %10s %7s %7s %9s\n", "size", "threads",
               "strata", "strata", "openblas", "openblas", "ratio", "ratio",

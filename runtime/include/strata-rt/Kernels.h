@@ -32,7 +32,10 @@ struct GemmTiling {
   int64_t nr = 32;
 };
 
-/// Returns an empty string when `t` is usable, else why not.
+/// Returns an empty string when `t` is usable, else why not: all sizes must be
+/// positive, mc a multiple of mr, nc a multiple of nr, and mr x nr one of the
+/// micro-kernel tiles 4x16, 6x16, 8x16, 4x32, 6x32, 8x32, 12x32, 14x32, 8x8,
+/// 4x8, 8x48, 6x48, 4x64.
 std::string verifyGemmTiling(const GemmTiling &t);
 
 /// C = alpha * op(A) * op(B) + beta * C for row-major matrices; op(X) is X or

@@ -24,6 +24,12 @@ bool Verifier::fail(const std::string &msg) {
   return false;
 }
 
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 static std::string plural(size_t n, const char *word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -124,11 +130,9 @@ bool Verifier::positiveNumber(const std::string &name, bool required,
                               double &value, double fallback) {
   if (!number(name, required, value, fallback))
     return false;
-  if (!(value > 0)) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%g", value);
-    return fail("attribute '" + name + "' must be positive, got " + text);
-  }
+  if (!(value > 0))
+    return fail("attribute '" + name + "' must be positive, got " +
+                formatNumber(value));
   return true;
 }
 
@@ -163,7 +167,7 @@ bool Verifier::axis(const std::string &name, int64_t rank, int64_t &value,
   if ((double)a != raw || a < -rank || a >= rank)
     return fail("attribute '" + name + "' must be an integer in [" +
                 std::to_string(-rank) + ", " + std::to_string(rank) +
-                "), got " + std::to_string(raw));
+                "), got " + formatNumber(raw));
   value = a < 0 ? a + rank : a;
   return true;
 }

@@ -73,6 +73,17 @@ bool splitImages(ThreadPool &pool, int64_t images) {
   return threads > 1 && (images >= 4 * threads || images % threads == 0);
 }
 
+/// The output columns [oxa, oxb) whose window column j lands inside the
+/// input: 0 <= ox sw - pw + j < w.
+inline void validColumns(const Window &g, int64_t j, int64_t &oxa,
+                         int64_t &oxb) {
+  int64_t first = g.pw - j; // ox sw >= first
+  oxa = first <= 0 ? 0 : (first + g.sw - 1) / g.sw;
+  int64_t last = g.w - 1 + g.pw - j; // ox sw <= last
+  oxb = last < 0 ? 0 : std::min(g.ow, last / g.sw + 1);
+  oxa = std::min(oxa, oxb);
+}
+
 /// col[(c kh + i) kw + j][oy ow + ox] = x[c][oy sh - ph + i][ox sw - pw + j].
 void im2col(const Window &g, const float *x, float *col, int64_t rowBegin,
             int64_t rowEnd) {
@@ -87,11 +98,16 @@ void im2col(const Window &g, const float *x, float *col, int64_t rowBegin,
         std::fill(d, d + g.ow, 0.0f);
         continue;
       }
-      const float *src = plane + iy * g.w;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        int64_t ix = ox * g.sw - g.pw + j;
-        d[ox] = ix >= 0 && ix < g.w ? src[ix] : 0.0f;
-      }
+      int64_t oxa, oxb;
+      validColumns(g, j, oxa, oxb);
+      const float *src = plane + iy * g.w + (oxa * g.sw - g.pw + j);
+      std::fill(d, d + oxa, 0.0f);
+      if (g.sw == 1)
+        std::memcpy(d + oxa, src, (oxb - oxa) * sizeof(float));
+      else
+        for (int64_t ox = oxa; ox < oxb; ++ox)
+          d[ox] = src[(ox - oxa) * g.sw];
+      std::fill(d + oxb, d + g.ow, 0.0f);
     }
   }
 }
@@ -110,13 +126,12 @@ void col2im(const Window &g, const float *dcol, float *dx, int64_t cBegin,
           int64_t iy = oy * g.sh - g.ph + i;
           if (iy < 0 || iy >= g.h)
             continue;
-          float *d = plane + iy * g.w;
+          int64_t oxa, oxb;
+          validColumns(g, j, oxa, oxb);
+          float *d = plane + iy * g.w + (oxa * g.sw - g.pw + j);
           const float *s = src + oy * g.ow;
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            int64_t ix = ox * g.sw - g.pw + j;
-            if (ix >= 0 && ix < g.w)
-              d[ix] += s[ox];
-          }
+          for (int64_t ox = oxa; ox < oxb; ++ox)
+            d[(ox - oxa) * g.sw] += s[ox];
         }
       }
     }

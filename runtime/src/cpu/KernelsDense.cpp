@@ -9,6 +9,7 @@
 
 #include "GemmInternal.h"
 #include "KernelsInternal.h"
+#include "VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -198,31 +199,24 @@ void runReluGrad(KernelContext &ctx, const Tensors &inputs,
               [=](int64_t i) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; });
 }
 
-constexpr float kGeluC = 0.7978845608f; // sqrt(2 / pi)
-constexpr float kGeluA = 0.044715f;
-
 void runGelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
              const Attrs &) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 20, [=](int64_t i) {
-    float v = x[i];
-    float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
-    y[i] = 0.5f * v * (1.0f + t);
-  });
+  parallelFor(ctx.pool, outputs[0].numel(), 10,
+              [=](int64_t begin, int64_t end) {
+                geluArray(x + begin, y + begin, end - begin);
+              });
 }
 
 void runGeluGrad(KernelContext &ctx, const Tensors &inputs,
                  const Tensors &outputs, const Attrs &) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
   float *dx = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 25, [=](int64_t i) {
-    float v = x[i];
-    float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
-    float du = kGeluC * (1.0f + 3.0f * kGeluA * v * v);
-    float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
-    dx[i] = dy[i] * d;
-  });
+  parallelFor(ctx.pool, outputs[0].numel(), 12,
+              [=](int64_t begin, int64_t end) {
+                geluGradArray(dy + begin, x + begin, dx + begin, end - begin);
+              });
 }
 
 //===----------------------------------------------------------------------===//

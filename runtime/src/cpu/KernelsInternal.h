@@ -15,6 +15,7 @@
 #include "strata-rt/ThreadPool.h"
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,9 @@ private:
   std::string message;
 };
 
+/// A number as messages print it ("%g": 2, 0.5, 1e-05).
+std::string formatNumber(double value);
+
 /// Runs fn(begin, end) over [0, n) on the pool when `n * costPerItem` is
 /// large enough to amortise a fork-join, else on the calling thread. Kernels
 /// only use it where each output is computed within one item, so results do
@@ -110,6 +114,36 @@ inline float dotFloats(const float *x, const float *y, int64_t n) {
       acc[j] += x[i + j] * y[i + j];
   for (int j = 0; i < n; ++i, ++j)
     acc[j] += x[i] * y[i];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/// Largest of n floats (-inf for n == 0); eight interleaved partial maxima.
+inline float maxFloats(const float *x, int64_t n) {
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  float acc[8] = {kLowest, kLowest, kLowest, kLowest,
+                  kLowest, kLowest, kLowest, kLowest};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  for (int j = 0; i < n; ++i, ++j)
+    acc[j] = x[i] > acc[j] ? x[i] : acc[j];
+  float m = acc[0];
+  for (int j = 1; j < 8; ++j)
+    m = acc[j] > m ? acc[j] : m;
+  return m;
+}
+
+/// Sum of n floats in double, in the fixed order of sumFloats.
+inline double sumToDouble(const float *x, int64_t n) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] += (double)x[i + j];
+  for (int j = 0; i < n; ++i, ++j)
+    acc[j] += (double)x[i];
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
          ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }

@@ -5,11 +5,13 @@
 // Row-wise kernels split rows across threads; reductions across rows
 // (dgamma, dbeta, embedding gradients, losses) are split over their outputs
 // or over fixed-size blocks, so every result is computed in an order that
-// does not depend on the thread count.
+// does not depend on the thread count. Exponentials use the vectorised
+// expArray (VectorMath.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelsInternal.h"
+#include "VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -66,11 +68,12 @@ void runSoftmax(KernelContext &ctx, const Tensors &inputs,
       float *yr = y + r * len;
       // Causal: row i of each trailing [S, S] block keeps columns 0..i.
       int64_t valid = causal ? r % len + 1 : len;
-      float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < valid; ++j)
-        mx = std::max(mx, scale * xr[j]);
+        yr[j] = scale * xr[j];
+      float mx = maxFloats(yr, valid);
       for (int64_t j = 0; j < valid; ++j)
-        yr[j] = std::exp(scale * xr[j] - mx);
+        yr[j] -= mx;
+      expArray(yr, yr, valid);
       float inv = 1.0f / sumFloats(yr, valid);
       for (int64_t j = 0; j < valid; ++j)
         yr[j] *= inv;
@@ -378,15 +381,18 @@ bool checkLabels(Verifier &v, Operand logits, Operand labels) {
   return v.hasShape(labels, Shape(l.begin(), l.end() - 1));
 }
 
+thread_local std::vector<float> rowScratch;
+
 /// log(sum(exp(x - max))) + max over one row, the sum in double.
 double logSumExp(const float *x, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
+  float mx = maxFloats(x, n);
+  if ((int64_t)rowScratch.size() < n)
+    rowScratch.resize(n);
+  float *e = rowScratch.data();
   for (int64_t j = 0; j < n; ++j)
-    mx = std::max(mx, x[j]);
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j)
-    sum += std::exp(x[j] - mx);
-  return std::log(sum) + mx;
+    e[j] = x[j] - mx;
+  expArray(e, e, n);
+  return std::log(sumToDouble(e, n)) + mx;
 }
 
 std::string verifyCrossEntropy(const Descs &inputs, const Descs &outputs,
@@ -440,7 +446,10 @@ void runCrossEntropyGrad(KernelContext &ctx, const Tensors &inputs,
       float lse = (float)logSumExp(xr, c);
       float f = (float)factor;
       for (int64_t j = 0; j < c; ++j)
-        dxr[j] = std::exp(xr[j] - lse) * f;
+        dxr[j] = xr[j] - lse;
+      expArray(dxr, dxr, c);
+      for (int64_t j = 0; j < c; ++j)
+        dxr[j] *= f;
       dxr[labels[r]] -= f;
     }
   });

@@ -65,12 +65,12 @@ std::string verifyAdam(const Descs &inputs, const Descs &outputs,
       v.number("epsilon", false, epsilon, 1e-8) &&
       v.number("weight_decay", false, decay);
   if (v.ok() && !(beta1 >= 0 && beta1 < 1))
-    v.fail("attribute 'beta1' must be in [0, 1), got " + std::to_string(beta1));
+    v.fail("attribute 'beta1' must be in [0, 1), got " + formatNumber(beta1));
   if (v.ok() && !(beta2 >= 0 && beta2 < 1))
-    v.fail("attribute 'beta2' must be in [0, 1), got " + std::to_string(beta2));
+    v.fail("attribute 'beta2' must be in [0, 1), got " + formatNumber(beta2));
   if (v.ok() && epsilon < 0)
     v.fail("attribute 'epsilon' must be non-negative, got " +
-           std::to_string(epsilon));
+           formatNumber(epsilon));
   return v.error();
 }
 

@@ -23,6 +23,17 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 static inline void cpuRelax() { _mm_pause(); }
+
+/// One iteration of a spin-wait. Every few iterations the thread offers its
+/// core to the scheduler, so that when more threads are runnable than there
+/// are cores (two runs side by side, say) spinning does not starve the
+/// thread being waited for.
+static inline void relax(int iteration) {
+  if ((iteration & 15) == 15)
+    std::this_thread::yield();
+  else
+    cpuRelax();
+}
 #else
 static inline void cpuRelax() {}
 #endif
@@ -81,7 +92,7 @@ struct ThreadPool::Impl {
       for (int i = 0; i < spinIterations &&
                       generation.load(std::memory_order_acquire) == seen;
            ++i)
-        cpuRelax();
+        relax(i);
       if (generation.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> lock(mutex);
         wakeWorkers.wait(lock, [&] {
@@ -112,7 +123,7 @@ struct ThreadPool::Impl {
     for (int i = 0;
          i < spinIterations && pending.load(std::memory_order_acquire) != 0;
          ++i)
-      cpuRelax();
+      relax(i);
     if (pending.load(std::memory_order_acquire) == 0)
       return;
     std::unique_lock<std::mutex> lock(mutex);

@@ -8,4 +8,5 @@ set(STRATA_RT_CPU_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/KernelsNN.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsConv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsOptim.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/VectorMath.cpp
   )

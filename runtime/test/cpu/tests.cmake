@@ -23,4 +23,5 @@ strata_add_cpu_test(StrataKernelsTests
   ${CMAKE_CURRENT_LIST_DIR}/KernelsBackwardTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsOptimTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsVerifyTest.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/KernelsDeterminismTest.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsDeterminismTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/VectorMathTest.cpp)
