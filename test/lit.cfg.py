@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.strata_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%strata_src", config.strata_src_root))
+config.substitutions.append(("%strata_obj", config.strata_obj_root))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%targets", os.path.join(config.strata_src_root, "targets")))
 
@@ -29,9 +30,16 @@ if config.strata_have_cuda:
     config.available_features.add("cuda")
 if config.strata_have_mpi:
     config.available_features.add("mpi")
+    import shutil
+    if shutil.which("mpirun"):
+        config.available_features.add("mpirun")
+        # OpenMPI run as root in containers and CI.
+        config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 
 tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
-tools = ["strata-opt", "strata-model", "strata-translate", "strata-run"]
+tools = ["strata-opt", "strata-model", "strata-translate", "strata-run",
+         "strata-comm-check"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.strata_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -189,8 +189,7 @@ llvm::json::Array PlanWriter::buildBuffers() {
     // values after the op that defines them and their buffer id.
     std::string name = getName(value);
     if (name.empty())
-      name = (value.getDefiningOp()->getName().stripDialect() + "." +
-              Twine(id))
+      name = (value.getDefiningOp()->getName().stripDialect() + "." + Twine(id))
                  .str();
     object["name"] = name;
     array.push_back(std::move(object));
@@ -322,6 +321,11 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   int64_t arenaBytes =
       func->getAttrOfType<IntegerAttr>(StrataDialect::getArenaBytesAttrName())
           .getInt();
+  // Data-parallel steps run the same program on every replica, each on its
+  // shard of the global batch.
+  if (auto replicas = func->getAttrOfType<IntegerAttr>(
+          StrataDialect::getReplicasAttrName()))
+    plan["replicas"] = replicas.getInt();
   plan["ranks"] =
       llvm::json::Array{llvm::json::Object{{"rank", 0},
                                            {"device", "cpu"},

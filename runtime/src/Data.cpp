@@ -85,6 +85,13 @@ Status batchShape(const Plan &plan, const Buffer &buffer, int64_t &batch,
   return Status::success();
 }
 
+/// Sets where in the global batch a feature source starts.
+template <typename T>
+T *withFirstSample(T *source, const DataOptions &options) {
+  source->firstSample = options.firstSample;
+  return source;
+}
+
 /// Plans without a data input: nothing to fill.
 class NoData final : public DataSource {
 public:
@@ -124,7 +131,8 @@ public:
     uint64_t key = stepKey("strata.data.features", step);
     forRange(pool, batch * features, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        x[i] = static_cast<float>(randomNormal(seed, key, i));
+        x[i] = static_cast<float>(
+            randomNormal(seed, key, firstSample * features + i));
     });
     if (labels < 0)
       return;
@@ -159,6 +167,11 @@ private:
     }
   }
 
+public:
+  /// Global index of the first sample (see DataOptions::firstSample).
+  int64_t firstSample = 0;
+
+private:
   uint64_t seed;
   int64_t data, labels, batch, features, outputs;
   bool regression;
@@ -200,14 +213,16 @@ public:
     forRange(pool, batch, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         int32_t *row = tokens + b * length;
+        // Random streams are keyed by the sample's index in the global batch.
+        int64_t g = firstSample + b;
         if (task != Task::LanguageModel) {
-          uniformTokens(step, b, row);
+          uniformTokens(step, g, row);
           if (task == Task::Classification)
             next[b] = classify(row);
         } else if (!text.empty()) {
-          textSequence(step, b, row, next + b * length);
+          textSequence(step, g, row, next + b * length);
         } else {
-          progression(step, b, row, next + b * length);
+          progression(step, g, row, next + b * length);
         }
       }
     });
@@ -255,6 +270,11 @@ private:
     }
   }
 
+public:
+  /// Global index of the first sample (see DataOptions::firstSample).
+  int64_t firstSample = 0;
+
+private:
   uint64_t seed;
   int64_t data, labels, batch, length, vocab, classes;
   Task task;
@@ -269,8 +289,9 @@ Status createFeatureData(const Plan &plan, const DataOptions &options,
   if (!status.ok())
     return status;
   if (!labels) {
-    source.reset(
-        new FeatureData(options.seed, data.id, -1, batch, features, 0, false));
+    source.reset(withFirstSample(
+        new FeatureData(options.seed, data.id, -1, batch, features, 0, false),
+        options));
     return Status::success();
   }
   bool regression = labels->desc.dtype == DType::F32;
@@ -293,8 +314,10 @@ Status createFeatureData(const Plan &plan, const DataOptions &options,
                                          "classes: no softmax_cross_entropy "
                                          "reads the labels");
   }
-  source.reset(new FeatureData(options.seed, data.id, labels->id, batch,
-                               features, outputs, regression));
+  source.reset(
+      withFirstSample(new FeatureData(options.seed, data.id, labels->id, batch,
+                                      features, outputs, regression),
+                      options));
   return Status::success();
 }
 
@@ -356,9 +379,11 @@ Status createTokenData(const Plan &plan, const DataOptions &options,
                              std::to_string(length) + " tokens (needs " +
                              std::to_string(length + 1) + ")");
   }
-  source.reset(new TokenData(options.seed, data.id, labels ? labels->id : -1,
-                             batch, length, vocab, classes, task,
-                             std::move(text), options.path));
+  auto *tokens = new TokenData(options.seed, data.id, labels ? labels->id : -1,
+                               batch, length, vocab, classes, task,
+                               std::move(text), options.path);
+  tokens->firstSample = options.firstSample;
+  source.reset(tokens);
   return Status::success();
 }
 

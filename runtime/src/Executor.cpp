@@ -31,7 +31,7 @@ Executor::Arena::~Arena() {
 
 Executor::Executor(Plan planIn, const ExecutorOptions &options)
     : plan(std::move(planIn)), pool(new ThreadPool(options.threads)),
-      context{*pool, options.gemm}, originNs(nowNs()) {}
+      context{*pool, options.gemm, options.comm}, originNs(nowNs()) {}
 
 Executor::~Executor() = default;
 

@@ -303,6 +303,12 @@ void PlanParser::parseHeader(const json &root) {
   plan.version = kPlanFormatVersion;
   plan.model = optionalStringField(root, "model", "");
   plan.producer = optionalStringField(root, "producer", "");
+  if (const json *replicas = optionalField(root, "replicas")) {
+    plan.replicas = readInt(*replicas, "replicas");
+    if (plan.replicas < 1)
+      fail("replicas", "must be at least 1, got " +
+                           std::to_string(plan.replicas));
+  }
   if (const json *optimizer = optionalField(root, "optimizer")) {
     expectObject(*optimizer, "optimizer");
     plan.optimizerKind = optionalStringField(*optimizer, "kind", "optimizer");

@@ -7,6 +7,7 @@
 #include "strata-rt/Train.h"
 
 #include "strata-rt/Checkpoint.h"
+#include "strata-rt/Comm.h"
 #include "strata-rt/Data.h"
 #include "strata-rt/Executor.h"
 #include "strata-rt/GradCheck.h"
@@ -168,9 +169,40 @@ Status train(const TrainOptions &options, TrainResult &result) {
   status = loadPlan(options.planPath, plan);
   if (!status.ok())
     return status;
+
+  // A data-parallel plan runs on `replicas` ranks started by mpirun; each
+  // fills its shard of the global batch.
+  std::unique_ptr<Communicator> comm;
+  if (plan.replicas > 1 || launchedByMpi()) {
+    LinkEmulation link;
+    if (!options.emulateLink.empty()) {
+      status = LinkEmulation::parse(options.emulateLink, link);
+      if (!status.ok())
+        return status;
+    }
+    status = createMpiCommunicator(link, options.commTimeoutSeconds, comm);
+    if (!status.ok())
+      return status;
+    result.rank = comm->rank();
+    result.ranks = comm->size();
+    if (result.ranks != plan.replicas)
+      return Status::usage(
+          plan.path + " is a plan for " + std::to_string(plan.replicas) +
+          " replica(s), but the run has " + std::to_string(result.ranks) +
+          " ranks (start it with mpirun -np " + std::to_string(plan.replicas) +
+          ")");
+  } else if (!options.emulateLink.empty()) {
+    return Status::usage("--emulate-link needs a multi-rank run");
+  }
+  int64_t perReplicaBatch = 0;
+  if (const Input *input = plan.findInput(InputRole::Data))
+    if (!plan.buffers[input->buffer].desc.shape.empty())
+      perReplicaBatch = plan.buffers[input->buffer].desc.shape[0];
+
   std::unique_ptr<Executor> executor;
   ExecutorOptions executorOptions;
   executorOptions.threads = options.threads;
+  executorOptions.comm = comm.get();
   status = Executor::create(std::move(plan), executorOptions, executor);
   if (!status.ok())
     return status;
@@ -178,15 +210,23 @@ Status train(const TrainOptions &options, TrainResult &result) {
   if (!status.ok())
     return status;
   std::unique_ptr<DataSource> data;
-  status = DataSource::create(executor->getPlan(),
-                              DataOptions{result.seed, options.dataPath}, data);
+  status = DataSource::create(
+      executor->getPlan(),
+      DataOptions{result.seed, options.dataPath, result.rank * perReplicaBatch},
+      data);
   if (!status.ok())
     return status;
-  result.samplesPerStep = data->getSamplesPerStep();
-  result.tokensPerStep = data->getTokensPerStep();
+  result.samplesPerStep = data->getSamplesPerStep() * result.ranks;
+  result.tokensPerStep = data->getTokensPerStep() * result.ranks;
 
   const Plan &loaded = executor->getPlan();
-  std::FILE *log = options.quiet ? nullptr : options.log;
+  // Every rank computes the same (all-reduced) loss; rank 0 reports it.
+  std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
+  if (result.ranks > 1)
+    logLine(log,
+            "ranks: %d data-parallel replicas over %s (global batch %lld)\n",
+            result.ranks, comm->engine(),
+            static_cast<long long>(result.samplesPerStep));
   logLine(
       log,
       "plan %s (%s): %zu instructions, %zu buffers, arena %lld bytes, "
@@ -198,34 +238,45 @@ Status train(const TrainOptions &options, TrainResult &result) {
       static_cast<long long>(result.startStep + options.steps));
   logLine(log, "data: %s\n", data->getDescription().c_str());
 
+  // Ranks other than 0 train silently.
+  TrainOptions rankOptions = options;
+  if (result.rank != 0)
+    rankOptions.log = nullptr;
+  if (result.ranks > 1 && !options.tracePath.empty())
+    rankOptions.tracePath = result.rank == 0
+                                ? options.tracePath
+                                : options.tracePath + ".rank" +
+                                      std::to_string(result.rank) + ".json";
+
   if (options.gradientSamples > 0) {
     GradCheckOptions check;
     check.samplesPerParameter = options.gradientSamples;
     check.seed = result.seed;
-    check.log = options.log;
+    check.log = rankOptions.log;
     GradCheckResult checked;
     return checkGradients(*executor, *data, check, checked);
   }
 
   TraceWriter trace;
   bool tracing = !options.tracePath.empty();
-  status =
-      runSteps(options, *executor, *data, result, tracing ? &trace : nullptr);
+  status = runSteps(rankOptions, *executor, *data, result,
+                    tracing ? &trace : nullptr);
   // A trace of the steps that ran is useful even when a step failed.
   if (tracing) {
-    Status written = trace.write(options.tracePath);
+    Status written = trace.write(rankOptions.tracePath);
     if (status.ok())
       status = written;
   }
   if (!status.ok())
     return status;
-  if (!options.savePath.empty()) {
+  // Replicas hold identical parameters: rank 0 writes the checkpoint.
+  if (!options.savePath.empty() && result.rank == 0) {
     status = saveCheckpoint(*executor, options.savePath,
                             result.startStep + options.steps, result.seed);
     if (!status.ok())
       return status;
   }
-  summarize(options, result);
+  summarize(rankOptions, result);
   return Status::success();
 }
 

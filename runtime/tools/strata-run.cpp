@@ -41,11 +41,17 @@ options:
   --trace FILE      write a Chrome trace (Perfetto) of every instruction
   --log-every K     print every K-th step (default 1)
   --quiet           print only the summary
+  --emulate-link bandwidth=GB/s,latency=us
+                    multi-rank runs: delay every transfer to what such a
+                    link would take
   --check-gradients K
                     instead of training, compare K gradient elements per
                     parameter with finite differences of the loss (exit 1
                     when more than 5% disagree)
   --help            print this help
+
+A data-parallel plan (strata-opt --strata-data-parallel=replicas=N) runs as
+N ranks: mpirun -np N strata-run PLAN ...
 
 exit codes: 0 success, 1 run-time failure, 2 usage error, 3 invalid plan,
 checkpoint or data file
@@ -129,6 +135,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--log-every", &logEvery},
       {"--quiet", nullptr},
       {"--check-gradients", &gradients},
+      {"--emulate-link", &o.emulateLink},
       {"--help", nullptr},
       {"-h", nullptr},
   };

@@ -72,6 +72,26 @@ def AutodiffPass : Pass<"strata-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def DataParallelPass : Pass<"strata-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Replicate a training step over N ranks, averaging gradients";
+  let description = [{
+    Makes each `strata.train_step` function the step of one of `replicas`
+    data-parallel ranks: every rank runs the whole step on its shard of the
+    global batch (the batch in the IR is the per-replica batch, so the global
+    batch is `replicas` times it), each parameter gradient is averaged over the
+    replicas with `strata.all_reduce ... mean` right before its optimizer
+    update (synchronous, at the end of the backward pass), and the returned
+    loss is the mean over replicas. Since each replica's loss is a mean over
+    its shard, the averaged gradient is the gradient of the global-batch loss.
+    The function gets `strata.replicas = N`; the plan runs on N ranks.
+  }];
+  let options = [
+    Option<"replicas", "replicas", "int64_t", /*default=*/"1",
+           "Number of data-parallel replicas (ranks)">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
   let summary = "Assign every value of a training step a buffer in the arena";
   let description = [{

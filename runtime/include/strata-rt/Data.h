@@ -47,6 +47,11 @@ struct DataOptions {
   uint64_t seed = 0;
   /// A byte-level text file for a language model; "" for synthetic data.
   std::string path;
+  /// Index of this rank's first sample in the global batch: data-parallel
+  /// replica r with a per-replica batch B fills samples [r B, (r + 1) B) of
+  /// the global batch, so N replicas see exactly what one rank with batch N B
+  /// would see.
+  int64_t firstSample = 0;
 };
 
 class DataSource {

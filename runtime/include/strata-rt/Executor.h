@@ -29,6 +29,8 @@ struct ExecutorOptions {
   int threads = 0;
   /// GEMM tiling of matmuls that carry none of their own.
   GemmTiling gemm;
+  /// Communicator of a multi-rank run (not owned); nullptr for one rank.
+  Communicator *comm = nullptr;
 };
 
 /// When one instruction ran, in microseconds since the executor was created.

@@ -1,4 +1,5 @@
-//===- Kernels.h - CPU kernels of the plan's instructions --------*- C++ -*-===//
+//===- Kernels.h - CPU kernels of the plan's instructions --------*- C++
+//-*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
@@ -18,6 +19,7 @@
 
 namespace strata::rt {
 
+class Communicator;
 class ThreadPool;
 
 /// Blocking of the CPU GEMM: cache blocks (mc x kc panels of A, kc x nc
@@ -50,6 +52,8 @@ struct KernelContext {
   ThreadPool &pool;
   /// Tiling used by matmul instructions that carry none of their own.
   GemmTiling gemm;
+  /// The ranks of a multi-rank run (collectives); nullptr for one rank.
+  Communicator *comm = nullptr;
 };
 
 struct OpKernel {

@@ -128,6 +128,9 @@ struct Plan {
   std::vector<Input> inputs;
   int64_t loss = -1;
   std::vector<RankPlan> ranks;
+  /// Data-parallel replicas: every one of this many ranks runs ranks[0]'s
+  /// program on its shard of the global batch (1: a single-rank plan).
+  int64_t replicas = 1;
 
   /// The input with `role`, or nullptr (a plan has at most one per role).
   const Input *findInput(InputRole role) const;

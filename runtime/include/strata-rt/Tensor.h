@@ -1,4 +1,5 @@
-//===- Tensor.h - Runtime tensor views ---------------------------*- C++ -*-===//
+//===- Tensor.h - Runtime tensor views ---------------------------*- C++
+//-*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //

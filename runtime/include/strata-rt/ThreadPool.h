@@ -1,4 +1,5 @@
-//===- ThreadPool.h - Fixed-size worker pool ---------------------*- C++ -*-===//
+//===- ThreadPool.h - Fixed-size worker pool ---------------------*- C++
+//-*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //

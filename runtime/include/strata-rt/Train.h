@@ -53,6 +53,11 @@ struct TrainOptions {
   /// When positive, check this many gradient elements per parameter against
   /// finite differences (GradCheck.h) instead of training.
   int64_t gradientSamples = 0;
+  /// "bandwidth=GB/s,latency=us": delay every transfer between ranks to what
+  /// such a link would take ("" for none).
+  std::string emulateLink;
+  /// How long a rank waits for the others before declaring one dead.
+  double commTimeoutSeconds = 60;
 };
 
 struct StepRecord {
@@ -67,8 +72,12 @@ struct TrainResult {
   /// The step the run started after (0, or the resumed checkpoint's step).
   int64_t startStep = 0;
   uint64_t seed = 0;
+  /// Samples and tokens of the global batch (all replicas) per step.
   int64_t samplesPerStep = 0;
   int64_t tokensPerStep = 0;
+  /// This process's rank and the number of ranks of the run.
+  int rank = 0;
+  int ranks = 1;
   /// Mean step time excluding the first step of the run (all steps when
   /// there is only one).
   double meanMilliseconds = 0;

@@ -195,6 +195,7 @@ const std::vector<OpKernel> &registry() {
     detail::appendNNKernels(all);
     detail::appendConvKernels(all);
     detail::appendOptimKernels(all);
+    detail::appendCommKernels(all);
     std::sort(all.begin(), all.end(), [](const OpKernel &a, const OpKernel &b) {
       return std::strcmp(a.name, b.name) < 0;
     });

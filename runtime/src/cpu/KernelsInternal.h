@@ -153,6 +153,7 @@ void appendDenseKernels(std::vector<OpKernel> &kernels);
 void appendNNKernels(std::vector<OpKernel> &kernels);
 void appendConvKernels(std::vector<OpKernel> &kernels);
 void appendOptimKernels(std::vector<OpKernel> &kernels);
+void appendCommKernels(std::vector<OpKernel> &kernels);
 
 } // namespace strata::rt::detail
 

@@ -57,6 +57,7 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"mse_loss_grad", 3, 1},
       {"sgd_update", 3, 2},
       {"adam_update", 5, 3},
+      {"all_reduce", 1, 1},
   };
   for (auto [name, numIn, numOut] : ops) {
     const OpKernel *k = lookupKernel(name);

@@ -109,6 +109,13 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must hold one #strata.buffer per result";
     return success();
   }
+  if (name == getReplicasAttrName()) {
+    auto replicas = dyn_cast<IntegerAttr>(value);
+    if (!replicas || replicas.getInt() < 1 || !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'" << name << "' must be a positive integer on a function";
+    return success();
+  }
   if (name == getArenaBytesAttrName()) {
     auto bytes = dyn_cast<IntegerAttr>(value);
     if (!bytes || bytes.getInt() < 0)

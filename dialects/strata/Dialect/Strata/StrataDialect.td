@@ -95,6 +95,10 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getBuffersAttrName() {
       return ::llvm::StringLiteral("strata.buffers");
     }
+    /// Function attribute: number of data-parallel replicas of a step.
+    static constexpr ::llvm::StringLiteral getReplicasAttrName() {
+      return ::llvm::StringLiteral("strata.replicas");
+    }
     /// Function attribute: arena size in bytes.
     static constexpr ::llvm::StringLiteral getArenaBytesAttrName() {
       return ::llvm::StringLiteral("strata.arena_bytes");

@@ -1,6 +1,7 @@
 //===- StrataGradOps.cpp - Backward, optimizer and utility ops ------------===//
 
 #include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Target/TargetDescription.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -282,3 +283,35 @@ Value AdamUpdateOp::getUpdatedOperand(unsigned index) {
 }
 
 int64_t AdamUpdateOp::getFlops() { return 12 * numElements(getParam()); }
+
+//===----------------------------------------------------------------------===//
+// AllReduceOp
+//===----------------------------------------------------------------------===//
+
+/// Bytes one rank sends (and receives) in a ring all-reduce.
+static double ringBytes(AllReduceOp op) {
+  double p = static_cast<double>(op.getReplicas());
+  return 2.0 * (p - 1.0) / p *
+         static_cast<double>(getTensorBytes(op.getInput().getType()));
+}
+
+int64_t AllReduceOp::getFlops() {
+  int64_t p = getReplicas();
+  return numElements(getInput()) * (p - 1) / std::max<int64_t>(p, 1);
+}
+int64_t AllReduceOp::getBytesRead() {
+  return static_cast<int64_t>(ringBytes(*this));
+}
+int64_t AllReduceOp::getBytesWritten() {
+  return static_cast<int64_t>(ringBytes(*this));
+}
+
+double AllReduceOp::estimateSeconds(const TargetDescription &target) {
+  int64_t p = getReplicas();
+  if (p <= 1)
+    return 0.0;
+  const LinkDescription &link =
+      p <= target.devicesPerNode ? target.intraNode : target.interNode;
+  return ringBytes(*this) / link.bandwidth() +
+         2.0 * static_cast<double>(p - 1) * link.latency();
+}

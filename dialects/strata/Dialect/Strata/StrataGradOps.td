@@ -33,14 +33,14 @@ def Strata_FillOp : Strata_ComputeOp<"fill", [], ["getBytesRead"]> {
 // Gradients of element-wise and normalisation ops
 //===----------------------------------------------------------------------===//
 
-class Strata_ElementwiseGradOp<string mnemonic, string forward>
+class Strata_ElementwiseGradOp<string mnemonic>
     : Strata_ComputeOp<mnemonic, [SameOperandsAndResultType, InferTypeOpInterface]> {
   let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$input);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
 }
 
-def Strata_ReluGradOp : Strata_ElementwiseGradOp<"relu_grad", "relu"> {
+def Strata_ReluGradOp : Strata_ElementwiseGradOp<"relu_grad"> {
   let summary = "gradient of relu";
   let description = [{
     `result = grad · (input > 0)` where `input` is relu's input (the
@@ -52,7 +52,7 @@ def Strata_ReluGradOp : Strata_ElementwiseGradOp<"relu_grad", "relu"> {
   }];
 }
 
-def Strata_GeluGradOp : Strata_ElementwiseGradOp<"gelu_grad", "gelu"> {
+def Strata_GeluGradOp : Strata_ElementwiseGradOp<"gelu_grad"> {
   let summary = "gradient of gelu (tanh form)";
   let description = [{
     `result = grad · gelu'(input)` for the tanh approximation of gelu. Cost:

@@ -16,6 +16,13 @@
 #include <array>
 #include <optional>
 
+namespace mlir::strata {
+/// The communication links of a run: collectives read and write it.
+struct CommResource : public SideEffects::Resource::Base<CommResource> {
+  StringRef getName() final { return "strata.comm"; }
+};
+} // namespace mlir::strata
+
 #define GET_OP_CLASSES
 #include "strata/Dialect/Strata/StrataOps.h.inc"
 

@@ -443,5 +443,6 @@ def Strata_MseLossOp : Strata_InferredOp<"mse_loss", [Strata_Differentiable]> {
 }
 
 include "strata/Dialect/Strata/StrataGradOps.td"
+include "strata/Dialect/Strata/StrataCommOps.td"
 
 #endif // STRATA_DIALECT_STRATA_STRATAOPS_TD

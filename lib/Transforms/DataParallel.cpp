@@ -1,0 +1,81 @@
+//===- DataParallel.cpp - Replicate a training step over ranks ------------===//
+
+#include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_DATAPARALLELPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+/// Inserts `all_reduce mean` of `value` before `user`, in `user`'s layer.
+static Value averageBefore(OpBuilder &builder, Operation *user, Value value,
+                           int64_t replicas, std::optional<Phase> phase) {
+  builder.setInsertionPoint(user);
+  auto reduce = AllReduceOp::create(builder, value.getLoc(), value,
+                                    /*mean=*/true, replicas);
+  if (std::optional<int64_t> layer = getLayer(user))
+    setLayer(reduce, *layer);
+  if (phase)
+    reduce->setAttr(StrataDialect::getPhaseAttrName(),
+                    PhaseAttr::get(builder.getContext(), *phase));
+  return reduce.getResult();
+}
+
+namespace {
+struct DataParallelPass
+    : public strata::impl::DataParallelPassBase<DataParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (replicas < 1) {
+      emitError(module.getLoc())
+          << "--strata-data-parallel needs replicas >= 1, got " << replicas;
+      return signalPassFailure();
+    }
+    bool found = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
+        continue;
+      found = true;
+      if (func->hasAttr(StrataDialect::getReplicasAttrName())) {
+        func.emitOpError() << "is already data-parallel";
+        return signalPassFailure();
+      }
+      OpBuilder builder(func.getContext());
+      // Each update averages its gradient (operand 1) first.
+      SmallVector<Operation *> updates;
+      func.walk([&](InPlaceOpInterface op) { updates.push_back(op); });
+      for (Operation *update : updates) {
+        Value grad = update->getOperand(1);
+        update->setOperand(
+            1, averageBefore(builder, update, grad, replicas, Phase::backward));
+      }
+      // The reported loss is the mean over the replicas.
+      Operation *ret = func.getBody().front().getTerminator();
+      unsigned last = ret->getNumOperands() - 1;
+      Value loss = ret->getOperand(last);
+      Value mean = averageBefore(builder, ret, loss, replicas,
+                                 /*phase=*/std::nullopt);
+      if (Operation *def = loss.getDefiningOp())
+        if (std::optional<int64_t> layer = getLayer(def))
+          setLayer(mean.getDefiningOp(), *layer);
+      ret->setOperand(last, mean);
+      func->setAttr(StrataDialect::getReplicasAttrName(),
+                    builder.getI64IntegerAttr(replicas));
+    }
+    if (!found) {
+      emitError(module.getLoc())
+          << "no training step to replicate (run --strata-autodiff first)";
+      signalPassFailure();
+    }
+  }
+};
+} // namespace

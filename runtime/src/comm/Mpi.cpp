@@ -1,0 +1,724 @@
+//===- Mpi.cpp - The MPI communicator engine -----------------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Built with STRATA_HAVE_MPI, `createMpiCommunicator` initialises MPI once per
+// process (MPI_Init_thread asking for MPI_THREAD_MULTIPLE) on a dedicated
+// engine thread, which also calls MPI_Finalize at process exit when it was the
+// one to initialise MPI.
+//
+// Progress: every `start...` builds an operation and posts it to a progress
+// thread, which starts the nonblocking MPI call (MPI_Iallreduce, ...) at once
+// and polls all in-flight operations with MPI_Test, yielding and then
+// sleeping between polls; the caller's thread keeps computing. Operations are
+// started and completed in issue order (an operation's Request completes only
+// after every earlier one of that thread). With MPI_THREAD_MULTIPLE each
+// communicator has its own progress thread; with less, every MPI call of the
+// process goes through the engine thread (the one that called
+// MPI_Init_thread), so FUNNELED and SERIALIZED are honoured.
+//
+// Timeouts: an operation that has not completed `timeoutSeconds` after it
+// started fails with "rank R: no answer from the other ranks within T s (a
+// rank may have died)". A timed-out receive is cancelled and the communicator
+// stays usable; any other timed-out operation leaves an MPI request that can
+// never be completed, so the communicator is marked broken (later operations
+// fail at once with the same status) and the process calls MPI_Abort instead
+// of MPI_Finalize at exit, which also takes the other ranks down promptly.
+//
+// Link emulation (see LinkEmulation in Comm.h for the byte model): once the
+// real transfer completed, the operation completes no sooner than latency +
+// bytes / bandwidth after its `start...` call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Comm.h"
+
+#ifndef STRATA_HAVE_MPI
+
+namespace strata::rt {
+
+bool haveMpi() { return false; }
+
+Status createMpiCommunicator(const LinkEmulation &, double,
+                             std::unique_ptr<Communicator> &comm) {
+  comm.reset();
+  return Status::failure(
+      "this runtime was built without MPI: the 'mpi' communicator engine is "
+      "not available (rebuild with an MPI installation that CMake's "
+      "find_package(MPI COMPONENTS CXX) finds)");
+}
+
+} // namespace strata::rt
+
+#else // STRATA_HAVE_MPI
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace strata::rt {
+
+bool haveMpi() { return true; }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, length);
+}
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", seconds);
+  return text;
+}
+
+/// Set once MPI_Finalize (or MPI_Abort) was called: no MPI call after it.
+std::atomic<bool> gFinalized{false};
+/// Set when an operation timed out and left an MPI request behind: the
+/// process aborts MPI at exit instead of finalizing it (which could hang).
+std::atomic<bool> gNeedAbort{false};
+
+/// The completion shared by a Request and the progress thread.
+struct Completion {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+
+  void complete(Status result) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      status = std::move(result);
+      done = true;
+    }
+    cv.notify_all();
+  }
+};
+
+class AsyncRequest final : public Request {
+public:
+  explicit AsyncRequest(std::shared_ptr<Completion> completion)
+      : completion_(std::move(completion)) {}
+  /// The transfer uses the caller's buffers: it must end before they may go.
+  ~AsyncRequest() override { wait(); }
+  Status wait() override {
+    std::unique_lock<std::mutex> lock(completion_->mutex);
+    completion_->cv.wait(lock, [&] { return completion_->done; });
+    return completion_->status;
+  }
+  bool test() override {
+    std::lock_guard<std::mutex> lock(completion_->mutex);
+    return completion_->done;
+  }
+
+private:
+  std::shared_ptr<Completion> completion_;
+};
+
+class DoneRequest final : public Request {
+public:
+  explicit DoneRequest(Status status) : status_(std::move(status)) {}
+  Status wait() override { return status_; }
+  bool test() override { return true; }
+
+private:
+  Status status_;
+};
+
+/// A communicator's state; after creation only its progress thread touches
+/// `comm` and `broken`.
+struct CommState {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  LinkEmulation link;
+  double timeoutSeconds = 60;
+  bool broken = false;
+  Status brokenStatus;
+};
+
+/// One MPI operation, owned by a progress thread once posted.
+struct Op {
+  std::string name;
+  std::shared_ptr<CommState> state;
+  /// Starts the nonblocking MPI call; returns its MPI error code.
+  std::function<int(MPI_Request *)> start;
+  /// Runs on the progress thread once the transfer completed (Mean).
+  std::function<void()> finish;
+  /// Bytes this rank moves, for the link emulation.
+  double bytes = 0;
+  /// A receive: a timed-out one is cancelled instead of breaking the comm.
+  bool cancellable = false;
+  std::shared_ptr<Completion> completion;
+
+  /// When `start...` was called: the emulated link starts then.
+  Clock::time_point issued = Clock::now();
+
+  // Progress-thread bookkeeping.
+  MPI_Request request = MPI_REQUEST_NULL;
+  Clock::time_point started;
+  Clock::time_point readyAt;
+  bool transferred = false;
+  bool failed = false;
+  Status status;
+};
+
+/// A thread that runs MPI operations (posted, started at once, polled and
+/// completed in order) and synchronous tasks (run once no operation is in
+/// flight).
+class ProgressThread {
+public:
+  ProgressThread() : thread_([this] { loop(); }) {}
+  ~ProgressThread() { stop(); }
+
+  void post(std::unique_ptr<Op> op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(Item{std::move(op), nullptr});
+    }
+    cv_.notify_one();
+  }
+
+  /// Runs `task` on this thread after every operation posted before it
+  /// completed; blocks until it ran.
+  void runSync(std::function<void()> task) {
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      task();
+      return;
+    }
+    std::promise<void> ran;
+    std::future<void> future = ran.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(Item{nullptr, [&] {
+                              task();
+                              ran.set_value();
+                            }});
+    }
+    cv_.notify_one();
+    future.wait();
+  }
+
+  /// Lets the in-flight operations finish, then joins.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+private:
+  struct Item {
+    std::unique_ptr<Op> op;
+    std::function<void()> task;
+  };
+
+  static void startOp(Op &op) {
+    op.started = Clock::now();
+    if (gFinalized) {
+      op.failed = true;
+      op.status = Status::failure(op.name + ": MPI was already finalized");
+      return;
+    }
+    if (op.state->broken) {
+      op.failed = true;
+      op.status = op.state->brokenStatus;
+      return;
+    }
+    int rc = op.start(&op.request);
+    if (rc != MPI_SUCCESS) {
+      op.failed = true;
+      op.status = Status::failure("rank " + std::to_string(op.state->rank) +
+                                  ": " + op.name + ": " + mpiError(rc));
+    }
+  }
+
+  static Clock::time_point emulatedEnd(const Op &op) {
+    const CommState &s = *op.state;
+    if (!s.link.enabled() || s.size <= 1)
+      return op.issued;
+    double seconds =
+        s.link.latencyUs * 1e-6 + op.bytes / (s.link.bandwidthGBps * 1e9);
+    return op.issued + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(seconds));
+  }
+
+  /// Tests one in-flight operation; returns whether its state changed.
+  static bool poll(Op &op, Clock::time_point now) {
+    if (op.transferred || op.failed)
+      return false;
+    int flag = 0;
+    int rc = MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      op.failed = true;
+      op.status = Status::failure("rank " + std::to_string(op.state->rank) +
+                                  ": " + op.name + ": " + mpiError(rc));
+      return true;
+    }
+    if (flag) {
+      op.transferred = true;
+      if (op.finish)
+        op.finish();
+      op.readyAt = emulatedEnd(op);
+      return true;
+    }
+    double waited = std::chrono::duration<double>(now - op.started).count();
+    if (waited < op.state->timeoutSeconds)
+      return false;
+    op.failed = true;
+    op.status = Status::failure("rank " + std::to_string(op.state->rank) +
+                                ": no answer from the other ranks within " +
+                                formatSeconds(op.state->timeoutSeconds) +
+                                " s (a rank may have died) while waiting for " +
+                                op.name);
+    if (op.cancellable) {
+      MPI_Cancel(&op.request);
+      MPI_Wait(&op.request, MPI_STATUS_IGNORE);
+    } else {
+      op.state->broken = true;
+      op.state->brokenStatus = op.status;
+      gNeedAbort = true;
+    }
+    return true;
+  }
+
+  void loop() {
+    std::deque<std::unique_ptr<Op>> inflight;
+    Clock::time_point lastProgress = Clock::now();
+    for (;;) {
+      std::vector<Item> arrived;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (queue_.empty() && inflight.empty()) {
+          if (stopping_)
+            return;
+          cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+          continue;
+        }
+        // Operations are taken at once; a task waits until nothing is in
+        // flight (counting the operations taken with it).
+        while (!queue_.empty()) {
+          if (queue_.front().task && (!inflight.empty() || !arrived.empty()))
+            break;
+          arrived.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+          if (arrived.back().task)
+            break;
+        }
+      }
+      for (Item &item : arrived) {
+        if (item.task) {
+          item.task();
+          continue;
+        }
+        startOp(*item.op);
+        inflight.push_back(std::move(item.op));
+      }
+
+      Clock::time_point now = Clock::now();
+      bool progressed = !arrived.empty();
+      for (auto &op : inflight)
+        progressed |= poll(*op, now);
+      now = Clock::now();
+      while (!inflight.empty()) {
+        Op &front = *inflight.front();
+        if (front.failed) {
+          front.completion->complete(front.status);
+        } else if (front.transferred && now >= front.readyAt) {
+          front.completion->complete(Status::success());
+        } else {
+          break;
+        }
+        inflight.pop_front();
+        progressed = true;
+      }
+      if (inflight.empty())
+        continue;
+      if (progressed)
+        lastProgress = now;
+
+      // Back off: yield briefly, then sleep in short naps (woken by new
+      // operations); only emulation waits left: sleep until the first ends.
+      bool transferring = false;
+      for (auto &op : inflight)
+        transferring |= !op->transferred && !op->failed;
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!queue_.empty())
+        continue;
+      if (!transferring) {
+        cv_.wait_until(lock, inflight.front()->readyAt,
+                       [&] { return !queue_.empty(); });
+        continue;
+      }
+      auto idle = now - lastProgress;
+      if (idle < std::chrono::microseconds(100)) {
+        lock.unlock();
+        std::this_thread::yield();
+      } else {
+        auto nap = idle < std::chrono::milliseconds(5)
+                       ? std::chrono::microseconds(20)
+                       : std::chrono::microseconds(200);
+        cv_.wait_for(lock, nap, [&] { return !queue_.empty(); });
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stopping_ = false;
+  std::thread thread_; // Last: started once the members above exist.
+};
+
+/// The process-wide MPI state. Never destroyed (the atexit handler uses it).
+struct Engine {
+  ProgressThread thread; // Called MPI_Init_thread; serves all MPI calls
+                         // unless MPI_THREAD_MULTIPLE was provided.
+  Status initStatus;
+  bool initializedByUs = false;
+  int provided = MPI_THREAD_SINGLE;
+  int worldRank = 0;
+};
+
+std::mutex gEngineMutex;
+Engine *gEngine = nullptr;
+
+void finalizeAtExit() {
+  Engine *engine = gEngine;
+  if (!engine || !engine->initializedByUs)
+    return;
+  engine->thread.runSync([] {
+    if (gFinalized.exchange(true))
+      return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      return;
+    if (gNeedAbort) {
+      std::fflush(stdout);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Finalize();
+  });
+}
+
+Engine *getEngine() {
+  std::lock_guard<std::mutex> lock(gEngineMutex);
+  if (gEngine)
+    return gEngine;
+  Engine *engine = new Engine;
+  engine->thread.runSync([engine] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE,
+                               &engine->provided);
+      if (rc != MPI_SUCCESS) {
+        engine->initStatus =
+            Status::failure("MPI_Init_thread failed: " + mpiError(rc));
+        return;
+      }
+      engine->initializedByUs = true;
+    } else {
+      MPI_Query_thread(&engine->provided);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &engine->worldRank);
+  });
+  if (engine->initializedByUs)
+    std::atexit(finalizeAtExit);
+  gEngine = engine;
+  return engine;
+}
+
+std::unique_ptr<Request> done(Status status) {
+  return std::make_unique<DoneRequest>(std::move(status));
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(std::shared_ptr<CommState> state, Engine &engine)
+      : state_(std::move(state)) {
+    if (engine.provided == MPI_THREAD_MULTIPLE) {
+      own_ = std::make_unique<ProgressThread>();
+      thread_ = own_.get();
+    } else {
+      thread_ = &engine.thread;
+    }
+  }
+
+  ~MpiCommunicator() override {
+    std::shared_ptr<CommState> state = state_;
+    thread_->runSync([state] {
+      if (!gFinalized && !state->broken && state->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&state->comm);
+    });
+    own_.reset();
+  }
+
+  int rank() const override { return state_->rank; }
+  int size() const override { return state_->size; }
+  const char *engine() const override { return "mpi"; }
+
+  std::unique_ptr<Request> startAllReduce(float *data, int64_t count,
+                                          ReduceOp op) override {
+    if (Status s = checkCount("all-reduce", count, data); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o = makeOp("all-reduce of " + std::to_string(count) + " floats");
+    o->bytes = 2.0 * (size() - 1) / size() * 4.0 * count;
+    o->start = [state, data, n](MPI_Request *r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM,
+                            state->comm, r);
+    };
+    if (op == ReduceOp::Mean)
+      o->finish = meanOf(data, count);
+    return submit(std::move(o));
+  }
+
+  std::unique_ptr<Request> startBroadcast(float *data, int64_t count,
+                                          int root) override {
+    if (Status s = checkCount("broadcast", count, data); !s.ok())
+      return done(s);
+    if (Status s = checkRank("broadcast root", root); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o = makeOp("broadcast of " + std::to_string(count) +
+                    " floats from rank " + std::to_string(root));
+    o->bytes = 4.0 * count;
+    o->start = [state, data, n, root](MPI_Request *r) {
+      return MPI_Ibcast(data, n, MPI_FLOAT, root, state->comm, r);
+    };
+    return submit(std::move(o));
+  }
+
+  std::unique_ptr<Request> startSend(const float *data, int64_t count, int peer,
+                                     int tag) override {
+    if (Status s = checkCount("send", count, data); !s.ok())
+      return done(s);
+    if (Status s = checkRank("send peer", peer); !s.ok())
+      return done(s);
+    if (Status s = checkTag(tag); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o =
+        makeOp("send of " + std::to_string(count) + " floats to rank " +
+               std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+    o->bytes = 4.0 * count;
+    o->start = [state, data, n, peer, tag](MPI_Request *r) {
+      return MPI_Isend(const_cast<float *>(data), n, MPI_FLOAT, peer, tag,
+                       state->comm, r);
+    };
+    return submit(std::move(o));
+  }
+
+  std::unique_ptr<Request> startRecv(float *data, int64_t count, int peer,
+                                     int tag) override {
+    if (Status s = checkCount("recv", count, data); !s.ok())
+      return done(s);
+    if (Status s = checkRank("recv peer", peer); !s.ok())
+      return done(s);
+    if (Status s = checkTag(tag); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o =
+        makeOp("recv of " + std::to_string(count) + " floats from rank " +
+               std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+    o->bytes = 4.0 * count;
+    o->cancellable = true;
+    o->start = [state, data, n, peer, tag](MPI_Request *r) {
+      return MPI_Irecv(data, n, MPI_FLOAT, peer, tag, state->comm, r);
+    };
+    return submit(std::move(o));
+  }
+
+  std::unique_ptr<Request> startReduceScatter(const float *input, float *output,
+                                              int64_t count,
+                                              ReduceOp op) override {
+    if (Status s = checkCount("reduce-scatter", count * size(), input); !s.ok())
+      return done(s);
+    if (Status s = checkCount("reduce-scatter", count, output); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o = makeOp("reduce-scatter of " + std::to_string(count) +
+                    " floats per rank");
+    o->bytes = 4.0 * count * (size() - 1);
+    // Overlapping buffers: in place when output is the start of input (the
+    // result lands there, as MPI_IN_PLACE defines), else from a copy.
+    const float *send = input;
+    bool inPlace = input == output;
+    std::shared_ptr<std::vector<float>> copy;
+    if (!inPlace && overlaps(input, count * size(), output, count)) {
+      copy =
+          std::make_shared<std::vector<float>>(input, input + count * size());
+      send = copy->data();
+    }
+    o->start = [state, copy, send, output, n, inPlace](MPI_Request *r) {
+      return MPI_Ireduce_scatter_block(inPlace ? MPI_IN_PLACE : send, output, n,
+                                       MPI_FLOAT, MPI_SUM, state->comm, r);
+    };
+    if (op == ReduceOp::Mean)
+      o->finish = meanOf(output, count);
+    return submit(std::move(o));
+  }
+
+  std::unique_ptr<Request> startAllGather(const float *input, float *output,
+                                          int64_t count) override {
+    if (Status s = checkCount("all-gather", count * size(), output); !s.ok())
+      return done(s);
+    if (Status s = checkCount("all-gather", count, input); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o =
+        makeOp("all-gather of " + std::to_string(count) + " floats per rank");
+    o->bytes = 4.0 * count * (size() - 1);
+    const float *send = input;
+    bool inPlace = input == output + count * rank();
+    std::shared_ptr<std::vector<float>> copy;
+    if (!inPlace && overlaps(input, count, output, count * size())) {
+      copy = std::make_shared<std::vector<float>>(input, input + count);
+      send = copy->data();
+    }
+    o->start = [state, copy, send, output, n, inPlace](MPI_Request *r) {
+      return MPI_Iallgather(inPlace ? MPI_IN_PLACE : send, n, MPI_FLOAT, output,
+                            n, MPI_FLOAT, state->comm, r);
+    };
+    return submit(std::move(o));
+  }
+
+  Status barrier() override {
+    std::shared_ptr<CommState> state = state_;
+    auto o = makeOp("barrier");
+    o->start = [state](MPI_Request *r) { return MPI_Ibarrier(state->comm, r); };
+    return submit(std::move(o))->wait();
+  }
+
+private:
+  std::unique_ptr<Op> makeOp(std::string name) {
+    auto op = std::make_unique<Op>();
+    op->name = std::move(name);
+    op->state = state_;
+    op->completion = std::make_shared<Completion>();
+    return op;
+  }
+
+  std::unique_ptr<Request> submit(std::unique_ptr<Op> op) {
+    auto request = std::make_unique<AsyncRequest>(op->completion);
+    thread_->post(std::move(op));
+    return request;
+  }
+
+  std::function<void()> meanOf(float *data, int64_t count) const {
+    float scale = 1.0f / static_cast<float>(size());
+    return [data, count, scale] {
+      for (int64_t i = 0; i < count; ++i)
+        data[i] *= scale;
+    };
+  }
+
+  static bool overlaps(const float *a, int64_t na, const float *b, int64_t nb) {
+    return na > 0 && nb > 0 && a < b + nb && b < a + na;
+  }
+
+  Status checkCount(const char *what, int64_t count, const void *data) const {
+    if (count < 0 || count > INT_MAX)
+      return Status::failure(std::string("mpi ") + what + ": count " +
+                             std::to_string(count) +
+                             " is outside [0, INT_MAX]");
+    if (count > 0 && !data)
+      return Status::failure(std::string("mpi ") + what + ": null buffer");
+    return Status::success();
+  }
+
+  Status checkRank(const char *what, int rank) const {
+    if (rank < 0 || rank >= size())
+      return Status::failure(std::string("mpi ") + what + " " +
+                             std::to_string(rank) + " is not a rank of a " +
+                             std::to_string(size()) + "-rank communicator");
+    return Status::success();
+  }
+
+  static Status checkTag(int tag) {
+    if (tag < 0 || tag > 32767)
+      return Status::failure("mpi: tag " + std::to_string(tag) +
+                             " is outside [0, 32767]");
+    return Status::success();
+  }
+
+  std::shared_ptr<CommState> state_;
+  std::unique_ptr<ProgressThread> own_;
+  ProgressThread *thread_ = nullptr;
+};
+
+} // namespace
+
+Status createMpiCommunicator(const LinkEmulation &link, double timeoutSeconds,
+                             std::unique_ptr<Communicator> &comm) {
+  comm.reset();
+  if (!(timeoutSeconds > 0))
+    return Status::usage(
+        "mpi communicator: the timeout must be positive, got " +
+        formatSeconds(timeoutSeconds) + " s");
+  if (link.bandwidthGBps < 0 || link.latencyUs < 0)
+    return Status::usage("mpi communicator: negative link emulation");
+  Engine *engine = getEngine();
+  if (!engine->initStatus.ok())
+    return engine->initStatus;
+  if (gFinalized)
+    return Status::failure("mpi communicator: MPI was already finalized");
+
+  // Duplicate MPI_COMM_WORLD on the engine thread, bounded by the timeout.
+  auto state = std::make_shared<CommState>();
+  state->rank = engine->worldRank;
+  state->timeoutSeconds = timeoutSeconds;
+  auto op = std::make_unique<Op>();
+  op->name = "communicator creation (MPI_Comm_idup)";
+  op->state = state;
+  op->completion = std::make_shared<Completion>();
+  op->start = [state](MPI_Request *r) {
+    return MPI_Comm_idup(MPI_COMM_WORLD, &state->comm, r);
+  };
+  op->finish = [state] {
+    MPI_Comm_rank(state->comm, &state->rank);
+    MPI_Comm_size(state->comm, &state->size);
+  };
+  AsyncRequest request(op->completion);
+  engine->thread.post(std::move(op));
+  if (Status s = request.wait(); !s.ok())
+    return s;
+  state->link = link;
+  comm = std::make_unique<MpiCommunicator>(std::move(state), *engine);
+  return Status::success();
+}
+
+} // namespace strata::rt
+
+#endif // STRATA_HAVE_MPI
