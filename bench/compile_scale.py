@@ -9,11 +9,12 @@ table to bench/compile-scale.md.
 """
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from benchutil import cpu_name
 
 MEASURE = r"""
 import resource, subprocess, sys, time
@@ -64,12 +65,7 @@ def main():
         ]
         results = [(name, cmd, *measure(cmd, args.repeat)) for name, cmd in rows]
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     lines = [
         "# Compile-time scale: gpt3-175b",
         "",

@@ -9,9 +9,9 @@ the 4-rank figures measure oversubscription as much as communication.
 """
 import argparse
 import os
-import platform
-import subprocess
 import tempfile
+
+from benchutil import cpu_name, mean_step_ms, sh
 
 MODELS = [
     ("mlp: 4 layers, hidden 1024, global batch 256",
@@ -21,10 +21,6 @@ MODELS = [
 ]
 LINKS = ["", "bandwidth=10,latency=10", "bandwidth=1,latency=50"]
 
-
-def sh(cmd):
-    return subprocess.run(cmd, shell=True, check=True, text=True,
-                          capture_output=True).stdout
 
 
 def main():
@@ -50,16 +46,10 @@ def main():
                     launch = f"{mpirun} -np {ranks} " if ranks > 1 else ""
                     out = sh(f"{launch}{b}/strata-run {plan} --steps {args.steps} "
                              f"--threads 1 --quiet {emulate}")
-                    summary = [l for l in out.splitlines() if l.startswith("summary")][0]
-                    ms = float(summary.split("mean ms ")[1].split()[0])
+                    ms = mean_step_ms(out)
                     rows.append((name, ranks, link or "none", ms))
                     print(rows[-1], flush=True)
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     lines = [
         "# Data-parallel step time on the CPU",
         "",

@@ -10,9 +10,9 @@ import argparse
 import collections
 import json
 import os
-import platform
-import subprocess
 import tempfile
+
+from benchutil import cpu_name, mean_step_ms, sh
 
 MODELS = [
     ("mlp: 4 layers, hidden 1024, batch 256",
@@ -22,10 +22,6 @@ MODELS = [
      "gpt --preset gpt-tiny", "/usr/share/common-licenses/GPL-3"),
 ]
 
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, shell=True, check=True, text=True,
-                          capture_output=True, **kw).stdout
 
 
 def main():
@@ -41,17 +37,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, data in MODELS:
             plan = os.path.join(tmp, "plan.json")
-            run(f"{b}/strata-model {model} | {b}/strata-opt "
+            sh(f"{b}/strata-model {model} | {b}/strata-opt "
                 f"--strata-autodiff=optimizer=adamw | {b}/strata-translate "
                 f"--export-plan -o {plan}")
             flops = None
             for threads in args.threads:
                 trace = os.path.join(tmp, "trace.json")
                 extra = f"--data {data}" if data and os.path.exists(data) else ""
-                out = run(f"{b}/strata-run {plan} --steps {args.steps} "
+                out = sh(f"{b}/strata-run {plan} --steps {args.steps} "
                           f"--threads {threads} --trace {trace} {extra}")
-                summary = [l for l in out.splitlines() if l.startswith("summary")][0]
-                mean_ms = float(summary.split("mean ms ")[1].split()[0])
+                mean_ms = mean_step_ms(out)
                 events = json.load(open(trace))
                 events = events["traceEvents"] if isinstance(events, dict) else events
                 by_op = collections.Counter()
@@ -70,12 +65,7 @@ def main():
                                 for k, v in by_op.most_common(4))
                 rows.append((name, threads, mean_ms, 100.0 * gemm / total, top))
                 print(rows[-1], flush=True)
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     lines = [
         "# Training-step time on the CPU",
         "",

@@ -306,8 +306,8 @@ void PlanParser::parseHeader(const json &root) {
   if (const json *replicas = optionalField(root, "replicas")) {
     plan.replicas = readInt(*replicas, "replicas");
     if (plan.replicas < 1)
-      fail("replicas", "must be at least 1, got " +
-                           std::to_string(plan.replicas));
+      fail("replicas",
+           "must be at least 1, got " + std::to_string(plan.replicas));
   }
   if (const json *optimizer = optionalField(root, "optimizer")) {
     expectObject(*optimizer, "optimizer");
