@@ -230,17 +230,6 @@ int64_t checkedNumel(const Shape &shape) {
 // The loader
 //===----------------------------------------------------------------------===//
 
-/// Ops whose outputs are (some of) their inputs, updated in place: output #i
-/// must be input #inPlace[i].
-const std::vector<int> *inPlaceOperands(const std::string &op) {
-  static const std::map<std::string, std::vector<int>> table = {
-      {"sgd_update", {0, 2}},
-      {"adam_update", {0, 2, 3}},
-  };
-  auto it = table.find(op);
-  return it == table.end() ? nullptr : &it->second;
-}
-
 class PlanParser {
 public:
   explicit PlanParser(Plan &plan) : plan(plan) {}
@@ -705,7 +694,9 @@ void PlanParser::checkOperands(const Instruction &inst,
     fail(where, "expects " + std::to_string(kernel.numOutputs) +
                     " outputs, got " + std::to_string(inst.out.size()));
 
-  const std::vector<int> *inPlace = inPlaceOperands(inst.op);
+  // Optimizer updates name the buffers they update as outputs.
+  const std::vector<int> *inPlace =
+      kernel.inPlace.empty() ? nullptr : &kernel.inPlace;
   for (size_t o = 0; o < inst.out.size(); ++o) {
     const Buffer &out = plan.buffers[inst.out[o]];
     std::string name = "out[" + std::to_string(o) + "]";

@@ -67,6 +67,10 @@ struct OpKernel {
                         const Attrs &attrs);
   void (*run)(KernelContext &ctx, const std::vector<Tensor> &inputs,
               const std::vector<Tensor> &outputs, const Attrs &attrs);
+  /// For ops that update operands in place (optimizer updates): output #i
+  /// must be the buffer of input #inPlace[i]. Empty for every other op,
+  /// whose outputs may not alias their inputs.
+  std::vector<int> inPlace = {};
 };
 
 /// The kernel of plan op `name`, or nullptr.

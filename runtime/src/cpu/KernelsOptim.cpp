@@ -114,8 +114,8 @@ void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
 } // namespace
 
 void appendOptimKernels(std::vector<OpKernel> &kernels) {
-  kernels.push_back({"sgd_update", 3, 2, verifySgd, runSgd});
-  kernels.push_back({"adam_update", 5, 3, verifyAdam, runAdam});
+  kernels.push_back({"sgd_update", 3, 2, verifySgd, runSgd, {0, 2}});
+  kernels.push_back({"adam_update", 5, 3, verifyAdam, runAdam, {0, 2, 3}});
 }
 
 } // namespace strata::rt::detail

@@ -72,6 +72,14 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
   EXPECT_EQ(all.size(), std::size(ops));
   for (size_t i = 1; i < all.size(); ++i)
     EXPECT_LT(std::string(all[i - 1]->name), std::string(all[i]->name));
+  // Only the optimizer updates write in place, into the buffers they update.
+  for (const OpKernel *k : all)
+    if (std::string(k->name) == "sgd_update")
+      EXPECT_EQ(k->inPlace, (std::vector<int>{0, 2}));
+    else if (std::string(k->name) == "adam_update")
+      EXPECT_EQ(k->inPlace, (std::vector<int>{0, 2, 3}));
+    else
+      EXPECT_TRUE(k->inPlace.empty()) << k->name;
   EXPECT_EQ(lookupKernel("conv3d"), nullptr);
   EXPECT_EQ(lookupKernel(""), nullptr);
 }
