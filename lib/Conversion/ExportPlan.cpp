@@ -50,7 +50,8 @@ const char *getDType(Type type) {
 
 class PlanWriter {
 public:
-  explicit PlanWriter(func::FuncOp func) : func(func) {}
+  PlanWriter(func::FuncOp func, StringRef device)
+      : func(func), device(device.str()) {}
   FailureOr<llvm::json::Object> build(StringRef model);
 
 private:
@@ -64,6 +65,8 @@ private:
   std::string getName(Value value);
 
   func::FuncOp func;
+  /// The device every rank asks for ("cpu" or "cuda").
+  std::string device;
   /// Buffer id -> (value, kind), in id order.
   std::map<int64_t, std::pair<Value, const char *>> buffers;
   /// Parameter argument -> the gradient operand of its update.
@@ -279,6 +282,9 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram() {
     FailureOr<llvm::json::Object> attrs = buildAttrs(&op);
     if (failed(attrs))
       return failure();
+    // Collectives reduce over the plan's only group, every replica.
+    if (isa<AllReduceOp>(op))
+      (*attrs)["group"] = 0;
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     program.push_back(llvm::json::Object{
         {"op", op.getName().stripDialect()},
@@ -322,19 +328,39 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
       func->getAttrOfType<IntegerAttr>(StrataDialect::getArenaBytesAttrName())
           .getInt();
   // Data-parallel steps run the same program on every replica, each on its
-  // shard of the global batch.
-  if (auto replicas = func->getAttrOfType<IntegerAttr>(
+  // shard of the global batch: rank 0 carries the program, the other ranks
+  // share it, and the collectives reduce over the group of every replica.
+  int64_t replicas = 1;
+  if (auto attr = func->getAttrOfType<IntegerAttr>(
           StrataDialect::getReplicasAttrName()))
-    plan["replicas"] = replicas.getInt();
-  plan["ranks"] =
-      llvm::json::Array{llvm::json::Object{{"rank", 0},
-                                           {"device", "cpu"},
-                                           {"arena_bytes", arenaBytes},
-                                           {"program", std::move(*program)}}};
+    replicas = attr.getInt();
+  llvm::json::Array ranks;
+  ranks.push_back(llvm::json::Object{{"rank", 0},
+                                     {"device", device},
+                                     {"replica", 0},
+                                     {"arena_bytes", arenaBytes},
+                                     {"program", std::move(*program)}});
+  for (int64_t r = 1; r < replicas; ++r)
+    ranks.push_back(llvm::json::Object{{"rank", r},
+                                       {"device", device},
+                                       {"replica", r},
+                                       {"arena_bytes", arenaBytes},
+                                       {"program_of", 0}});
+  llvm::json::Array everyRank;
+  for (int64_t r = 0; r < replicas; ++r)
+    everyRank.push_back(r);
+  plan["replicas"] = replicas;
+  plan["groups"] = llvm::json::Array{llvm::json::Object{
+      {"name", "replicas"}, {"ranks", std::move(everyRank)}}};
+  plan["ranks"] = std::move(ranks);
   return plan;
 }
 
-LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os) {
+LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os,
+                                      StringRef device) {
+  if (device != "cpu" && device != "cuda")
+    return emitError(module.getLoc())
+           << "--plan-device must be cpu or cuda, got '" << device << "'";
   SmallVector<func::FuncOp> steps;
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(StrataDialect::getTrainStepAttrName()))
@@ -349,7 +375,7 @@ LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os) {
     return failure();
   // Build the whole plan first so a failure leaves no partial output.
   FailureOr<llvm::json::Object> plan =
-      PlanWriter(func).build(func.getSymName());
+      PlanWriter(func, device).build(func.getSymName());
   if (failed(plan))
     return failure();
   printPretty(os, llvm::json::Value(std::move(*plan)), 0);
@@ -358,13 +384,18 @@ LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os) {
 }
 
 void mlir::strata::registerExportPlanTranslation() {
+  static llvm::cl::opt<std::string> planDevice(
+      "plan-device",
+      llvm::cl::desc("--export-plan: the device every rank of the plan asks "
+                     "for, cpu or cuda (strata-run --device overrides it)"),
+      llvm::cl::init("cpu"));
   TranslateFromMLIRRegistration registration(
       "export-plan", "write the training step as a runtime plan (JSON)",
       [](Operation *op, raw_ostream &os) {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return LogicalResult(op->emitError("expected a module"));
-        return exportPlan(module, os);
+        return exportPlan(module, os, planDevice);
       },
       [](DialectRegistry &registry) {
         registry.insert<StrataDialect, func::FuncDialect>();

@@ -24,6 +24,9 @@ static std::string planFormatName() {
 Status saveCheckpoint(const Executor &executor, const std::string &path,
                       int64_t step, uint64_t seed) {
   const Plan &plan = executor.getPlan();
+  // A device executor's parameters live on the device.
+  if (Status status = executor.syncToHost(); !status.ok())
+    return Status::failure(path + ": " + status.message());
   std::vector<NamedTensor> tensors;
   for (const Parameter &param : plan.parameters)
     tensors.push_back({param.name, executor.getTensor(param.buffer)});
@@ -61,10 +64,14 @@ static Status readStepAndSeed(const SafetensorsFile &file,
     return Status::invalid(path + ": metadata format is \"" + *format +
                            "\", expected \"" + kCheckpointFormat + "\"");
   const std::string *planFormat = metadata("plan_format");
-  if (planFormat && *planFormat != planFormatName())
+  // Checkpoints hold tensors by name; every plan version names them alike.
+  bool known = false;
+  for (int64_t v = 1; v <= kPlanFormatVersion; ++v)
+    known |= planFormat && *planFormat == "strata-plan " + std::to_string(v);
+  if (planFormat && !known)
     return Status::invalid(path + ": saved from plan format \"" + *planFormat +
-                           "\", this runtime reads \"" + planFormatName() +
-                           "\"");
+                           "\", this runtime reads \"strata-plan 1\" to \"" +
+                           planFormatName() + "\"");
   const std::string *step = metadata("step");
   const std::string *seed = metadata("seed");
   if (!step || !seed)
@@ -141,6 +148,7 @@ Status loadCheckpoint(Executor &executor, const std::string &path,
     if (!tensor->bytes.empty())
       std::memcpy(executor.getTensor(buffer).data, tensor->bytes.data(),
                   tensor->bytes.size());
+  executor.markHostModified();
   return Status::success();
 }
 

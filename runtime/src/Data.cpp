@@ -43,12 +43,16 @@ void forRange(ThreadPool *pool, int64_t n,
 const Instruction *findReader(const Plan &plan,
                               std::initializer_list<const char *> ops,
                               size_t operand, int64_t buffer) {
-  for (const Instruction &inst : plan.ranks[0].program) {
-    if (operand >= inst.in.size() || inst.in[operand] != buffer)
+  for (const RankPlan &rank : plan.ranks) {
+    if (rank.programOf != rank.rank)
       continue;
-    for (const char *op : ops)
-      if (inst.op == op)
-        return &inst;
+    for (const Instruction &inst : rank.program) {
+      if (operand >= inst.in.size() || inst.in[operand] != buffer)
+        continue;
+      for (const char *op : ops)
+        if (inst.op == op)
+          return &inst;
+    }
   }
   return nullptr;
 }

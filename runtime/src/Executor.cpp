@@ -25,33 +25,57 @@ static int64_t nowNs() {
 }
 
 Executor::Arena::~Arena() {
-  if (base)
+  if (base && pinnedBy)
+    pinnedBy->freeHost(base);
+  else if (base)
     ::munmap(base, size);
 }
 
+DeviceBackend::~DeviceBackend() = default;
+
 Executor::Executor(Plan planIn, const ExecutorOptions &options)
-    : plan(std::move(planIn)), pool(new ThreadPool(options.threads)),
-      context{*pool, options.gemm, options.comm}, originNs(nowNs()) {}
+    : plan(std::move(planIn)), device(options.device),
+      backend(options.backend), pool(new ThreadPool(options.threads)),
+      context{*pool, options.gemm, options.comm, options.groups},
+      originNs(nowNs()) {
+  program = &plan.programOf(options.rank);
+}
 
 Executor::~Executor() = default;
 
 Status Executor::create(Plan plan, const ExecutorOptions &options,
                         std::unique_ptr<Executor> &executor) {
   executor.reset();
-  // An anonymous mapping is page aligned (so 64-byte aligned) and reads as
-  // zeros, so every run starts from the same bytes; its pages are committed
-  // only when a kernel touches them.
-  int64_t arenaBytes = plan.ranks.at(0).arenaBytes;
+  if (options.rank < 0 || options.rank >= plan.worldSize())
+    return Status::usage(plan.path + ": rank " + std::to_string(options.rank) +
+                         " is not a rank of the plan (it has " +
+                         std::to_string(plan.worldSize()) + ")");
+  if (options.device == DeviceKind::Cuda && !options.backend)
+    return Status::failure(plan.path + ": a CUDA executor needs a device");
+  int64_t arenaBytes = plan.ranks[options.rank].arenaBytes;
   size_t size = static_cast<size_t>(std::max<int64_t>(arenaBytes, 1));
-  void *memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED)
-    return Status::failure(plan.path + ": cannot allocate the arena of " +
-                           std::to_string(arenaBytes) +
-                           " bytes: " + std::strerror(errno));
   auto arena = std::make_unique<Arena>();
-  arena->base = memory;
   arena->size = size;
+  if (options.device == DeviceKind::Cuda) {
+    // Pinned, so that uploads and downloads are asynchronous DMA.
+    Status status = options.backend->allocateHost(size, &arena->base);
+    if (!status.ok())
+      return Status::failure(plan.path + ": cannot allocate the host arena: " +
+                             status.message());
+    arena->pinnedBy = options.backend.get();
+  } else {
+    // An anonymous mapping is page aligned (so 64-byte aligned) and reads as
+    // zeros, so every run starts from the same bytes; its pages are
+    // committed only when a kernel touches them.
+    void *memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED)
+      return Status::failure(plan.path + ": cannot allocate the arena of " +
+                             std::to_string(arenaBytes) +
+                             " bytes: " + std::strerror(errno));
+    arena->base = memory;
+  }
+  void *memory = arena->base;
 
   std::unique_ptr<Executor> result;
   std::string path = plan.path;
@@ -64,9 +88,41 @@ Status Executor::create(Plan plan, const ExecutorOptions &options,
   char *base = static_cast<char *>(memory);
   for (const Buffer &buffer : result->plan.buffers)
     result->tensors.push_back(Tensor{base + buffer.offset, buffer.desc});
-  result->lastStepTimes.resize(result->plan.ranks[0].program.size());
+  result->lastStepTimes.resize(result->program->size());
+  if (result->device == DeviceKind::Cuda) {
+    const Plan &p = result->plan;
+    for (const Input &input : p.inputs)
+      result->inputBuffers.push_back(input.buffer);
+    for (const Parameter &param : p.parameters)
+      result->stateBuffers.push_back(param.buffer);
+    for (const State &state : p.states)
+      result->stateBuffers.push_back(state.buffer);
+    Status status = result->backend->prepare(p, *result->program, memory);
+    if (!status.ok())
+      return status;
+    std::vector<Communicator *> groups = options.groups;
+    if (groups.empty())
+      groups.push_back(options.comm);
+    result->backend->setCommunicators(groups);
+  }
   executor = std::move(result);
   return Status::success();
+}
+
+std::string Executor::describeDevice() const {
+  if (backend)
+    return backend->describe();
+  return "cpu (" + std::to_string(pool->size()) + " threads)";
+}
+
+Status Executor::syncToHost() const {
+  if (!backend)
+    return Status::success();
+  std::vector<int64_t> buffers = stateBuffers;
+  for (const Parameter &param : plan.parameters)
+    if (param.grad >= 0)
+      buffers.push_back(param.grad);
+  return backend->download(buffers);
 }
 
 void Executor::initialize(uint64_t seed) {
@@ -76,6 +132,7 @@ void Executor::initialize(uint64_t seed) {
   for (const State &state : plan.states)
     initializeTensor(tensors[state.buffer], state.init, seed, state.name,
                      pool.get());
+  hostStale = true;
 }
 
 namespace {
@@ -105,11 +162,16 @@ static const IndexOperand *indexOperand(const std::string &op) {
 }
 
 Status Executor::checkIndexOperands(size_t index) const {
-  const Instruction &inst = plan.ranks[0].program[index];
+  const Instruction &inst = (*program)[index];
   const IndexOperand *operand = indexOperand(inst.op);
   if (!operand)
     return Status::success();
   const Tensor &ids = tensors[inst.in[operand->ids]];
+  // A device executor can check only what it uploads from the host: the
+  // ids in inputs.
+  if (device == DeviceKind::Cuda &&
+      plan.buffers[inst.in[operand->ids]].kind != BufferKind::Input)
+    return Status::success();
   const Tensor &bounded = tensors[operand->output ? inst.out[operand->tensor]
                                                   : inst.in[operand->tensor]];
   if (ids.desc.dtype != DType::I32 || bounded.rank() == 0)
@@ -143,11 +205,16 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   };
   if (const Input *stepInput = plan.findInput(InputRole::Step))
     tensors[stepInput->buffer].i32()[0] = static_cast<int32_t>(step);
-  const std::vector<Instruction> &program = plan.ranks[0].program;
+  const std::vector<Instruction> &program = *this->program;
+  std::vector<bool> selected(program.size());
+  for (size_t i = 0; i < program.size(); ++i)
+    selected[i] = included(program[i].phase);
+  if (backend)
+    return runOnDevice(step, loss, selected);
   std::vector<Tensor> inputs, outputs;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
-    if (!included(inst.phase))
+    if (!selected[i])
       continue;
     Status status = checkIndexOperands(i);
     if (!status.ok())
@@ -174,6 +241,35 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
     int64_t end = nowNs();
     lastStepTimes[i] = {(start - originNs) * 1e-3, (end - start) * 1e-3};
   }
+  loss = tensors[plan.loss].f32()[0];
+  return Status::success();
+}
+
+Status Executor::runOnDevice(int64_t step, float &loss,
+                             const std::vector<bool> &included) {
+  auto fail = [step](const Status &status) {
+    return Status::failure("step " + std::to_string(step) + ": " +
+                           status.message());
+  };
+  for (size_t i = 0; i < included.size(); ++i)
+    if (included[i])
+      if (Status status = checkIndexOperands(i); !status.ok())
+        return fail(status);
+  if (hostStale) {
+    if (Status status = backend->upload(stateBuffers); !status.ok())
+      return fail(status);
+    hostStale = false;
+  }
+  if (Status status = backend->upload(inputBuffers); !status.ok())
+    return fail(status);
+  for (size_t i = 0; i < included.size(); ++i)
+    if (included[i])
+      if (Status status = backend->enqueue(i); !status.ok())
+        return fail(status);
+  if (Status status = backend->download({plan.loss}); !status.ok())
+    return fail(status);
+  if (Status status = backend->finish(lastStepTimes, originNs); !status.ok())
+    return fail(status);
   loss = tensors[plan.loss].f32()[0];
   return Status::success();
 }

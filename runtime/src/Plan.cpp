@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <limits>
 #include <set>
@@ -100,6 +101,20 @@ static bool parseInputRole(const std::string &name, InputRole &role) {
     }
   }
   return false;
+}
+
+const char *deviceKindName(DeviceKind kind) {
+  return kind == DeviceKind::Cuda ? "cuda" : "cpu";
+}
+
+bool parseDeviceKind(const std::string &name, DeviceKind &kind) {
+  if (name == "cpu")
+    kind = DeviceKind::Cpu;
+  else if (name == "cuda")
+    kind = DeviceKind::Cuda;
+  else
+    return false;
+  return true;
 }
 
 const Input *Plan::findInput(InputRole role) const {
@@ -238,15 +253,17 @@ public:
     expectObject(root, "");
     parseHeader(root);
     parseBuffers(expectArray(field(root, "buffers", ""), "buffers"));
-    const json &rank =
-        parseRank(expectArray(field(root, "ranks", ""), "ranks"));
+    std::vector<const json *> programs =
+        parseRanks(expectArray(field(root, "ranks", ""), "ranks"));
+    parseGroups(root);
     parseParameters(expectArray(field(root, "parameters", ""), "parameters"));
     parseStates(expectArray(field(root, "states", ""), "states"));
     parseInputs(expectArray(field(root, "inputs", ""), "inputs"));
     checkEveryBufferClaimed();
     parseLoss(field(root, "loss", ""));
-    parseProgram(
-        expectArray(field(rank, "program", "ranks[0]"), "ranks[0].program"));
+    for (size_t r = 0; r < programs.size(); ++r)
+      if (programs[r])
+        parseProgram(*programs[r], static_cast<int64_t>(r));
   }
 
 private:
@@ -259,14 +276,19 @@ private:
   void parseHeader(const json &root);
   void parseBuffers(const json &buffers);
   Buffer parseBuffer(const json &entry, size_t index);
-  const json &parseRank(const json &ranks);
+  /// Returns each rank's "program" (nullptr for a rank that shares one).
+  std::vector<const json *> parseRanks(const json &ranks);
+  void parseGroups(const json &root);
   void parseParameters(const json &params);
   void parseStates(const json &states);
   void parseInputs(const json &inputs);
   void checkEveryBufferClaimed();
   void parseLoss(const json &loss);
-  void parseProgram(const json &program);
-  Instruction parseInstruction(const json &entry, size_t index);
+  void parseProgram(const json &program, int64_t rank);
+  Instruction parseInstruction(const json &entry, size_t index,
+                               const std::string &context);
+  void checkCollective(const Instruction &inst, int64_t rank,
+                       const std::string &where);
   void checkOperands(const Instruction &inst, const std::string &where);
 
   /// Reads a buffer id and checks it names a `kind` buffer of `dtype`.
@@ -284,12 +306,12 @@ void PlanParser::parseHeader(const json &root) {
   if (!format.is_string() || format.get<std::string>() != "strata-plan")
     fail("format", "must be \"strata-plan\", got " + describe(format));
   const json &version = field(root, "version", "");
-  if (!version.is_number_integer() ||
-      readInt(version, "version") != kPlanFormatVersion)
+  if (!version.is_number_integer() || readInt(version, "version") < 1 ||
+      readInt(version, "version") > kPlanFormatVersion)
     fail("version", "unsupported version " + describe(version) +
-                        " (this runtime reads version " +
+                        " (this runtime reads versions 1 to " +
                         std::to_string(kPlanFormatVersion) + ")");
-  plan.version = kPlanFormatVersion;
+  plan.version = readInt(version, "version");
   plan.model = optionalStringField(root, "model", "");
   plan.producer = optionalStringField(root, "producer", "");
   if (const json *replicas = optionalField(root, "replicas")) {
@@ -356,33 +378,114 @@ Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
   return buffer;
 }
 
-const json &PlanParser::parseRank(const json &ranks) {
-  if (ranks.size() != 1)
+std::vector<const json *> PlanParser::parseRanks(const json &ranks) {
+  if (ranks.empty())
+    fail("ranks", "must name at least one rank");
+  if (plan.version == 1 && ranks.size() != 1)
     fail("ranks", "version 1 plans have exactly one rank, got " +
                       std::to_string(ranks.size()));
-  const std::string where = "ranks[0]";
-  const json &entry = expectObject(ranks[0], where);
-  RankPlan rank;
-  rank.rank = readInt(field(entry, "rank", where), member(where, "rank"));
-  if (rank.rank != 0)
-    fail(member(where, "rank"), "must be 0, got " + std::to_string(rank.rank));
-  rank.device = readStringField(entry, "device", where);
-  if (rank.device != "cpu")
-    fail(member(where, "device"), "unsupported device \"" + rank.device +
-                                      "\" (this runtime runs \"cpu\")");
-  rank.arenaBytes = readNonNegative(field(entry, "arena_bytes", where),
-                                    member(where, "arena_bytes"));
-  for (const Buffer &buffer : plan.buffers) {
-    if (buffer.offset > rank.arenaBytes ||
-        buffer.bytes > rank.arenaBytes - buffer.offset)
-      fail(element("buffers", buffer.id),
-           "range [" + std::to_string(buffer.offset) + ", " +
-               std::to_string(buffer.offset + buffer.bytes) +
-               ") lies outside the arena of " +
-               std::to_string(rank.arenaBytes) + " bytes");
+  std::vector<const json *> programs;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string where = element("ranks", r);
+    const json &entry = expectObject(ranks[r], where);
+    RankPlan rank;
+    rank.rank = readInt(field(entry, "rank", where), member(where, "rank"));
+    if (rank.rank != static_cast<int64_t>(r))
+      fail(member(where, "rank"), "must be " + std::to_string(r) +
+                                      " (ranks are listed in order), got " +
+                                      std::to_string(rank.rank));
+    std::string device = readStringField(entry, "device", where);
+    if (!parseDeviceKind(device, rank.device))
+      fail(member(where, "device"), "unsupported device \"" + device +
+                                        "\" (expected \"cpu\" or \"cuda\")");
+    rank.replica = rank.rank;
+    if (const json *replica = optionalField(entry, "replica"))
+      rank.replica = readNonNegative(*replica, member(where, "replica"));
+    rank.arenaBytes = readNonNegative(field(entry, "arena_bytes", where),
+                                      member(where, "arena_bytes"));
+    for (const Buffer &buffer : plan.buffers) {
+      if (buffer.offset > rank.arenaBytes ||
+          buffer.bytes > rank.arenaBytes - buffer.offset)
+        fail(element("buffers", buffer.id),
+             "range [" + std::to_string(buffer.offset) + ", " +
+                 std::to_string(buffer.offset + buffer.bytes) +
+                 ") lies outside the arena of " +
+                 std::to_string(rank.arenaBytes) + " bytes of " + where);
+    }
+    const json *program = optionalField(entry, "program");
+    const json *programOf = optionalField(entry, "program_of");
+    if ((program != nullptr) == (programOf != nullptr))
+      fail(where, "needs exactly one of \"program\" and \"program_of\"");
+    rank.programOf = rank.rank;
+    if (programOf) {
+      rank.programOf = readInt(*programOf, member(where, "program_of"));
+      if (rank.programOf < 0 || rank.programOf >= rank.rank ||
+          !programs[rank.programOf])
+        fail(member(where, "program_of"),
+             "must name an earlier rank that has its own program, got " +
+                 std::to_string(rank.programOf));
+    } else {
+      expectArray(*program, member(where, "program"));
+    }
+    programs.push_back(program);
+    plan.ranks.push_back(std::move(rank));
   }
-  plan.ranks.push_back(std::move(rank));
-  return entry;
+  // A version 1 plan with replicas: every replica runs rank 0's program.
+  if (plan.version == 1)
+    for (int64_t r = 1; r < plan.replicas; ++r) {
+      RankPlan rank = plan.ranks[0];
+      rank.rank = rank.replica = r;
+      rank.programOf = 0;
+      plan.ranks.push_back(std::move(rank));
+      programs.push_back(nullptr);
+    }
+  for (const RankPlan &rank : plan.ranks)
+    if (rank.replica >= plan.replicas)
+      fail(member(element("ranks", rank.rank), "replica"),
+           "must be less than replicas (" + std::to_string(plan.replicas) +
+               "), got " + std::to_string(rank.replica));
+  return programs;
+}
+
+void PlanParser::parseGroups(const json &root) {
+  const json *groups = optionalField(root, "groups");
+  if (!groups) {
+    CommGroup world{"world", {}};
+    for (const RankPlan &rank : plan.ranks)
+      world.ranks.push_back(rank.rank);
+    plan.groups.push_back(std::move(world));
+    return;
+  }
+  if (plan.version == 1)
+    fail("groups", "needs plan version 2");
+  expectArray(*groups, "groups");
+  std::set<std::string> names;
+  for (size_t g = 0; g < groups->size(); ++g) {
+    const std::string where = element("groups", g);
+    const json &entry = expectObject((*groups)[g], where);
+    CommGroup group;
+    group.name = readStringField(entry, "name", where);
+    if (!names.insert(group.name).second)
+      fail(member(where, "name"), "duplicate group \"" + group.name + "\"");
+    const std::string ranksWhere = member(where, "ranks");
+    const json &ranks = expectArray(field(entry, "ranks", where), ranksWhere);
+    if (ranks.empty())
+      fail(ranksWhere, "must name at least one rank");
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      int64_t rank = readInt(ranks[i], element(ranksWhere, i));
+      if (rank < 0 || rank >= plan.worldSize())
+        fail(element(ranksWhere, i),
+             "rank " + std::to_string(rank) + " out of range (the plan has " +
+                 std::to_string(plan.worldSize()) + " ranks)");
+      if (!group.ranks.empty() && rank <= group.ranks.back())
+        fail(element(ranksWhere, i),
+             "ranks must be distinct and ascending, got " +
+                 std::to_string(rank) + " after " +
+                 std::to_string(group.ranks.back()));
+      group.ranks.push_back(rank);
+    }
+    plan.groups.push_back(std::move(group));
+  }
 }
 
 const Buffer &PlanParser::readBufferRef(const json &value,
@@ -610,10 +713,41 @@ void PlanParser::parseLoss(const json &loss) {
   plan.loss = id;
 }
 
-void PlanParser::parseProgram(const json &program) {
-  std::vector<Instruction> &out = plan.ranks[0].program;
+void PlanParser::parseProgram(const json &program, int64_t rank) {
+  std::vector<Instruction> &out = plan.ranks[rank].program;
+  // Rank 0's instructions read "instruction #3 (matmul)", other ranks'
+  // "ranks[2]: instruction #3 (matmul)".
+  std::string context = rank == 0 ? "" : element("ranks", rank) + ": ";
   for (size_t i = 0; i < program.size(); ++i)
-    out.push_back(parseInstruction(program[i], i));
+    out.push_back(parseInstruction(program[i], i, context));
+  // Collectives must name groups the ranks sharing this program are in.
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const RankPlan &user : plan.ranks)
+      if (user.programOf == rank)
+        checkCollective(out[i], user.rank,
+                        context + "instruction #" + std::to_string(i) + " (" +
+                            out[i].op + ")");
+}
+
+void PlanParser::checkCollective(const Instruction &inst, int64_t rank,
+                                 const std::string &where) {
+  if (inst.op != "all_reduce")
+    return;
+  double group = inst.attrs.number("group", 0);
+  if (group != static_cast<double>(static_cast<int64_t>(group)) || group < 0 ||
+      group >= static_cast<double>(plan.groups.size()))
+    fail(where, "attribute 'group' must index the plan's " +
+                    std::to_string(plan.groups.size()) + " group(s), got " +
+                    std::to_string(group));
+  const CommGroup &g = plan.groups[static_cast<size_t>(group)];
+  if (!std::binary_search(g.ranks.begin(), g.ranks.end(), rank))
+    fail(where, "rank " + std::to_string(rank) + " runs it but is not in group \"" +
+                    g.name + "\"");
+  int64_t replicas = inst.attrs.integer("replicas", 1);
+  if (replicas != static_cast<int64_t>(g.ranks.size()))
+    fail(where, "attribute 'replicas' is " + std::to_string(replicas) +
+                    " but group \"" + g.name + "\" has " +
+                    std::to_string(g.ranks.size()) + " rank(s)");
 }
 
 static void parseAttrs(const json &attrs, const std::string &where,
@@ -651,8 +785,9 @@ static std::vector<int64_t> readIds(const json &value, const std::string &where,
   return ids;
 }
 
-Instruction PlanParser::parseInstruction(const json &entry, size_t index) {
-  std::string where = "instruction #" + std::to_string(index);
+Instruction PlanParser::parseInstruction(const json &entry, size_t index,
+                                         const std::string &context) {
+  std::string where = context + "instruction #" + std::to_string(index);
   expectObject(entry, where);
   Instruction inst;
   inst.op = readStringField(entry, "op", where);

@@ -9,6 +9,7 @@
 #include "strata-rt/Checkpoint.h"
 #include "strata-rt/Comm.h"
 #include "strata-rt/Data.h"
+#include "strata-rt/Device.h"
 #include "strata-rt/Executor.h"
 #include "strata-rt/GradCheck.h"
 #include "strata-rt/Plan.h"
@@ -54,6 +55,64 @@ Status checkOptions(const TrainOptions &options) {
   return Status::success();
 }
 
+/// Resolves --device against the plan's choice for `rank`.
+Status chooseDevice(const TrainOptions &options, const Plan &plan,
+                    int64_t rank, DeviceKind &kind, DeviceOptions &device) {
+  kind = plan.ranks[rank].device;
+  device = DeviceOptions();
+  device.strataGemm = options.strataGemm;
+  const std::string &text = options.device;
+  if (text.empty()) {
+  } else if (text == "cpu") {
+    kind = DeviceKind::Cpu;
+  } else if (text == "cuda") {
+    kind = DeviceKind::Cuda;
+  } else if (text.rfind("cuda:", 0) == 0) {
+    std::string digits = text.substr(5);
+    int64_t ordinal = digits.empty() || digits.size() > 4 ? -1 : 0;
+    for (char c : digits)
+      ordinal = c >= '0' && c <= '9' && ordinal >= 0 ? ordinal * 10 + (c - '0')
+                                                     : -1;
+    if (ordinal < 0)
+      return Status::usage("--device: invalid GPU number in '" + text + "'");
+    kind = DeviceKind::Cuda;
+    device.ordinal = static_cast<int>(ordinal);
+  } else {
+    return Status::usage("--device must be cpu, cuda or cuda:N, got '" + text +
+                         "'");
+  }
+  if (kind == DeviceKind::Cpu && options.strataGemm)
+    return Status::usage("--gemm=strata selects a GPU GEMM; it needs a CUDA "
+                         "device");
+  if (kind == DeviceKind::Cuda && options.gradientSamples > 0)
+    return Status::usage("--check-gradients runs on the CPU (--device=cpu)");
+  return Status::success();
+}
+
+/// One communicator per plan group: the world communicator for a group of
+/// every rank, a sub-communicator otherwise (nullptr where this rank is not
+/// a member).
+Status createGroups(const Plan &plan, Communicator &world,
+                    std::vector<std::unique_ptr<Communicator>> &owned,
+                    std::vector<Communicator *> &groups) {
+  for (const CommGroup &group : plan.groups) {
+    if (static_cast<int64_t>(group.ranks.size()) == plan.worldSize()) {
+      groups.push_back(&world);
+      continue;
+    }
+    std::vector<int> ranks(group.ranks.begin(), group.ranks.end());
+    std::unique_ptr<Communicator> sub;
+    Status status = world.createGroup(ranks, sub);
+    if (!status.ok())
+      return Status::failure("group \"" + group.name + "\": " +
+                             status.message());
+    groups.push_back(sub.get());
+    if (sub)
+      owned.push_back(std::move(sub));
+  }
+  return Status::success();
+}
+
 /// Initialises or restores parameters and states; sets the start step and
 /// the seed of the run.
 Status prepareState(const TrainOptions &options, Executor &executor,
@@ -79,7 +138,7 @@ Status prepareState(const TrainOptions &options, Executor &executor,
 }
 
 void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
-  const std::vector<Instruction> &program = executor.getPlan().ranks[0].program;
+  const std::vector<Instruction> &program = executor.getProgram();
   const std::vector<InstructionTime> &times = executor.getLastStepTimes();
   for (size_t i = 0; i < program.size(); ++i) {
     TraceEvent event;
@@ -170,10 +229,10 @@ Status train(const TrainOptions &options, TrainResult &result) {
   if (!status.ok())
     return status;
 
-  // A data-parallel plan runs on `replicas` ranks started by mpirun; each
-  // fills its shard of the global batch.
+  // A multi-rank plan runs on as many ranks started by mpirun; each runs its
+  // rank's program and fills its replica's shard of the global batch.
   std::unique_ptr<Communicator> comm;
-  if (plan.replicas > 1 || launchedByMpi()) {
+  if (plan.worldSize() > 1 || launchedByMpi()) {
     LinkEmulation link;
     if (!options.emulateLink.empty()) {
       status = LinkEmulation::parse(options.emulateLink, link);
@@ -185,12 +244,12 @@ Status train(const TrainOptions &options, TrainResult &result) {
       return status;
     result.rank = comm->rank();
     result.ranks = comm->size();
-    if (result.ranks != plan.replicas)
+    if (result.ranks != plan.worldSize())
       return Status::usage(
-          plan.path + " is a plan for " + std::to_string(plan.replicas) +
-          " replica(s), but the run has " + std::to_string(result.ranks) +
-          " ranks (start it with mpirun -np " + std::to_string(plan.replicas) +
-          ")");
+          plan.path + " is a plan for " + std::to_string(plan.worldSize()) +
+          " rank(s), but the run has " + std::to_string(result.ranks) +
+          " ranks (start it with mpirun -np " +
+          std::to_string(plan.worldSize()) + ")");
   } else if (!options.emulateLink.empty()) {
     return Status::usage("--emulate-link needs a multi-rank run");
   }
@@ -198,11 +257,43 @@ Status train(const TrainOptions &options, TrainResult &result) {
   if (const Input *input = plan.findInput(InputRole::Data))
     if (!plan.buffers[input->buffer].desc.shape.empty())
       perReplicaBatch = plan.buffers[input->buffer].desc.shape[0];
+  int64_t replica = plan.ranks[result.rank].replica;
 
-  std::unique_ptr<Executor> executor;
   ExecutorOptions executorOptions;
   executorOptions.threads = options.threads;
-  executorOptions.comm = comm.get();
+  executorOptions.rank = result.rank;
+  DeviceOptions deviceOptions;
+  status = chooseDevice(options, plan, result.rank, executorOptions.device,
+                        deviceOptions);
+  if (!status.ok())
+    return status;
+  std::unique_ptr<Communicator> nccl;
+  std::vector<std::unique_ptr<Communicator>> ownedGroups;
+  if (executorOptions.device == DeviceKind::Cuda) {
+    std::unique_ptr<DeviceBackend> backend;
+    status = createCudaBackend(deviceOptions, backend);
+    if (!status.ok())
+      return status;
+    executorOptions.backend = std::move(backend);
+    // GPU ranks reduce device buffers through NCCL, bootstrapped over MPI.
+    if (comm) {
+      if (plan.groups.size() != 1 ||
+          static_cast<int64_t>(plan.groups[0].ranks.size()) !=
+              plan.worldSize())
+        return Status::usage("--device=cuda: groups other than one of every "
+                             "rank are not supported on GPUs yet");
+      status = createNcclCommunicator(*comm, *executorOptions.backend, nccl);
+      if (!status.ok())
+        return status;
+      executorOptions.comm = nccl.get();
+    }
+  } else if (comm) {
+    executorOptions.comm = comm.get();
+    status = createGroups(plan, *comm, ownedGroups, executorOptions.groups);
+    if (!status.ok())
+      return status;
+  }
+  std::unique_ptr<Executor> executor;
   status = Executor::create(std::move(plan), executorOptions, executor);
   if (!status.ok())
     return status;
@@ -212,28 +303,33 @@ Status train(const TrainOptions &options, TrainResult &result) {
   std::unique_ptr<DataSource> data;
   status = DataSource::create(
       executor->getPlan(),
-      DataOptions{result.seed, options.dataPath, result.rank * perReplicaBatch},
+      DataOptions{result.seed, options.dataPath, replica * perReplicaBatch},
       data);
   if (!status.ok())
     return status;
-  result.samplesPerStep = data->getSamplesPerStep() * result.ranks;
-  result.tokensPerStep = data->getTokensPerStep() * result.ranks;
-
   const Plan &loaded = executor->getPlan();
+  int64_t loadedReplicas = loaded.replicas;
+  result.samplesPerStep = data->getSamplesPerStep() * loadedReplicas;
+  result.tokensPerStep = data->getTokensPerStep() * loadedReplicas;
+
   // Every rank computes the same (all-reduced) loss; rank 0 reports it.
   std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
   if (result.ranks > 1)
     logLine(log,
-            "ranks: %d data-parallel replicas over %s (global batch %lld)\n",
-            result.ranks, comm->engine(),
+            "ranks: %d (%lld data-parallel replicas) over %s (global batch "
+            "%lld)\n",
+            result.ranks, static_cast<long long>(loaded.replicas),
+            executorOptions.comm->engine(),
             static_cast<long long>(result.samplesPerStep));
   logLine(
       log,
       "plan %s (%s): %zu instructions, %zu buffers, arena %lld bytes, "
-      "%d threads, seed %llu, steps %lld-%lld\n",
-      loaded.path.c_str(), loaded.model.c_str(), loaded.ranks[0].program.size(),
-      loaded.buffers.size(), static_cast<long long>(loaded.ranks[0].arenaBytes),
-      executor->getPool().size(), static_cast<unsigned long long>(result.seed),
+      "%s, seed %llu, steps %lld-%lld\n",
+      loaded.path.c_str(), loaded.model.c_str(), executor->getProgram().size(),
+      loaded.buffers.size(),
+      static_cast<long long>(loaded.ranks[result.rank].arenaBytes),
+      executor->describeDevice().c_str(),
+      static_cast<unsigned long long>(result.seed),
       static_cast<long long>(result.startStep + 1),
       static_cast<long long>(result.startStep + options.steps));
   logLine(log, "data: %s\n", data->getDescription().c_str());

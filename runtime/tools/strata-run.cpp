@@ -26,7 +26,8 @@ using namespace strata::rt;
 
 static const char *const kUsage = R"(usage: strata-run PLAN [options]
 
-Runs the training steps of a Strata plan (docs/plan-format.md) on the CPU.
+Runs the training steps of a Strata plan (docs/plan-format.md) on the CPU or
+on a GPU.
 
 options:
   --steps N         steps to run (default 10; after the resumed step)
@@ -48,10 +49,15 @@ options:
                     instead of training, compare K gradient elements per
                     parameter with finite differences of the loss (exit 1
                     when more than 5% disagree)
+  --device D        cpu, cuda (the GPU of the local rank) or cuda:N
+                    (default: what the plan says, normally cpu)
+  --gemm E          GPU matmuls: cublas (default) or strata (Strata's own
+                    tiled CUDA GEMM)
   --help            print this help
 
-A data-parallel plan (strata-opt --strata-data-parallel=replicas=N) runs as
-N ranks: mpirun -np N strata-run PLAN ...
+A plan for N ranks (e.g. strata-opt --strata-data-parallel=replicas=N) runs
+as N processes: mpirun -np N strata-run PLAN ... (GPU ranks reduce through
+NCCL, bootstrapped over MPI).
 
 exit codes: 0 success, 1 run-time failure, 2 usage error, 3 invalid plan,
 checkpoint or data file
@@ -122,7 +128,7 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
 
 Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
-  std::string steps, seed, threads, logEvery, quiet, help, gradients;
+  std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -136,6 +142,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--quiet", nullptr},
       {"--check-gradients", &gradients},
       {"--emulate-link", &o.emulateLink},
+      {"--device", &o.device},
+      {"--gemm", &gemm},
       {"--help", nullptr},
       {"-h", nullptr},
   };
@@ -185,6 +193,9 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
     return Status::usage("missing the PLAN argument");
   if (!gradients.empty() && !parseInteger(gradients, o.gradientSamples))
     return numberError("--check-gradients", gradients);
+  if (!gemm.empty() && gemm != "cublas" && gemm != "strata")
+    return Status::usage("--gemm must be cublas or strata, got '" + gemm + "'");
+  o.strataGemm = gemm == "strata";
   return parseNumbers(steps, seed, threads, logEvery, o);
 }
 

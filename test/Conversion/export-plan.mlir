@@ -18,12 +18,14 @@
 // CHECK-NEXT: {"bytes":96,"dtype":"f32","id":8,"kind":"grad","name":"matmul.8","offset":704,"shape":[8,3]}
 // CHECK-NEXT: ],
 // CHECK: "format": "strata-plan",
+// CHECK: "groups": [{"name":"replicas","ranks":[0]}],
 // CHECK: "inputs": [{"buffer":0,"name":"x","role":"data"},{"buffer":2,"name":"y","role":"labels"}],
 // CHECK: "loss": 5,
 // CHECK: "model": "one_layer",
 // CHECK: "optimizer": {"kind":"sgd","lr":0.5,"momentum":0,"weight_decay":0},
 // CHECK: "parameters": [{"buffer":1,"fan_in":8,"fan_out":3,"grad":8,"init":"xavier_uniform","layer":0,"name":"w","scale":1}],
 // CHECK: "arena_bytes": 832,
+// CHECK-NEXT: "device": "cpu",
 // CHECK: "program": [
 // CHECK-NEXT: {"attrs":{},"in":[0,1],"layer":0,"op":"matmul","out":[4],"phase":"forward"},
 // CHECK-NEXT: {"attrs":{},"in":[4,2],"layer":0,"op":"softmax_cross_entropy","out":[5],"phase":"forward"},
@@ -33,7 +35,7 @@
 // CHECK-NEXT: {"attrs":{"lr":0.5,"momentum":0,"weight_decay":0},"in":[1,8,3],"layer":0,"op":"sgd_update","out":[1,3],"phase":"update"}
 // CHECK-NEXT: ],
 // CHECK: "states": [{"buffer":3,"init":"zeros","name":"w.velocity","param":"w"}],
-// CHECK: "version": 1
+// CHECK: "version": 2
 
 // ADAM: "inputs": [{"buffer":0,"name":"x","role":"data"},{"buffer":2,"name":"y","role":"labels"},{"buffer":3,"name":"step","role":"step"}],
 // ADAM: "attrs": {"beta1":{{.*}},"decoupled":1,"epsilon":1e-08,"lr":0.001,"weight_decay":0},

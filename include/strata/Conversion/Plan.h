@@ -21,7 +21,7 @@ namespace strata {
 class BufferAttr;
 
 /// Version of the plan format `exportPlan` writes.
-constexpr int kPlanFormatVersion = 1;
+constexpr int kPlanFormatVersion = 2;
 /// Alignment of every buffer in the arena.
 constexpr int64_t kBufferAlignment = 64;
 
@@ -33,8 +33,10 @@ BufferAttr getBuffer(Value value);
 LogicalResult assignBuffers(func::FuncOp func);
 
 /// Writes the plan of the module's training step to `os`, assigning buffers
-/// first where they are missing.
-LogicalResult exportPlan(ModuleOp module, raw_ostream &os);
+/// first where they are missing. Every rank asks for `device` ("cpu" or
+/// "cuda").
+LogicalResult exportPlan(ModuleOp module, raw_ostream &os,
+                         StringRef device = "cpu");
 
 /// Registers `--export-plan` with mlir-translate's registry.
 void registerExportPlanTranslation();

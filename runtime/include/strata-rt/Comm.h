@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace strata::rt {
 
@@ -83,6 +84,13 @@ public:
   startAllGather(const float *input, float *output, int64_t count) = 0;
   /// Blocks until every rank arrived.
   virtual Status barrier() = 0;
+
+  /// A communicator over `ranks` (distinct ranks of this communicator,
+  /// ascending), numbered in that order. Every rank of this communicator
+  /// calls it with the same list; ranks outside it get nullptr. The default
+  /// says the engine cannot.
+  virtual Status createGroup(const std::vector<int> &ranks,
+                             std::unique_ptr<Communicator> &group);
 };
 
 /// A single-rank communicator (collectives are identities).

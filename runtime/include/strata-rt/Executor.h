@@ -3,15 +3,21 @@
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
-// An Executor owns one zeroed, 64-byte-aligned arena of `arena_bytes` for
-// rank 0, binds every buffer of the plan as a Tensor view into it, and runs the
-// program through the CPU kernels (lookupKernel(op)->run).
+// An Executor runs one rank's program. It owns one zeroed, 64-byte-aligned
+// host arena of the rank's `arena_bytes`, binds every buffer of the plan as a
+// Tensor view into it, and runs the program through the CPU kernels
+// (lookupKernel(op)->run) or, on a GPU, through a DeviceBackend (Device.h)
+// whose device arena mirrors the host one. The host views are what data
+// sources, initialisation and checkpoints use; with a device, the executor
+// uploads inputs before each step and parameters and states after they were
+// changed on the host, and `syncToHost` brings them back.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef STRATA_RT_EXECUTOR_H
 #define STRATA_RT_EXECUTOR_H
 
+#include "strata-rt/Device.h"
 #include "strata-rt/Kernels.h"
 #include "strata-rt/Plan.h"
 #include "strata-rt/Support.h"
@@ -31,12 +37,15 @@ struct ExecutorOptions {
   GemmTiling gemm;
   /// Communicator of a multi-rank run (not owned); nullptr for one rank.
   Communicator *comm = nullptr;
-};
-
-/// When one instruction ran, in microseconds since the executor was created.
-struct InstructionTime {
-  double startUs = 0;
-  double durationUs = 0;
+  /// Communicators of the plan's groups, indexed by group (not owned;
+  /// nullptr where this rank is not a member). Empty: group 0 is `comm`.
+  std::vector<Communicator *> groups;
+  /// Which rank's program to run.
+  int64_t rank = 0;
+  /// Where to run it; a CUDA executor needs `backend`.
+  DeviceKind device = DeviceKind::Cpu;
+  /// The device of a CUDA executor (ownership passes to the executor).
+  std::shared_ptr<DeviceBackend> backend;
 };
 
 class Executor {
@@ -56,9 +65,24 @@ public:
   const std::vector<Tensor> &getTensors() const { return tensors; }
   const Tensor &getTensor(int64_t id) const { return tensors[id]; }
 
+  /// The program this executor runs.
+  const std::vector<Instruction> &getProgram() const { return *program; }
+  /// Where it runs.
+  DeviceKind getDevice() const { return device; }
+  /// "cpu (N threads)" or the device backend's description.
+  std::string describeDevice() const;
+
   /// Initialises every parameter and state from its init spec, keyed by
   /// (seed, name) (see Init.h).
   void initialize(uint64_t seed);
+
+  /// Parameters or states were written through the host views (a
+  /// checkpoint was loaded): a device executor uploads them before the next
+  /// step. Free on the CPU.
+  void markHostModified() { hostStale = true; }
+  /// Brings parameters, states and gradients of a device executor back into
+  /// the host views (before a checkpoint is written). Free on the CPU.
+  Status syncToHost() const;
 
   /// Runs the program once as step `step` (1-based): sets the step input (if
   /// any), runs every instruction in order and reads the loss. The data and
@@ -89,14 +113,27 @@ private:
   Executor(Plan plan, const ExecutorOptions &options);
   Status checkIndexOperands(size_t index) const;
 
-  /// The rank's memory: an anonymous mapping of `size` bytes.
+  /// The rank's host memory: an anonymous mapping of `size` bytes, or
+  /// pinned memory of the device backend.
   struct Arena {
     void *base = nullptr;
     size_t size = 0;
+    DeviceBackend *pinnedBy = nullptr;
     ~Arena();
   };
 
+  Status runOnDevice(int64_t step, float &loss,
+                     const std::vector<bool> &included);
+
   Plan plan;
+  const std::vector<Instruction> *program = nullptr;
+  DeviceKind device = DeviceKind::Cpu;
+  std::shared_ptr<DeviceBackend> backend;
+  /// The host views of parameters/states changed since the last upload.
+  bool hostStale = true;
+  /// Buffers a device executor uploads before every step (inputs) and after
+  /// host changes (parameters, states).
+  std::vector<int64_t> inputBuffers, stateBuffers;
   std::unique_ptr<ThreadPool> pool;
   KernelContext context;
   std::unique_ptr<Arena> arena;

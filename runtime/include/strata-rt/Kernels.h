@@ -54,6 +54,9 @@ struct KernelContext {
   GemmTiling gemm;
   /// The ranks of a multi-rank run (collectives); nullptr for one rank.
   Communicator *comm = nullptr;
+  /// Communicators of the plan's groups (collectives' `group` attribute),
+  /// nullptr where this rank is not a member; empty: group 0 is `comm`.
+  std::vector<Communicator *> groups = {};
 };
 
 struct OpKernel {

@@ -25,8 +25,9 @@
 
 namespace strata::rt {
 
-/// The plan format version this runtime reads.
-constexpr int64_t kPlanFormatVersion = 1;
+/// The newest plan format version this runtime reads (it also reads
+/// version 1, whose plans have exactly one rank entry).
+constexpr int64_t kPlanFormatVersion = 2;
 
 enum class BufferKind { Param, Grad, State, Input, Activation };
 /// "param", "grad", "state", "input", "activation".
@@ -104,11 +105,33 @@ struct Instruction {
   std::string phase;
 };
 
+/// Where a rank's program runs: the host CPU or a CUDA GPU.
+enum class DeviceKind { Cpu, Cuda };
+/// "cpu", "cuda".
+const char *deviceKindName(DeviceKind kind);
+bool parseDeviceKind(const std::string &name, DeviceKind &kind);
+
 struct RankPlan {
   int64_t rank = 0;
-  std::string device;
+  /// The device the plan asks for; `strata-run --device` may override it.
+  DeviceKind device = DeviceKind::Cpu;
+  /// Which shard of the global batch this rank reads (its data-parallel
+  /// replica index).
+  int64_t replica = 0;
   int64_t arenaBytes = 0;
+  /// The rank whose program this rank runs (its own rank when it has one);
+  /// sharing keeps a plan for many identical replicas small.
+  int64_t programOf = 0;
+  /// Empty when programOf names another rank.
   std::vector<Instruction> program;
+};
+
+/// A set of ranks that run collectives together (all_reduce's `group`
+/// attribute indexes the plan's groups).
+struct CommGroup {
+  std::string name;
+  /// Distinct ranks, ascending.
+  std::vector<int64_t> ranks;
 };
 
 struct Plan {
@@ -127,13 +150,25 @@ struct Plan {
   std::vector<State> states;
   std::vector<Input> inputs;
   int64_t loss = -1;
+  /// One entry per rank of the run, indexed by rank (after loading, also for
+  /// a version 1 plan with `replicas` > 1, whose replicas share ranks[0]'s
+  /// program).
   std::vector<RankPlan> ranks;
-  /// Data-parallel replicas: every one of this many ranks runs ranks[0]'s
-  /// program on its shard of the global batch (1: a single-rank plan).
+  /// Data-parallel replicas: the global batch is this many times the
+  /// per-rank batch (1: no data parallelism).
   int64_t replicas = 1;
+  /// Communicator groups; a plan without any has one implicit group of every
+  /// rank (index 0).
+  std::vector<CommGroup> groups;
 
   /// The input with `role`, or nullptr (a plan has at most one per role).
   const Input *findInput(InputRole role) const;
+  /// The number of ranks the plan runs on.
+  int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
+  /// The instructions rank `rank` runs.
+  const std::vector<Instruction> &programOf(int64_t rank) const {
+    return ranks[ranks[rank].programOf].program;
+  }
 };
 
 /// Reads and validates the plan at `path`. Errors are `Status::Code::Invalid`

@@ -58,6 +58,11 @@ struct TrainOptions {
   std::string emulateLink;
   /// How long a rank waits for the others before declaring one dead.
   double commTimeoutSeconds = 60;
+  /// Where to run: "" (what the plan says), "cpu", "cuda" (the GPU of the
+  /// local rank) or "cuda:N".
+  std::string device;
+  /// On a GPU, matmuls through Strata's own CUDA GEMM instead of cuBLAS.
+  bool strataGemm = false;
 };
 
 struct StepRecord {

@@ -23,6 +23,28 @@ namespace strata::rt {
 Request::~Request() = default;
 Communicator::~Communicator() = default;
 
+Status Communicator::createGroup(const std::vector<int> &,
+                                 std::unique_ptr<Communicator> &group) {
+  group.reset();
+  return Status::failure(std::string("the '") + engine() +
+                         "' communicator cannot create groups");
+}
+
+/// Checks a group's rank list against a communicator of `size` ranks.
+static Status checkGroupRanks(const std::vector<int> &ranks, int size) {
+  if (ranks.empty())
+    return Status::failure("a group needs at least one rank");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size)
+      return Status::failure("rank " + std::to_string(ranks[i]) +
+                             " is not a rank of a " + std::to_string(size) +
+                             "-rank communicator");
+    if (i > 0 && ranks[i] <= ranks[i - 1])
+      return Status::failure("group ranks must be distinct and ascending");
+  }
+  return Status::success();
+}
+
 namespace {
 
 std::string trim(const std::string &s) {
@@ -180,6 +202,15 @@ public:
     return done();
   }
   Status barrier() override { return Status::success(); }
+
+  Status createGroup(const std::vector<int> &ranks,
+                     std::unique_ptr<Communicator> &group) override {
+    group.reset();
+    if (Status status = checkGroupRanks(ranks, 1); !status.ok())
+      return status;
+    group = createLocalCommunicator();
+    return Status::success();
+  }
 
 private:
   std::map<int, std::deque<std::vector<float>>> mailbox_;

@@ -54,6 +54,7 @@ Status createMpiCommunicator(const LinkEmulation &, double,
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -620,6 +621,44 @@ public:
     o->start = [state](MPI_Request *r) { return MPI_Ibarrier(state->comm, r); };
     return submit(std::move(o))->wait();
   }
+  Status createGroup(const std::vector<int> &ranks,
+                     std::unique_ptr<Communicator> &group) override {
+    group.reset();
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] < 0 || ranks[i] >= size() ||
+          (i > 0 && ranks[i] <= ranks[i - 1]))
+        return Status::failure("mpi group: ranks must be distinct, ascending "
+                               "ranks of a " +
+                               std::to_string(size()) + "-rank communicator");
+    if (ranks.empty())
+      return Status::failure("mpi group: needs at least one rank");
+    // MPI_Comm_split blocks; a bounded barrier first makes sure every rank
+    // is alive and has arrived, so it cannot hang on a dead peer.
+    if (Status s = barrier(); !s.ok())
+      return s;
+    bool member = std::binary_search(ranks.begin(), ranks.end(), rank());
+    auto sub = std::make_shared<CommState>();
+    sub->timeoutSeconds = state_->timeoutSeconds;
+    sub->link = state_->link;
+    std::shared_ptr<CommState> state = state_;
+    int rc = MPI_SUCCESS;
+    thread_->runSync([&] {
+      rc = MPI_Comm_split(state->comm, member ? 0 : MPI_UNDEFINED, rank(),
+                          &sub->comm);
+      if (rc == MPI_SUCCESS && sub->comm != MPI_COMM_NULL) {
+        MPI_Comm_set_errhandler(sub->comm, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(sub->comm, &sub->rank);
+        MPI_Comm_size(sub->comm, &sub->size);
+      }
+    });
+    if (rc != MPI_SUCCESS)
+      return Status::failure("mpi group: MPI_Comm_split failed: " +
+                             mpiError(rc));
+    if (member)
+      group = std::make_unique<MpiCommunicator>(std::move(sub), *getEngine());
+    return Status::success();
+  }
+
 
 private:
   std::unique_ptr<Op> makeOp(std::string name) {

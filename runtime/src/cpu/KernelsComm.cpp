@@ -3,8 +3,8 @@
 // Part of the Strata runtime, which never includes an MLIR header.
 //
 // `all_reduce` sums (or averages, with `mean`) its input over the ranks of a
-// data-parallel group through the executor's communicator. With one rank it
-// is a copy.
+// communicator group (attribute `group`, default 0) through the executor's
+// communicators. With one rank it is a copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +38,17 @@ void runAllReduce(KernelContext &ctx, const Tensors &inputs,
   if (in.data != out.data)
     std::memcpy(out.data, in.data, static_cast<size_t>(in.desc.bytes()));
   int64_t replicas = attrs.integer("replicas", 1);
-  int size = ctx.comm ? ctx.comm->size() : 1;
+  int64_t group = attrs.integer("group", 0);
+  Communicator *comm = ctx.comm;
+  if (!ctx.groups.empty()) {
+    if (group < 0 || group >= static_cast<int64_t>(ctx.groups.size()) ||
+        !ctx.groups[group])
+      throw std::runtime_error("all_reduce over group " +
+                               std::to_string(group) +
+                               ", which this rank is not a member of");
+    comm = ctx.groups[group];
+  }
+  int size = comm ? comm->size() : 1;
   if (replicas != size)
     throw std::runtime_error("all_reduce over " + std::to_string(replicas) +
                              " replicas, but the run has " +
@@ -46,7 +56,7 @@ void runAllReduce(KernelContext &ctx, const Tensors &inputs,
   if (size == 1)
     return;
   ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
-  Status status = ctx.comm->startAllReduce(out.f32(), out.numel(), op)->wait();
+  Status status = comm->startAllReduce(out.f32(), out.numel(), op)->wait();
   if (!status.ok())
     throw std::runtime_error(status.message());
 }

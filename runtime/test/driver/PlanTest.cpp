@@ -84,7 +84,7 @@ TEST(PlanLoad, MlpLoads) {
   EXPECT_EQ(plan.optimizerKind, "sgd");
   EXPECT_DOUBLE_EQ(plan.optimizer.at("lr"), 0.05);
   ASSERT_EQ(plan.ranks.size(), 1u);
-  EXPECT_EQ(plan.ranks[0].device, "cpu");
+  EXPECT_EQ(plan.ranks[0].device, DeviceKind::Cpu);
   EXPECT_EQ(plan.parameters.size(), 4u);
   EXPECT_EQ(plan.states.size(), 4u);
   EXPECT_EQ(plan.inputs.size(), 2u);
@@ -168,9 +168,150 @@ TEST_F(PlanRejection, MissingFormat) {
 }
 
 TEST_F(PlanRejection, BadVersion) {
+  plan["version"] = 3;
+  expectRejected("version: unsupported version number 3 (this runtime reads "
+                 "versions 1 to 2)");
+  plan["version"] = 0;
+  expectRejected("version: unsupported version number 0");
+}
+
+//===----------------------------------------------------------------------===//
+// Version 2: ranks, shared programs and communicator groups
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// mlp.json as a version 2 plan for `ranks` data-parallel ranks: rank 0 has
+/// the program, the others share it; one group of every rank.
+json multiRank(json plan, int ranks) {
   plan["version"] = 2;
-  expectRejected("version: unsupported version number 2 (this runtime reads "
-                 "version 1)");
+  plan["replicas"] = ranks;
+  json rank0 = plan["ranks"][0];
+  for (int r = 1; r < ranks; ++r) {
+    json entry = rank0;
+    entry.erase("program");
+    entry["rank"] = r;
+    entry["program_of"] = 0;
+    plan["ranks"].push_back(entry);
+  }
+  json group = {{"name", "dp"}, {"ranks", json::array()}};
+  for (int r = 0; r < ranks; ++r)
+    group["ranks"].push_back(r);
+  plan["groups"] = json::array({group});
+  return plan;
+}
+} // namespace
+
+TEST_F(PlanRejection, Version2Loads) {
+  plan = multiRank(plan, 3);
+  plan["ranks"][2]["device"] = "cuda";
+  Plan loaded;
+  Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(loaded.version, 2);
+  ASSERT_EQ(loaded.worldSize(), 3);
+  EXPECT_EQ(loaded.ranks[2].device, DeviceKind::Cuda);
+  EXPECT_EQ(loaded.ranks[1].replica, 1);
+  EXPECT_EQ(&loaded.programOf(2), &loaded.programOf(0));
+  EXPECT_TRUE(loaded.ranks[1].program.empty());
+  ASSERT_EQ(loaded.groups.size(), 1u);
+  EXPECT_EQ(loaded.groups[0].name, "dp");
+  EXPECT_EQ(loaded.groups[0].ranks, (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST_F(PlanRejection, Version1ReplicasExpandToRanks) {
+  plan["replicas"] = 4;
+  Plan loaded;
+  Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(loaded.worldSize(), 4);
+  EXPECT_EQ(loaded.ranks[3].replica, 3);
+  EXPECT_EQ(loaded.ranks[3].programOf, 0);
+  ASSERT_EQ(loaded.groups.size(), 1u);
+  EXPECT_EQ(loaded.groups[0].ranks.size(), 4u);
+}
+
+TEST_F(PlanRejection, GroupsNeedVersion2) {
+  plan["groups"] = json::array();
+  expectRejected("groups: needs plan version 2");
+}
+
+TEST_F(PlanRejection, RanksOutOfOrder) {
+  plan = multiRank(plan, 2);
+  plan["ranks"][1]["rank"] = 5;
+  expectRejected("ranks[1].rank: must be 1 (ranks are listed in order), got 5");
+}
+
+TEST_F(PlanRejection, ProgramAndProgramOf) {
+  plan = multiRank(plan, 2);
+  plan["ranks"][1]["program"] = json::array();
+  expectRejected(
+      "ranks[1]: needs exactly one of \"program\" and \"program_of\"");
+  plan["ranks"][1].erase("program");
+  plan["ranks"][1].erase("program_of");
+  expectRejected(
+      "ranks[1]: needs exactly one of \"program\" and \"program_of\"");
+}
+
+TEST_F(PlanRejection, ProgramOfLaterRank) {
+  plan = multiRank(plan, 3);
+  plan["ranks"][1]["program_of"] = 2;
+  expectRejected("ranks[1].program_of: must name an earlier rank that has its "
+                 "own program, got 2");
+}
+
+TEST_F(PlanRejection, ReplicaOutOfRange) {
+  plan = multiRank(plan, 2);
+  plan["ranks"][1]["replica"] = 2;
+  expectRejected("ranks[1].replica: must be less than replicas (2), got 2");
+}
+
+TEST_F(PlanRejection, GroupRankOutOfRange) {
+  plan = multiRank(plan, 2);
+  plan["groups"][0]["ranks"] = {0, 2};
+  expectRejected("groups[0].ranks[1]: rank 2 out of range (the plan has 2 "
+                 "ranks)");
+}
+
+TEST_F(PlanRejection, GroupRanksNotAscending) {
+  plan = multiRank(plan, 2);
+  plan["groups"][0]["ranks"] = {1, 1};
+  expectRejected("groups[0].ranks[1]: ranks must be distinct and ascending");
+}
+
+TEST_F(PlanRejection, DuplicateGroup) {
+  plan = multiRank(plan, 2);
+  plan["groups"].push_back(plan["groups"][0]);
+  expectRejected("groups[1].name: duplicate group \"dp\"");
+}
+
+TEST_F(PlanRejection, CollectiveGroupChecks) {
+  // An all_reduce of the first gradient over the group.
+  plan = multiRank(plan, 2);
+  // From a gradient into its parameter's buffer (same shape; what it
+  // computes does not matter to the loader).
+  const json &param = plan["parameters"][0];
+  json reduce = {{"op", "all_reduce"},
+                 {"in", {param["grad"]}},
+                 {"out", {param["buffer"]}},
+                 {"attrs", json::object()}};
+  json base = plan;
+  auto withReduce = [&](json attrs) {
+    plan = base;
+    json inst = reduce;
+    inst["attrs"] = attrs;
+    program().insert(program().begin(), inst);
+  };
+  withReduce({{"mean", 1}, {"replicas", 2}, {"group", 1}});
+  expectRejected("instruction #0 (all_reduce): attribute 'group' must index "
+                 "the plan's 1 group(s), got 1");
+  withReduce({{"mean", 1}, {"replicas", 3}, {"group", 0}});
+  expectRejected("instruction #0 (all_reduce): attribute 'replicas' is 3 but "
+                 "group \"dp\" has 2 rank(s)");
+  withReduce({{"mean", 1}, {"replicas", 1}, {"group", 0}});
+  base["groups"][0]["ranks"] = {1};
+  plan["groups"][0]["ranks"] = {1};
+  expectRejected("instruction #0 (all_reduce): rank 0 runs it but is not in "
+                 "group \"dp\"");
 }
 
 TEST_F(PlanRejection, RootNotAnObject) {

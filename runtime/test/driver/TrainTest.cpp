@@ -391,7 +391,7 @@ protected:
 
 TEST_F(CheckpointTest, RoundTripRestoresStepAndSeed) {
   EXPECT_EQ(file.metadata.at("format"), "strata-checkpoint");
-  EXPECT_EQ(file.metadata.at("plan_format"), "strata-plan 1");
+  EXPECT_EQ(file.metadata.at("plan_format"), "strata-plan 2");
   EXPECT_EQ(file.tensors.size(), 8u);
   CheckpointInfo info;
   Status status = loadCheckpoint(*executor, dir.path("ck.safetensors"),

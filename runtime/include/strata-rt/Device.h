@@ -1,0 +1,108 @@
+//===- Device.h - Devices that run a rank's program ---------------*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// The executor runs a rank's program either on the host CPU (its own
+// threaded kernels on a host arena) or through a DeviceBackend: the CUDA
+// backend, built where nvcc is found. A backend owns the device arena (one
+// per device, the same layout as the host arena), a compute stream for the
+// kernels, a copy stream for host/device transfers and a communication
+// stream for collectives, ordered with events. The executor keeps a pinned
+// host arena as the host view of every buffer: data is filled, parameters are
+// initialised and checkpoints are read and written there, and the executor
+// moves buffers between the two arenas when needed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_DEVICE_H
+#define STRATA_RT_DEVICE_H
+
+#include "strata-rt/Support.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+
+class Communicator;
+struct Instruction;
+struct Plan;
+
+/// When one instruction ran, in microseconds since the executor was created.
+struct InstructionTime {
+  double startUs = 0;
+  double durationUs = 0;
+};
+
+struct DeviceOptions {
+  /// Which GPU of this machine (-1: the process's local MPI rank modulo the
+  /// number of GPUs).
+  int ordinal = -1;
+  /// matmul through Strata's own tiled CUDA GEMM instead of cuBLAS.
+  bool strataGemm = false;
+  /// Let cuBLAS use TF32 tensor cores (results then differ from FP32).
+  bool allowTf32 = false;
+  /// How long to wait for the device before declaring a step hung (a dead
+  /// peer in a collective); 0 waits forever.
+  double timeoutSeconds = 0;
+};
+
+class DeviceBackend {
+public:
+  virtual ~DeviceBackend();
+  /// E.g. "cuda:0 (NVIDIA H100 80GB HBM3, 132 SMs)".
+  virtual std::string describe() const = 0;
+
+  /// Pinned host memory of `bytes` bytes, zeroed (the executor's host arena;
+  /// pinned so that copies are asynchronous DMA).
+  virtual Status allocateHost(size_t bytes, void **host) = 0;
+  virtual void freeHost(void *host) = 0;
+
+  /// Allocates and zeroes the device arena of `program`'s rank and sizes the
+  /// kernels' scratch; `hostBase` is the host arena.
+  virtual Status prepare(const Plan &plan,
+                         const std::vector<Instruction> &program,
+                         void *hostBase) = 0;
+  /// Collectives of the program: `groups[g]` is the communicator of plan
+  /// group g (nullptr where this rank is not a member). Not owned.
+  virtual void setCommunicators(const std::vector<Communicator *> &groups) = 0;
+
+  /// Enqueues host-to-device copies of these buffers on the copy stream;
+  /// instructions enqueued later wait for them.
+  virtual Status upload(const std::vector<int64_t> &buffers) = 0;
+  /// Copies these buffers device-to-host after everything enqueued so far,
+  /// and waits for them.
+  virtual Status download(const std::vector<int64_t> &buffers) = 0;
+  /// Enqueues instruction `index` of the prepared program.
+  virtual Status enqueue(size_t index) = 0;
+  /// Waits for everything enqueued, reports the start and duration of every
+  /// instruction enqueued since the last finish (from device events) into
+  /// `times` (indexed like the program; others untouched), relative to
+  /// `originNs` on the steady clock.
+  virtual Status finish(std::vector<InstructionTime> &times,
+                        int64_t originNs) = 0;
+};
+
+/// Whether this runtime was built with the CUDA backend.
+bool haveCudaBackend();
+/// The number of usable CUDA devices (0 without a driver or without the
+/// backend); `why` says why there are none.
+int cudaDeviceCount(std::string *why = nullptr);
+/// Creates the CUDA backend on one device. Fails with a clear message when
+/// the backend was not built or no device can be used.
+Status createCudaBackend(const DeviceOptions &options,
+                         std::unique_ptr<DeviceBackend> &backend);
+
+/// An NCCL communicator over the same ranks as `bootstrap` (an MPI
+/// communicator whose rank 0 creates the NCCL unique id and broadcasts it),
+/// whose operations take device pointers and run on `device`'s
+/// communication stream, ordered after the work already enqueued on its
+/// compute stream; Request::wait makes later compute work wait for it.
+Status createNcclCommunicator(Communicator &bootstrap, DeviceBackend &device,
+                              std::unique_ptr<Communicator> &comm);
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_DEVICE_H

@@ -1,0 +1,344 @@
+//===- CudaBackend.cu - The CUDA device backend ---------------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Streams: kernels run in program order on the compute stream; uploads and
+// downloads run on the copy stream, ordered against the compute stream with
+// events (compute waits for `copied_` after an upload; a download waits for
+// `computed_`); NCCL collectives run on the communication stream
+// (NcclCommunicator.cu). Each instruction is bracketed by two timing events.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+namespace strata::rt {
+
+bool haveCudaBackend() { return true; }
+
+int cudaDeviceCount(std::string *why) {
+  int count = 0; // Not written when there is no driver.
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    if (why)
+      *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
+    cudaGetLastError(); // Clear the sticky-free error state.
+    return 0;
+  }
+  if (count == 0 && why)
+    *why = "no CUDA device";
+  return count;
+}
+
+Status createCudaBackend(const DeviceOptions &options,
+                         std::unique_ptr<DeviceBackend> &backend) {
+  return cuda::CudaBackend::create(options, backend);
+}
+
+namespace cuda {
+
+static int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Status cudaFailure(const std::string &what, cudaError_t error) {
+  return Status::failure(what + ": " + cudaGetErrorString(error));
+}
+
+#define STRATA_CUDA_TRY(call)                                                  \
+  do {                                                                         \
+    cudaError_t strataError = (call);                                          \
+    if (strataError != cudaSuccess)                                            \
+      return cudaFailure(#call, strataError);                                  \
+  } while (0)
+
+/// The GPU of this process: the local MPI rank modulo the number of GPUs.
+static int localOrdinal(int count) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value) % count;
+  return 0;
+}
+
+Status CudaBackend::create(const DeviceOptions &options,
+                           std::unique_ptr<DeviceBackend> &backend) {
+  backend.reset();
+  std::string why;
+  int count = cudaDeviceCount(&why);
+  if (count == 0)
+    return Status::failure("--device=cuda: no usable GPU (" + why + ")");
+  int ordinal = options.ordinal < 0 ? localOrdinal(count) : options.ordinal;
+  if (ordinal >= count)
+    return Status::usage("--device=cuda:" + std::to_string(ordinal) +
+                         ": this machine has " + std::to_string(count) +
+                         " GPU(s)");
+  std::unique_ptr<CudaBackend> result(new CudaBackend);
+  result->ordinal_ = ordinal;
+  result->options_ = options;
+  result->timeoutSeconds_ = options.timeoutSeconds;
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal));
+  cudaDeviceProp prop;
+  STRATA_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  result->name_ = prop.name;
+  result->smCount_ = prop.multiProcessorCount;
+  result->memoryBytes_ = prop.totalGlobalMem;
+  STRATA_CUDA_TRY(
+      cudaStreamCreateWithFlags(&result->compute_, cudaStreamNonBlocking));
+  STRATA_CUDA_TRY(
+      cudaStreamCreateWithFlags(&result->copy_, cudaStreamNonBlocking));
+  STRATA_CUDA_TRY(
+      cudaStreamCreateWithFlags(&result->comm_, cudaStreamNonBlocking));
+  STRATA_CUDA_TRY(
+      cudaEventCreateWithFlags(&result->copied_, cudaEventDisableTiming));
+  STRATA_CUDA_TRY(
+      cudaEventCreateWithFlags(&result->computed_, cudaEventDisableTiming));
+  STRATA_CUDA_TRY(cudaEventCreate(&result->base_));
+  cublasStatus_t status = cublasCreate(&result->cublas_);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return Status::failure(std::string("cublasCreate: ") +
+                           cublasGetStatusString(status));
+  cublasSetStream(result->cublas_, result->compute_);
+  cublasSetMathMode(result->cublas_, options.allowTf32
+                                         ? CUBLAS_TF32_TENSOR_OP_MATH
+                                         : CUBLAS_DEFAULT_MATH);
+  backend = std::move(result);
+  return Status::success();
+}
+
+CudaBackend::~CudaBackend() {
+  cudaSetDevice(ordinal_);
+  if (compute_)
+    cudaStreamSynchronize(compute_);
+  if (copy_)
+    cudaStreamSynchronize(copy_);
+  if (comm_)
+    cudaStreamSynchronize(comm_);
+  for (cudaEvent_t e : starts_)
+    cudaEventDestroy(e);
+  for (cudaEvent_t e : ends_)
+    cudaEventDestroy(e);
+  for (cudaEvent_t e : {copied_, computed_, base_})
+    if (e)
+      cudaEventDestroy(e);
+  if (cublas_)
+    cublasDestroy(cublas_);
+  if (scratch_)
+    cudaFree(scratch_);
+  if (deviceBase_)
+    cudaFree(deviceBase_);
+  for (cudaStream_t s : {compute_, copy_, comm_})
+    if (s)
+      cudaStreamDestroy(s);
+}
+
+std::string CudaBackend::describe() const {
+  return "cuda:" + std::to_string(ordinal_) + " (" + name_ + ", " +
+         std::to_string(smCount_) + " SMs, " +
+         std::to_string(memoryBytes_ >> 30) + " GiB; matmul: " +
+         (options_.strataGemm ? "strata" : "cublas") + ")";
+}
+
+Status CudaBackend::activate() const {
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  return Status::success();
+}
+
+Status CudaBackend::allocateHost(size_t bytes, void **host) {
+  *host = nullptr;
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  STRATA_CUDA_TRY(cudaHostAlloc(host, bytes, cudaHostAllocPortable));
+  std::memset(*host, 0, bytes);
+  return Status::success();
+}
+
+void CudaBackend::freeHost(void *host) { cudaFreeHost(host); }
+
+Status CudaBackend::prepare(const Plan &plan,
+                            const std::vector<Instruction> &program,
+                            void *hostBase) {
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  plan_ = &plan;
+  program_ = &program;
+  hostBase_ = static_cast<char *>(hostBase);
+  int64_t arenaBytes = 1;
+  for (const RankPlan &rank : plan.ranks)
+    if (&plan.programOf(rank.rank) == &program)
+      arenaBytes = std::max(arenaBytes, rank.arenaBytes);
+  void *arena = nullptr;
+  cudaError_t error = cudaMalloc(&arena, static_cast<size_t>(arenaBytes));
+  if (error != cudaSuccess)
+    return Status::failure(plan.path + ": cannot allocate the device arena of " +
+                           std::to_string(arenaBytes) + " bytes on " +
+                           describe() + ": " + cudaGetErrorString(error));
+  deviceBase_ = static_cast<char *>(arena);
+  STRATA_CUDA_TRY(cudaMemsetAsync(deviceBase_, 0, arenaBytes, compute_));
+  tensors_.clear();
+  for (const Buffer &buffer : plan.buffers)
+    tensors_.push_back(Tensor{deviceBase_ + buffer.offset, buffer.desc});
+
+  // Every instruction needs a CUDA kernel; the largest scratch any needs is
+  // allocated once.
+  kernels_.clear();
+  size_t scratch = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction &inst = program[i];
+    CudaKernelFn fn = lookupCudaKernel(inst.op);
+    if (!fn)
+      return Status::failure(plan.path + ": instruction #" +
+                             std::to_string(i) + " (" + inst.op +
+                             "): no CUDA kernel");
+    kernels_.push_back(fn);
+    std::vector<TensorDesc> in, out;
+    for (int64_t id : inst.in)
+      in.push_back(plan.buffers[id].desc);
+    for (int64_t id : inst.out)
+      out.push_back(plan.buffers[id].desc);
+    scratch = std::max(scratch, cudaScratchBytes(inst.op, in, out, inst.attrs));
+  }
+  if (scratch > 0) {
+    error = cudaMalloc(&scratch_, scratch);
+    if (error != cudaSuccess)
+      return Status::failure(plan.path + ": cannot allocate " +
+                             std::to_string(scratch) +
+                             " bytes of kernel scratch: " +
+                             cudaGetErrorString(error));
+    scratchBytes_ = scratch;
+  }
+  for (size_t i = 0; i < program.size(); ++i) {
+    cudaEvent_t start, end;
+    STRATA_CUDA_TRY(cudaEventCreate(&start));
+    STRATA_CUDA_TRY(cudaEventCreate(&end));
+    starts_.push_back(start);
+    ends_.push_back(end);
+  }
+  context_.stream = compute_;
+  context_.cublas = cublas_;
+  context_.gemm = options_.strataGemm ? GemmEngine::Strata : GemmEngine::Cublas;
+  context_.allowTf32 = options_.allowTf32;
+  context_.scratch = scratch_;
+  context_.scratchBytes = scratchBytes_;
+  return waitFor(compute_, "zeroing the device arena");
+}
+
+void CudaBackend::setCommunicators(const std::vector<Communicator *> &groups) {
+  context_.comm = groups.empty() ? nullptr : groups[0];
+}
+
+Status CudaBackend::upload(const std::vector<int64_t> &buffers) {
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  // Copies must not overwrite what earlier instructions still read.
+  STRATA_CUDA_TRY(cudaEventRecord(computed_, compute_));
+  STRATA_CUDA_TRY(cudaStreamWaitEvent(copy_, computed_, 0));
+  for (int64_t id : buffers) {
+    const Buffer &buffer = plan_->buffers[id];
+    if (buffer.bytes > 0)
+      STRATA_CUDA_TRY(cudaMemcpyAsync(
+          deviceBase_ + buffer.offset, hostBase_ + buffer.offset,
+          static_cast<size_t>(buffer.bytes), cudaMemcpyHostToDevice, copy_));
+  }
+  STRATA_CUDA_TRY(cudaEventRecord(copied_, copy_));
+  STRATA_CUDA_TRY(cudaStreamWaitEvent(compute_, copied_, 0));
+  return Status::success();
+}
+
+Status CudaBackend::download(const std::vector<int64_t> &buffers) {
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  STRATA_CUDA_TRY(cudaEventRecord(computed_, compute_));
+  STRATA_CUDA_TRY(cudaStreamWaitEvent(copy_, computed_, 0));
+  for (int64_t id : buffers) {
+    const Buffer &buffer = plan_->buffers[id];
+    if (buffer.bytes > 0)
+      STRATA_CUDA_TRY(cudaMemcpyAsync(
+          hostBase_ + buffer.offset, deviceBase_ + buffer.offset,
+          static_cast<size_t>(buffer.bytes), cudaMemcpyDeviceToHost, copy_));
+  }
+  return waitFor(copy_, "copying buffers to the host");
+}
+
+Status CudaBackend::enqueue(size_t index) {
+  if (!baseRecorded_) {
+    STRATA_CUDA_TRY(cudaEventRecord(base_, compute_));
+    baseNs_ = nowNs();
+    baseRecorded_ = true;
+  }
+  const Instruction &inst = (*program_)[index];
+  std::vector<Tensor> inputs, outputs;
+  for (int64_t id : inst.in)
+    inputs.push_back(tensors_[id]);
+  for (int64_t id : inst.out)
+    outputs.push_back(tensors_[id]);
+  STRATA_CUDA_TRY(cudaEventRecord(starts_[index], compute_));
+  try {
+    kernels_[index](context_, inputs, outputs, inst.attrs);
+  } catch (const std::exception &e) {
+    return Status::failure("instruction #" + std::to_string(index) + " (" +
+                           inst.op + "): " + e.what());
+  }
+  STRATA_CUDA_TRY(cudaEventRecord(ends_[index], compute_));
+  enqueued_.push_back(index);
+  return Status::success();
+}
+
+Status CudaBackend::waitFor(cudaStream_t stream, const char *what) {
+  auto start = std::chrono::steady_clock::now();
+  while (true) {
+    cudaError_t state = cudaStreamQuery(stream);
+    if (state == cudaSuccess)
+      return Status::success();
+    if (state != cudaErrorNotReady)
+      return cudaFailure(std::string("cuda:") + std::to_string(ordinal_) +
+                             ": " + what,
+                         state);
+    for (const auto &check : healthChecks_)
+      if (Status status = check(); !status.ok()) {
+        for (const auto &abort : aborts_)
+          abort();
+        return status;
+      }
+    double waited = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (timeoutSeconds_ > 0 && waited > timeoutSeconds_) {
+      for (const auto &abort : aborts_)
+        abort();
+      return Status::failure(
+          "cuda:" + std::to_string(ordinal_) + ": " + what + " did not " +
+          "finish within " + std::to_string(static_cast<int>(timeoutSeconds_)) +
+          " s (a peer of a collective stopped answering?)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+Status CudaBackend::finish(std::vector<InstructionTime> &times,
+                           int64_t originNs) {
+  STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  if (Status status = waitFor(compute_, "the step"); !status.ok())
+    return status;
+  if (Status status = waitFor(copy_, "the copies"); !status.ok())
+    return status;
+  double baseUs = (baseNs_ - originNs) * 1e-3;
+  for (size_t index : enqueued_) {
+    float startMs = 0, endMs = 0;
+    STRATA_CUDA_TRY(cudaEventElapsedTime(&startMs, base_, starts_[index]));
+    STRATA_CUDA_TRY(cudaEventElapsedTime(&endMs, starts_[index], ends_[index]));
+    if (index < times.size())
+      times[index] = {baseUs + startMs * 1e3, endMs * 1e3};
+  }
+  enqueued_.clear();
+  baseRecorded_ = false;
+  return Status::success();
+}
+
+} // namespace cuda
+} // namespace strata::rt

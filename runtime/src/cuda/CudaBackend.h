@@ -1,0 +1,92 @@
+//===- CudaBackend.h - The CUDA device backend (private) ---------*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_CUDA_BACKEND_H
+#define STRATA_RT_CUDA_BACKEND_H
+
+#include "CudaKernels.h"
+
+#include "strata-rt/Device.h"
+#include "strata-rt/Plan.h"
+
+#include <functional>
+
+namespace strata::rt::cuda {
+
+/// "what: <CUDA error string>" as a failure.
+Status cudaFailure(const std::string &what, cudaError_t error);
+
+/// One GPU: a device arena mirroring the host arena, three streams (compute,
+/// copy, communication), cuBLAS on the compute stream, and a pair of timing
+/// events per instruction.
+class CudaBackend final : public DeviceBackend {
+public:
+  ~CudaBackend() override;
+  static Status create(const DeviceOptions &options,
+                       std::unique_ptr<DeviceBackend> &backend);
+
+  std::string describe() const override;
+  Status allocateHost(size_t bytes, void **host) override;
+  void freeHost(void *host) override;
+  Status prepare(const Plan &plan, const std::vector<Instruction> &program,
+                 void *hostBase) override;
+  void setCommunicators(const std::vector<Communicator *> &groups) override;
+  Status upload(const std::vector<int64_t> &buffers) override;
+  Status download(const std::vector<int64_t> &buffers) override;
+  Status enqueue(size_t index) override;
+  Status finish(std::vector<InstructionTime> &times, int64_t originNs) override;
+
+  int ordinal() const { return ordinal_; }
+  cudaStream_t computeStream() const { return compute_; }
+  cudaStream_t commStream() const { return comm_; }
+  /// Makes the device current on the calling thread.
+  Status activate() const;
+  /// Called while waiting for the device: returns a failure when a
+  /// communicator reports an asynchronous error (a dead peer).
+  void addHealthCheck(std::function<Status()> check) {
+    healthChecks_.push_back(std::move(check));
+  }
+  /// Called when waiting timed out, to abort communicators.
+  void addAbort(std::function<void()> abort) {
+    aborts_.push_back(std::move(abort));
+  }
+  void setTimeoutSeconds(double seconds) { timeoutSeconds_ = seconds; }
+
+private:
+  CudaBackend() = default;
+  /// Waits for `stream`, bounded by the timeout, polling the health checks.
+  Status waitFor(cudaStream_t stream, const char *what);
+
+  int ordinal_ = 0;
+  std::string name_;
+  int smCount_ = 0;
+  size_t memoryBytes_ = 0;
+  DeviceOptions options_;
+  cudaStream_t compute_ = nullptr, copy_ = nullptr, comm_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudaEvent_t copied_ = nullptr, computed_ = nullptr, base_ = nullptr;
+  std::vector<cudaEvent_t> starts_, ends_;
+  std::vector<size_t> enqueued_;
+  int64_t baseNs_ = 0;
+  bool baseRecorded_ = false;
+
+  const Plan *plan_ = nullptr;
+  const std::vector<Instruction> *program_ = nullptr;
+  char *hostBase_ = nullptr;
+  char *deviceBase_ = nullptr;
+  void *scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
+  std::vector<Tensor> tensors_;
+  std::vector<CudaKernelFn> kernels_;
+  CudaContext context_;
+  std::vector<std::function<Status()>> healthChecks_;
+  std::vector<std::function<void()>> aborts_;
+  double timeoutSeconds_ = 300;
+};
+
+} // namespace strata::rt::cuda
+
+#endif // STRATA_RT_CUDA_BACKEND_H

@@ -1,0 +1,122 @@
+//===- CudaKernels.h - CUDA kernels of the plan's instructions ---*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header. Only the
+// CUDA backend (built where nvcc is found) includes this header.
+//
+// One CUDA implementation per plan op, with exactly the semantics of the CPU
+// kernel of the same name (docs/plan-format.md). Instructions were verified
+// by the CPU kernels' `verify` when the plan was loaded, so a CUDA kernel
+// assumes valid shapes and attributes. Tensors hold device pointers into the
+// rank's device arena. Every kernel is enqueued on `ctx.stream` and returns
+// without synchronising; it throws std::runtime_error (with the CUDA or
+// cuBLAS error string) when a launch or library call fails.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_CUDA_KERNELS_H
+#define STRATA_RT_CUDA_KERNELS_H
+
+#include "strata-rt/Tensor.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+class Communicator;
+} // namespace strata::rt
+
+namespace strata::rt::cuda {
+
+/// How matmul instructions are computed.
+enum class GemmEngine {
+  /// cuBLAS (cublasSgemmStridedBatched, FP32; TF32 tensor cores when
+  /// `allowTf32`).
+  Cublas,
+  /// Strata's own tiled CUDA GEMM (block/warp/thread tiles, k-step).
+  Strata,
+};
+
+/// Tiling of Strata's own CUDA GEMM: a thread block computes a
+/// blockM x blockN tile of C, stepping over k by kStep; each thread computes
+/// a threadM x threadN register tile. Legal when blockM % threadM == 0,
+/// blockN % threadN == 0, (blockM/threadM)*(blockN/threadN) is a multiple of
+/// 32 and at most 1024, and the shared-memory tiles (blockM + blockN) * kStep
+/// floats fit in 48 KiB.
+struct CudaGemmTiling {
+  int blockM = 128;
+  int blockN = 128;
+  int kStep = 8;
+  int threadM = 8;
+  int threadN = 8;
+};
+/// Empty when `t` is legal, else why not.
+std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
+/// The compiled tiling that strataGemm runs for the legal tiling `t`. The
+/// kernel is instantiated for 128x128x8/8x8 (the default), 128x64x8/8x8,
+/// 64x128x8/8x8, 64x64x8/4x4 and 32x32x8/2x2; any other legal tiling runs the
+/// nearest of those (smallest sum over the five parameters of
+/// |log2(asked / compiled)|, ties to the earlier in that list).
+CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t);
+
+/// What CUDA kernels get besides their operands.
+struct CudaContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  GemmEngine gemm = GemmEngine::Cublas;
+  CudaGemmTiling tiling;
+  bool allowTf32 = false;
+  /// Device scratch of `scratchBytes` bytes that a kernel may use for the
+  /// duration of its launch sequence (reductions, im2col, sorting);
+  /// stream-ordered, aligned to 256 bytes. Size it with cudaScratchBytes.
+  void *scratch = nullptr;
+  size_t scratchBytes = 0;
+  /// The ranks of a multi-rank run (an NCCL communicator whose buffers are
+  /// device pointers), or nullptr for one rank.
+  Communicator *comm = nullptr;
+};
+
+using CudaKernelFn = void (*)(CudaContext &ctx,
+                              const std::vector<Tensor> &inputs,
+                              const std::vector<Tensor> &outputs,
+                              const Attrs &attrs);
+
+/// The CUDA kernel of plan op `name`, or nullptr when there is none.
+CudaKernelFn lookupCudaKernel(const std::string &name);
+/// Names of every op that has a CUDA kernel, sorted.
+std::vector<std::string> cudaKernelNames();
+
+/// Bytes of CudaContext::scratch with which the CUDA kernel of `op` takes its
+/// fastest path for these operands (0 for ops that need none or unknown ops);
+/// a backend sizes its scratch as the maximum over a plan's instructions.
+/// With less, every kernel still runs, on a slower path:
+/// - conv2d, conv2d_grad_input: im2col of the whole batch (N C KH KW OH OW
+///   floats), at most 64 MiB or one image; with less, fewer images per GEMM,
+///   then column ranges of one image (at least C KH KW floats).
+/// - conv2d_grad_filter: per image C KH KW (OH OW + F) floats, same limits.
+/// - layer_norm_grad, bias_add_grad, mse_loss, softmax_cross_entropy: per-row
+///   statistics or per-chunk partial sums (kilobytes to a few MiB); with
+///   less, fewer chunks (results stay deterministic for a given scratch
+///   size). layer_norm_grad needs 8 bytes per row at least.
+/// - embedding_grad: a stable radix sort of the ids (CUB temporary storage
+///   plus 3 ids-sized i32 arrays); with less, a scan kernel that gives the
+///   same bits. Asking for embedding_grad queries CUB and so needs a device.
+size_t cudaScratchBytes(const std::string &op,
+                        const std::vector<TensorDesc> &inputs,
+                        const std::vector<TensorDesc> &outputs,
+                        const Attrs &attrs);
+
+/// C = alpha * op(A) * op(B) + beta * C, row-major, with Strata's own tiled
+/// kernel, for `batch` matrices at the given element strides (stride 0
+/// broadcasts). Enqueued on `stream`.
+void strataGemm(cudaStream_t stream, const CudaGemmTiling &tiling, bool transA,
+               bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, int64_t strideA, const float *b,
+               int64_t ldb, int64_t strideB, float beta, float *c,
+               int64_t ldc, int64_t strideC, int64_t batch);
+
+} // namespace strata::rt::cuda
+
+#endif // STRATA_RT_CUDA_KERNELS_H
