@@ -28,6 +28,21 @@ if os.path.exists("/usr/share/common-licenses/GPL-3"):
     config.available_features.add("gpl3-text")
 if config.strata_have_cuda:
     config.available_features.add("cuda")
+    # `gpu`: a CUDA device is usable (the backend is built and a driver and
+    # GPU are present); GPU tests carry REQUIRES: gpu.
+    import re
+    import subprocess
+    try:
+        out = subprocess.run(
+            [os.path.join(config.strata_tools_dir, "strata-run"), "--devices"],
+            capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"^cuda devices: (\d+)", out, re.M)
+        if m and int(m.group(1)) > 0:
+            config.available_features.add("gpu")
+            if int(m.group(1)) > 1:
+                config.available_features.add("multi-gpu")
+    except (OSError, subprocess.SubprocessError):
+        pass
 if config.strata_have_mpi:
     config.available_features.add("mpi")
     import shutil
@@ -39,7 +54,7 @@ if config.strata_have_mpi:
 
 tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
 tools = ["strata-opt", "strata-model", "strata-translate", "strata-run",
-         "strata-comm-check"]
+         "strata-comm-check", "strata-tune"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.strata_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -13,11 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "strata-rt/Device.h"
 #include "strata-rt/Train.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -53,6 +55,7 @@ options:
                     (default: what the plan says, normally cpu)
   --gemm E          GPU matmuls: cublas (default) or strata (Strata's own
                     tiled CUDA GEMM)
+  --devices         list the devices this runtime can use and exit
   --help            print this help
 
 A plan for N ranks (e.g. strata-opt --strata-data-parallel=replicas=N) runs
@@ -102,6 +105,7 @@ Status numberError(const char *flag, const std::string &text) {
 struct CommandLine {
   TrainOptions options;
   bool help = false;
+  bool devices = false;
 };
 
 Status parseNumbers(const std::string &steps, const std::string &seed,
@@ -144,6 +148,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--emulate-link", &o.emulateLink},
       {"--device", &o.device},
       {"--gemm", &gemm},
+      {"--devices", nullptr},
       {"--help", nullptr},
       {"-h", nullptr},
   };
@@ -174,6 +179,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
         return Status::usage("option '" + name + "' takes no value");
       if (name == "--quiet")
         o.quiet = true;
+      else if (name == "--devices")
+        cl.devices = true;
       else
         cl.help = true;
       continue;
@@ -187,7 +194,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       return Status::usage("option '" + name + "' needs a non-empty value");
     *flag->value = value;
   }
-  if (cl.help)
+  if (cl.help || cl.devices)
     return Status::success();
   if (o.planPath.empty())
     return Status::usage("missing the PLAN argument");
@@ -206,6 +213,16 @@ int main(int argc, char **argv) {
   Status status = parseCommandLine(argc, argv, cl);
   if (status.ok() && cl.help) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (status.ok() && cl.devices) {
+    std::string why;
+    int gpus = cudaDeviceCount(&why);
+    std::printf("cpu: %u hardware threads\n",
+                std::thread::hardware_concurrency());
+    std::printf("cuda backend: %s\n", haveCudaBackend() ? "built" : "not built");
+    std::printf("cuda devices: %d%s\n", gpus,
+                gpus ? "" : (" (" + why + ")").c_str());
     return 0;
   }
   if (status.ok()) {

@@ -14,6 +14,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("a")
 parser.add_argument("b")
 parser.add_argument("--rtol", type=float, required=True)
+parser.add_argument("--subset", action="store_true",
+                    help="B may cover only some of A's steps (a resumed run)")
 args = parser.parse_args()
 
 
@@ -23,6 +25,8 @@ def losses(path):
 
 
 a, b = losses(args.a), losses(args.b)
+if args.subset:
+    a = {s: a[s] for s in b if s in a}
 if not a or a.keys() != b.keys():
     sys.exit(f"steps differ: {sorted(a)} vs {sorted(b)}")
 worst = max(abs(a[s] - b[s]) / max(abs(a[s]), 1e-30) for s in a)
