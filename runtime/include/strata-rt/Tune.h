@@ -1,0 +1,315 @@
+//===- Tune.h - GEMM tiling search -------------------------------*- C++
+//-*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// The tiling search of seed 000's GEMM patent ("Compiler-Level Matrix
+// Multiplication Optimization for Deep Learning"): a tiling state splits each
+// of m, n and k into nested loop factors whose product is the (padded)
+// dimension; a neighbour moves one prime factor between two levels of one
+// dimension. A state maps onto the runtime's kernel parameters (the CPU
+// GEMM's GemmTiling, or the CUDA GEMM's tiling); illegal states are pruned
+// before anything is measured. Greedy best-first search (G-BFS), the
+// neighbourhood actor-advantage-critic (N-A2C), random and exhaustive search
+// share one interface and are deterministic under a seed. The cost of a state
+// is the measured time of the runtime's own matmul kernel, or an analytic
+// model.
+//
+// Padding: a state is defined on the padded dimension, the smallest number
+// >= the dimension whose prime factors are all <= 7 and that is a multiple of
+// the alignment of that dimension (m: 4 on CPU, 16 for CUDA; n: 16; k: 1),
+// so that some register tile (or thread grid) fits. The kernel
+// always runs on the real dimension: the runtime's GEMM computes partial
+// blocks and edge tiles itself (remainder handling), so padding only shapes
+// the search space, never the data.
+//
+// Nothing here throws; failures come back as messages.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_TUNE_H
+#define STRATA_RT_TUNE_H
+
+#include "strata-rt/Kernels.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata::rt::tune {
+
+/// Version of the CPU GEMM whose parameters a CPU tiling sets (Gemm.cpp).
+/// Bump when the kernel changes so that old tuning databases are refused.
+constexpr const char *kCpuGemmKernelVersion = "strata-cpu-gemm-1";
+/// Version of the analytic model of Strata's CUDA GEMM.
+constexpr const char *kCudaGemmModelVersion = "strata-cuda-gemm-model-1";
+
+/// One GEMM as the runtime's matmul kernel computes it: `batch` independent
+/// products op(A)[m x k] op(B)[k x n] (batch > 1 only where the kernel runs
+/// separate products; a linear layer over tokens is one tall GEMM).
+struct GemmProblem {
+  int64_t batch = 1;
+  int64_t m = 1, n = 1, k = 1;
+  bool transA = false, transB = false;
+
+  double flops() const { return 2.0 * batch * m * n * k; }
+  /// "128x768x768", with ":b12", ":ta", ":tb" when they apply.
+  std::string str() const;
+  bool operator==(const GemmProblem &o) const {
+    return batch == o.batch && m == o.m && n == o.n && k == o.k &&
+           transA == o.transA && transB == o.transB;
+  }
+};
+
+/// Parses GemmProblem::str() syntax ("MxNxK[:bB][:ta][:tb]"); returns an
+/// error message, empty on success.
+std::string parseGemmProblem(const std::string &text, GemmProblem &problem);
+
+/// Which kernel a state parameterises.
+enum class TileTarget { Cpu, Cuda };
+
+/// Data cache sizes in bytes (per core for L1/L2, shared L3).
+struct CacheSizes {
+  int64_t l1 = 48 * 1024;
+  int64_t l2 = 2048 * 1024;
+  int64_t l3 = 32 * 1024 * 1024;
+  /// This machine's caches from sysfs, the defaults where unknown.
+  static CacheSizes detect();
+};
+
+/// Tiling of Strata's CUDA GEMM; mirrors cuda::CudaGemmTiling
+/// (runtime/src/cuda/CudaKernels.h), which only the CUDA build may include.
+struct CudaTiling {
+  int64_t blockM = 128, blockN = 128, kStep = 8, threadM = 8, threadN = 8;
+};
+
+/// Empty when `t` is legal for the CUDA GEMM, else why not: the rules of
+/// CudaKernels.h (blockM % threadM == 0, blockN % threadN == 0,
+/// (blockM/threadM)*(blockN/threadN) threads a multiple of 32 and at most
+/// 1024, (blockM + blockN) * kStep floats of shared memory within 48 KiB),
+/// plus register limits: a threadM x threadN tile of at most 128
+/// accumulators, and the block's registers (cudaRegistersPerThread each)
+/// within the 64 Ki of one SM.
+std::string verifyCudaTiling(const CudaTiling &t);
+/// Estimated registers per thread: the accumulators, one column of A and one
+/// row of B, and 16 for addresses and loop state.
+inline int64_t cudaRegistersPerThread(const CudaTiling &t) {
+  return t.threadM * t.threadN + t.threadM + t.threadN + 16;
+}
+
+struct SpaceOptions {
+  TileTarget target = TileTarget::Cpu;
+  /// Nested levels per dimension, outermost first. With 3/3/2 every state is
+  /// a distinct kernel configuration; more levels add outer loops that the
+  /// kernel does not distinguish (their states alias, see TileSpace::key).
+  int levelsM = 3, levelsN = 3, levelsK = 2;
+  /// CPU legality: a kc x nr panel of B must fit in L1, an mc x kc block of A
+  /// in half of L2, a kc x nc block of B in half of L3.
+  CacheSizes caches;
+};
+
+/// factors[d][l]: dimension d (0 = m, 1 = n, 2 = k), level l (0 = outermost).
+struct TileState {
+  std::array<std::vector<int64_t>, 3> factors;
+  bool operator==(const TileState &o) const { return factors == o.factors; }
+  bool operator<(const TileState &o) const { return factors < o.factors; }
+  /// "m[2,8,8] n[1,24,32] k[3,256]".
+  std::string str() const;
+};
+
+/// Moves prime `prime` from level `from` to level `to` of dimension `dim`.
+struct Move {
+  int dim;
+  int from, to;
+  int64_t prime;
+};
+
+/// The space of tiling states of one problem.
+///
+/// CPU mapping (innermost level last): mr = m[L-1], mc = m[L-2] * m[L-1];
+/// nr = n[L-1], nc = n[L-2] * n[L-1]; kc = k[L-1]. Outer levels are the loops
+/// over blocks. Legal when (mr, nr) is one of the micro-kernel's register
+/// tiles (verifyGemmTiling) and the cache rules of SpaceOptions hold.
+///
+/// CUDA mapping: threadM = m[L-1], blockM = m[L-2] * m[L-1], likewise
+/// threadN/blockN for n, kStep = k[L-1]; legal when verifyCudaTiling is.
+class TileSpace {
+public:
+  TileSpace(const GemmProblem &problem, const SpaceOptions &options = {});
+
+  const GemmProblem &problem() const { return problem_; }
+  const SpaceOptions &options() const { return options_; }
+  int levels(int dim) const { return levels_[dim]; }
+  /// The padded dimension the factors multiply to (see the file comment).
+  int64_t paddedDim(int dim) const { return padded_[dim]; }
+  /// Every ordered factorisation of dimension `dim` into its levels.
+  const std::vector<std::vector<int64_t>> &dimStates(int dim) const {
+    return dimStates_[dim];
+  }
+  /// Number of states (legal or not): the product of dimStates sizes.
+  uint64_t size() const;
+  /// State number `index` in [0, size()), m varying slowest.
+  TileState stateAt(uint64_t index) const;
+  /// Whether every dimension's factors multiply to its padded dimension.
+  bool isValid(const TileState &s) const;
+  /// Valid and mapped onto a configuration the kernel accepts; `why` gets
+  /// the reason when not.
+  bool isLegal(const TileState &s, std::string *why = nullptr) const;
+  GemmTiling cpuTiling(const TileState &s) const;
+  CudaTiling cudaTiling(const TileState &s) const;
+  /// The kernel configuration of `s` (five numbers of the target's tiling):
+  /// states with equal keys run the same kernel.
+  std::array<int64_t, 5> key(const TileState &s) const;
+  /// Every move that applies to `s` (legal result or not), in a fixed order.
+  std::vector<Move> moves(const TileState &s) const;
+  /// Every move of the fixed action set (dims x ordered level pairs x primes
+  /// 2, 3, 5, 7), whether it applies to a state or not.
+  const std::vector<Move> &actions() const { return actions_; }
+  /// Whether `move` applies to `s` (the prime divides the source level).
+  bool applies(const TileState &s, const Move &move) const;
+  TileState apply(const TileState &s, const Move &move) const;
+  /// The legal state nearest to the target's default tiling (in log
+  /// distance of the five parameters); nothing legal -> `found` is false.
+  TileState initialState(bool *found = nullptr) const;
+  /// Number of legal states (counts all of size(); may take a while for
+  /// huge spaces).
+  uint64_t countLegal() const;
+
+private:
+  GemmProblem problem_;
+  SpaceOptions options_;
+  std::array<int, 3> levels_;
+  std::array<int64_t, 3> padded_;
+  std::array<std::vector<std::vector<int64_t>>, 3> dimStates_;
+  std::vector<Move> actions_;
+};
+
+/// The cost of a state in seconds; +infinity when it cannot run.
+using CostFunction = std::function<double(const TileState &)>;
+
+enum class Algorithm { Gbfs, Na2c, Random, Exhaustive };
+/// "gbfs", "na2c", "random", "exhaustive".
+const char *algorithmName(Algorithm a);
+bool parseAlgorithm(const std::string &name, Algorithm &a);
+
+/// One measured state, in measuring order.
+struct Trial {
+  int64_t index; // 1-based
+  double cost;
+  double bestCost; // best so far, this one included
+  double elapsed;  // seconds since the search started
+  TileState state;
+};
+
+struct SearchOptions {
+  Algorithm algorithm = Algorithm::Gbfs;
+  uint64_t seed = 0;
+  /// Stop after this many measured (distinct, legal) states; <= 0: no limit.
+  int64_t maxTrials = 100;
+  /// Stop after this many seconds; <= 0: no limit.
+  double maxSeconds = 0;
+  /// G-BFS: neighbours sampled per expansion (p).
+  int gbfsSamples = 8;
+  /// N-A2C: steps per episode (how far from the best state an episode
+  /// walks), hidden units, learning rates, discount, exploration rate.
+  int a2cEpisodeSteps = 4;
+  int a2cHidden = 32;
+  double a2cActorRate = 0.05;
+  double a2cCriticRate = 0.05;
+  double a2cDiscount = 0.9;
+  double a2cEpsilon = 0.3;
+  /// Called after every trial (progress reports).
+  std::function<void(const Trial &)> onTrial;
+};
+
+struct SearchResult {
+  bool found = false; // some legal state was measured
+  TileState best;
+  double bestCost = 0;
+  int64_t trials = 0;
+  /// Cost-function calls avoided because an equal kernel configuration had
+  /// been measured already.
+  int64_t cacheHits = 0;
+  double seconds = 0;
+  /// The whole space was searched (exhaustive, or nothing left to try).
+  bool complete = false;
+  std::vector<Trial> history;
+};
+
+/// Searches `space` for the state of least `cost`. Deterministic for a given
+/// seed when `cost` is; only legal states are passed to `cost`, each kernel
+/// configuration at most once.
+SearchResult search(const TileSpace &space, const CostFunction &cost,
+                    const SearchOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+struct MeasureOptions {
+  /// Threads of the pool the matmul kernel runs on (<= 0: one per hardware
+  /// thread).
+  int threads = 0;
+  int warmup = 1;
+  /// Timed calls; the cost is their median.
+  int repeats = 5;
+  /// Keep timing (beyond `repeats`) until this many seconds have passed.
+  double minSeconds = 0;
+  uint64_t seed = 0;
+};
+
+/// Times the runtime's matmul kernel (the plan instruction's kernel, with the
+/// tiling as its attributes) on one problem. Inputs are refilled with fresh
+/// random non-zero values before each configuration is timed.
+class GemmMeasurer {
+public:
+  GemmMeasurer(const GemmProblem &problem, const MeasureOptions &options = {});
+  ~GemmMeasurer();
+  GemmMeasurer(const GemmMeasurer &) = delete;
+  GemmMeasurer &operator=(const GemmMeasurer &) = delete;
+
+  /// Median seconds of one call with `tiling`; +infinity (and `error` set)
+  /// when the kernel rejects it.
+  double measure(const GemmTiling &tiling, std::string *error = nullptr);
+  int threads() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Analytic time of the CPU GEMM with tiling `t`: micro-kernel efficiency of
+/// the register tile, padding waste of edge tiles, packing and C traffic per
+/// block, cache-fit penalties and the split over `threads`, on a core of
+/// `peakGflops` and memory of `bandwidthGBs`.
+double modelCpuSeconds(const GemmProblem &p, const GemmTiling &t,
+                       const CacheSizes &caches, int threads,
+                       double peakGflops = 100.0, double bandwidthGBs = 20.0);
+
+/// A GPU for the analytic CUDA model.
+struct GpuModel {
+  double peakTflops = 19.5;         // fp32, whole device
+  double bandwidthGBs = 1555;       // global memory
+  int sms = 108;                    // streaming multiprocessors
+  int64_t sharedPerSm = 164 * 1024; // bytes
+  int maxThreadsPerSm = 2048;
+  int maxBlocksPerSm = 32;
+};
+
+/// Analytic time of Strata's CUDA GEMM with tiling `t` (wave quantisation
+/// over SMs with occupancy from threads and shared memory, register-tile
+/// arithmetic intensity, global traffic of the block tiles).
+double modelCudaSeconds(const GemmProblem &p, const CudaTiling &t,
+                        const GpuModel &gpu);
+
+/// The machine a measured database is valid for: CPU model name, the GEMM's
+/// instruction set and the thread count, e.g.
+/// "Intel Xeon ... | avx512 | 2 threads".
+std::string machineIdentity(int threads);
+
+} // namespace strata::rt::tune
+
+#endif // STRATA_RT_TUNE_H

@@ -1,0 +1,340 @@
+//===- TuneTest.cpp - GEMM tiling space and searches ----------------------===//
+
+#include "strata-rt/Tune.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+using namespace strata::rt;
+using namespace strata::rt::tune;
+
+namespace {
+
+GemmProblem problem(const char *text) {
+  GemmProblem p;
+  EXPECT_EQ(parseGemmProblem(text, p), "") << text;
+  return p;
+}
+
+bool isSmooth(int64_t x) {
+  for (int64_t p : {2, 3, 5, 7})
+    while (x % p == 0)
+      x /= p;
+  return x == 1;
+}
+
+int64_t product(const std::vector<int64_t> &v) {
+  int64_t p = 1;
+  for (int64_t x : v)
+    p *= x;
+  return p;
+}
+
+/// A smooth synthetic cost whose unique minimum is the configuration
+/// `target`: 1 + the squared log2 distance of the five parameters.
+CostFunction syntheticCost(const TileSpace &space,
+                           std::array<int64_t, 5> target) {
+  return [&space, target](const TileState &s) {
+    std::array<int64_t, 5> key = space.key(s);
+    double c = 1.0;
+    for (int i = 0; i < 5; ++i) {
+      double d = std::log2((double)key[i]) - std::log2((double)target[i]);
+      c += d * d;
+    }
+    return c;
+  };
+}
+
+const char *kShapes[] = {
+    "256x256x256",       "1024x1024x1024", "128x768x3072:tb", "3072x768x128:ta",
+    "128x64x128:b12:ta", "100x50x37",      "8x4096x25088",    "1x1x1"};
+
+} // namespace
+
+TEST(TuneProblem, ParsesAndPrints) {
+  GemmProblem p = problem("128x64x32:b12:ta:tb");
+  EXPECT_EQ(p.m, 128);
+  EXPECT_EQ(p.n, 64);
+  EXPECT_EQ(p.k, 32);
+  EXPECT_EQ(p.batch, 12);
+  EXPECT_TRUE(p.transA && p.transB);
+  EXPECT_EQ(p.str(), "128x64x32:b12:ta:tb");
+  GemmProblem q;
+  for (const char *bad :
+       {"", "12x3", "0x1x1", "1x2x3:xx", "ax2x3", "1x2x3x4", "1x2x3:b0"})
+    EXPECT_NE(parseGemmProblem(bad, q), "") << bad;
+}
+
+TEST(TuneSpace, PaddedDimsAreSmoothAndAligned) {
+  for (const char *text : kShapes) {
+    GemmProblem p = problem(text);
+    TileSpace space(p);
+    int64_t dims[] = {p.m, p.n, p.k}, align[] = {4, 16, 1};
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_GE(space.paddedDim(d), dims[d]) << text;
+      EXPECT_EQ(space.paddedDim(d) % align[d], 0) << text;
+      EXPECT_TRUE(isSmooth(space.paddedDim(d))) << text;
+    }
+  }
+  // Already smooth and aligned dimensions are not padded.
+  TileSpace space(problem("1024x768x3072"));
+  EXPECT_EQ(space.paddedDim(0), 1024);
+  EXPECT_EQ(space.paddedDim(1), 768);
+  EXPECT_EQ(space.paddedDim(2), 3072);
+  // 50257 (GPT-2's vocabulary, 29 x 1733) pads to 50400 = 2^5 3^2 5^2 7.
+  EXPECT_EQ(TileSpace(problem("50257x768x128:ta")).paddedDim(0), 50400);
+}
+
+TEST(TuneSpace, EveryStateMultipliesToItsDimension) {
+  for (const char *text : kShapes) {
+    TileSpace space(problem(text));
+    for (int d = 0; d < 3; ++d) {
+      std::set<std::vector<int64_t>> seen;
+      for (const std::vector<int64_t> &f : space.dimStates(d)) {
+        EXPECT_EQ((int)f.size(), space.levels(d));
+        EXPECT_EQ(product(f), space.paddedDim(d)) << text;
+        EXPECT_TRUE(seen.insert(f).second) << "duplicate state";
+      }
+    }
+  }
+  // 2^8 into 3 levels: C(10, 2) ordered factorisations.
+  EXPECT_EQ(TileSpace(problem("256x256x256")).dimStates(0).size(), 45u);
+}
+
+TEST(TuneSpace, LegalStatesMapToValidTilings) {
+  for (const char *text : kShapes) {
+    GemmProblem p = problem(text);
+    TileSpace space(p);
+    uint64_t size = space.size(), legal = 0;
+    uint64_t stride = std::max<uint64_t>(1, size / 20000);
+    for (uint64_t i = 0; i < size; i += stride) {
+      TileState s = space.stateAt(i);
+      ASSERT_TRUE(space.isValid(s));
+      std::string why;
+      if (!space.isLegal(s, &why)) {
+        EXPECT_FALSE(why.empty());
+        continue;
+      }
+      ++legal;
+      GemmTiling t = space.cpuTiling(s);
+      EXPECT_EQ(verifyGemmTiling(t), "") << text << " " << s.str();
+      const CacheSizes &c = space.options().caches;
+      EXPECT_LE(t.kc * t.nr * 4, c.l1);
+      EXPECT_LE(t.mc * t.kc * 4, c.l2 / 2);
+      EXPECT_LE(t.kc * t.nc * 4, c.l3 / 2);
+      EXPECT_LE(t.kc, p.k);
+    }
+    EXPECT_GT(legal, 0u) << text;
+    bool found = false;
+    TileState init = space.initialState(&found);
+    EXPECT_TRUE(found) << text;
+    EXPECT_TRUE(space.isLegal(init)) << text;
+  }
+}
+
+TEST(TuneSpace, CudaStatesMapToLegalCudaTilings) {
+  SpaceOptions options;
+  options.target = TileTarget::Cuda;
+  GpuModel gpu;
+  for (const char *text : {"1024x1024x1024", "128x768x3072:tb", "100x50x37"}) {
+    GemmProblem p = problem(text);
+    TileSpace space(p, options);
+    uint64_t legal = 0;
+    for (uint64_t i = 0; i < space.size(); ++i) {
+      TileState s = space.stateAt(i);
+      if (!space.isLegal(s))
+        continue;
+      ++legal;
+      CudaTiling t = space.cudaTiling(s);
+      EXPECT_EQ(verifyCudaTiling(t), "");
+      EXPECT_LT(modelCudaSeconds(p, t, gpu), 1e30);
+    }
+    EXPECT_GT(legal, 0u) << text;
+  }
+  // The rules of CudaKernels.h.
+  EXPECT_EQ(verifyCudaTiling(CudaTiling{}), "");
+  EXPECT_NE(verifyCudaTiling(CudaTiling{128, 128, 8, 3, 8}), "");
+  EXPECT_NE(verifyCudaTiling(CudaTiling{16, 16, 8, 8, 8}), "");    // 4 threads
+  EXPECT_NE(verifyCudaTiling(CudaTiling{256, 256, 32, 8, 8}), ""); // 64 KiB
+}
+
+TEST(TuneSpace, MovesAreReversibleAndStayInTheSpace) {
+  for (const char *text : kShapes) {
+    TileSpace space(problem(text));
+    uint64_t stride = std::max<uint64_t>(1, space.size() / 500);
+    for (uint64_t i = 0; i < space.size(); i += stride) {
+      TileState s = space.stateAt(i);
+      for (const Move &m : space.moves(s)) {
+        ASSERT_TRUE(space.applies(s, m));
+        TileState n = space.apply(s, m);
+        EXPECT_TRUE(space.isValid(n));
+        EXPECT_FALSE(n == s);
+        Move back{m.dim, m.to, m.from, m.prime};
+        ASSERT_TRUE(space.applies(n, back));
+        EXPECT_TRUE(space.apply(n, back) == s);
+      }
+    }
+  }
+}
+
+TEST(TuneSearch, ExhaustiveMeasuresEveryLegalStateOnce) {
+  TileSpace space(problem("256x256x256"));
+  GemmTiling target{64, 128, 64, 8, 32};
+  CostFunction cost =
+      syntheticCost(space, {target.mc, target.nc, target.kc, 8, 32});
+  int calls = 0;
+  CostFunction counted = [&](const TileState &s) {
+    ++calls;
+    EXPECT_TRUE(space.isLegal(s));
+    return cost(s);
+  };
+  SearchOptions options;
+  options.algorithm = Algorithm::Exhaustive;
+  options.maxTrials = 0;
+  SearchResult r = search(space, counted, options);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ((uint64_t)r.trials, space.countLegal());
+  EXPECT_EQ(calls, r.trials);
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.bestCost, 1.0);
+  EXPECT_EQ(space.key(r.best), (std::array<int64_t, 5>{64, 128, 64, 8, 32}));
+}
+
+TEST(TuneSearch, GbfsAndNa2cFindTheKnownOptimum) {
+  for (const char *text :
+       {"256x256x256", "1024x1024x1024", "128x768x3072:tb"}) {
+    TileSpace space(problem(text));
+    uint64_t legal = space.countLegal();
+    // The optimum: a legal configuration far from the start state.
+    std::array<int64_t, 5> target = {32, 256, 64, 4, 64};
+    CostFunction cost = syntheticCost(space, target);
+    for (Algorithm algorithm : {Algorithm::Gbfs, Algorithm::Na2c}) {
+      SearchOptions options;
+      options.algorithm = algorithm;
+      options.seed = 1;
+      options.maxTrials = 200;
+      SearchResult r = search(space, cost, options);
+      ASSERT_TRUE(r.found);
+      EXPECT_EQ(r.bestCost, 1.0)
+          << algorithmName(algorithm) << " on " << text << ": best "
+          << r.best.str() << " after " << r.trials << " of " << legal;
+      EXPECT_LE((uint64_t)r.trials, legal);
+    }
+  }
+}
+
+TEST(TuneSearch, RandomFindsTheOptimumOfASmallSpace) {
+  TileSpace space(problem("64x64x64"));
+  CostFunction cost = syntheticCost(space, {32, 64, 16, 8, 16});
+  SearchOptions options;
+  options.algorithm = Algorithm::Random;
+  options.maxTrials = 0;
+  SearchResult r = search(space, cost, options);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.bestCost, 1.0);
+}
+
+TEST(TuneSearch, DeterministicUnderASeed) {
+  TileSpace space(problem("1024x1024x1024"));
+  CostFunction cost = syntheticCost(space, {32, 256, 64, 4, 64});
+  for (Algorithm algorithm :
+       {Algorithm::Gbfs, Algorithm::Na2c, Algorithm::Random}) {
+    SearchOptions options;
+    options.algorithm = algorithm;
+    options.maxTrials = 40;
+    options.seed = 7;
+    SearchResult a = search(space, cost, options);
+    SearchResult b = search(space, cost, options);
+    ASSERT_EQ(a.history.size(), b.history.size());
+    for (size_t i = 0; i < a.history.size(); ++i)
+      EXPECT_TRUE(a.history[i].state == b.history[i].state);
+    options.seed = 8;
+    SearchResult c = search(space, cost, options);
+    bool same = a.history.size() == c.history.size();
+    for (size_t i = 0; same && i < a.history.size(); ++i)
+      same = a.history[i].state == c.history[i].state;
+    EXPECT_FALSE(same) << algorithmName(algorithm);
+  }
+}
+
+TEST(TuneSearch, BudgetsAreRespected) {
+  TileSpace space(problem("1024x1024x1024"));
+  CostFunction cost = syntheticCost(space, {32, 256, 64, 4, 64});
+  SearchOptions options;
+  options.maxTrials = 17;
+  for (Algorithm algorithm : {Algorithm::Gbfs, Algorithm::Na2c,
+                              Algorithm::Random, Algorithm::Exhaustive}) {
+    options.algorithm = algorithm;
+    SearchResult r = search(space, cost, options);
+    EXPECT_EQ(r.trials, 17) << algorithmName(algorithm);
+    EXPECT_EQ(r.history.size(), 17u);
+    for (size_t i = 1; i < r.history.size(); ++i)
+      EXPECT_LE(r.history[i].bestCost, r.history[i - 1].bestCost);
+  }
+  // A time budget.
+  options.maxTrials = 0;
+  options.maxSeconds = 0.05;
+  options.algorithm = Algorithm::Random;
+  CostFunction slow = [&](const TileState &s) {
+    volatile double x = 0;
+    for (int i = 0; i < 200000; ++i)
+      x = x + i;
+    return cost(s);
+  };
+  SearchResult r = search(space, slow, options);
+  EXPECT_GT(r.trials, 0);
+  EXPECT_LT(r.seconds, 1.0);
+}
+
+TEST(TuneSearch, ExtraLevelsAliasButAreMeasuredOnce) {
+  SpaceOptions options;
+  options.levelsM = 4;
+  options.levelsN = 4;
+  options.levelsK = 3;
+  TileSpace space(problem("256x256x256"), options);
+  std::set<std::array<int64_t, 5>> keys;
+  CostFunction base = syntheticCost(space, {64, 128, 64, 8, 32});
+  CostFunction cost = [&](const TileState &s) {
+    EXPECT_TRUE(keys.insert(space.key(s)).second) << "measured twice";
+    return base(s);
+  };
+  SearchOptions search_options;
+  search_options.maxTrials = 300;
+  SearchResult r = search(space, cost, search_options);
+  EXPECT_EQ(r.bestCost, 1.0);
+  EXPECT_GT(r.cacheHits, 0);
+}
+
+TEST(TuneCost, MeasuresTheRuntimeKernel) {
+  for (const char *text : {"96x80x70", "33x48x20:ta:tb", "16x16x24:b3:ta"}) {
+    GemmProblem p = problem(text);
+    MeasureOptions options;
+    options.threads = 1;
+    options.repeats = 3;
+    GemmMeasurer measurer(p, options);
+    double t = measurer.measure(GemmTiling{});
+    EXPECT_GT(t, 0);
+    EXPECT_LT(t, 1.0);
+    std::string error;
+    EXPECT_TRUE(
+        std::isinf(measurer.measure(GemmTiling{96, 2048, 256, 5, 32}, &error)));
+    EXPECT_NE(error.find("register tile"), std::string::npos) << error;
+  }
+}
+
+TEST(TuneCost, ModelsPreferSensibleTilings) {
+  GemmProblem p = problem("1024x1024x1024");
+  CacheSizes caches;
+  double good = modelCpuSeconds(p, GemmTiling{}, caches, 2);
+  double tiny = modelCpuSeconds(p, GemmTiling{4, 8, 8, 4, 8}, caches, 2);
+  EXPECT_LT(good, tiny);
+  EXPECT_TRUE(
+      std::isinf(modelCpuSeconds(p, GemmTiling{10, 32, 8, 5, 32}, caches, 2)));
+  GpuModel gpu;
+  double big = modelCudaSeconds(p, CudaTiling{}, gpu);
+  double small = modelCudaSeconds(p, CudaTiling{32, 32, 8, 1, 1}, gpu);
+  EXPECT_LT(big, small);
+  EXPECT_FALSE(machineIdentity(2).empty());
+}
