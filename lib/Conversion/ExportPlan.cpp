@@ -251,9 +251,18 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
   llvm::json::Object attrs;
   for (NamedAttribute attr : op->getAttrs()) {
     StringRef name = attr.getName().getValue();
+    Attribute value = attr.getValue();
+    // The GEMM tiling becomes the matmul instruction's mc/nc/kc/mr/nr.
+    if (auto tiling = dyn_cast<GemmTilingAttr>(value)) {
+      attrs["mc"] = tiling.getMc();
+      attrs["nc"] = tiling.getNc();
+      attrs["kc"] = tiling.getKc();
+      attrs["mr"] = tiling.getMr();
+      attrs["nr"] = tiling.getNr();
+      continue;
+    }
     if (name.starts_with("strata."))
       continue; // Discardable annotations, not semantics.
-    Attribute value = attr.getValue();
     if (isa<UnitAttr>(value))
       attrs[name] = 1;
     else if (auto b = dyn_cast<BoolAttr>(value))

@@ -107,4 +107,44 @@ def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
+  let summary = "Attach a CPU GEMM tiling to every matmul";
+  let description = [{
+    Gives every `strata.matmul` a `strata.gemm_tiling = #strata.gemm_tiling<mc,
+    nc, kc, mr, nr>`: the cache blocks and register tile of the runtime's CPU
+    GEMM, which `strata-translate --export-plan` writes into the plan as the
+    instruction's `mc`/`nc`/`kc`/`mr`/`nr`.
+
+    The tiling comes from the tuning database `db=FILE` that `strata-tune`
+    writes (JSON; entries keyed by dtype and the GEMM the runtime runs for the
+    matmul: rows, columns, depth, batch of separate products, transposes). A
+    matmul whose GEMM is not in the database gets the analytic tiling with
+    `fallback=model` (the runtime's default cache blocks mc = 96, nc = 2048,
+    kc = 256 clamped to the problem, and the register tile among 12x32, 8x32,
+    4x32, 8x16, 4x16 that wastes the least padded work), or is an error at
+    the matmul with `fallback=none`. Without `db`, every matmul gets the
+    analytic tiling. A database that cannot be read, is malformed, or holds
+    GPU tilings is an error.
+
+    Example:
+
+    ```
+    strata-tune step.mlir --db tuning.json --budget 40
+    strata-opt step.mlir --strata-tile-gemm="db=tuning.json fallback=none"
+    ```
+  }];
+  let options = [
+    Option<"database", "db", "std::string", /*default=*/"\"\"",
+           "Tuning database written by strata-tune (JSON)">,
+    Option<"fallback", "fallback", "std::string", /*default=*/"\"model\"",
+           "For GEMMs missing from the database: model or none">,
+  ];
+  let statistics = [
+    Statistic<"numTuned", "tuned", "Matmuls with a tiling from the database">,
+    Statistic<"numModelled", "modelled",
+              "Matmuls with the analytic fallback tiling">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 #endif // STRATA_TRANSFORMS_PASSES_TD

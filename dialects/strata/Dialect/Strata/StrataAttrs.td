@@ -193,4 +193,25 @@ def Strata_LayerCostAttr : Strata_Attr<"LayerCost", "layer_cost"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Strata_GemmTilingAttr : Strata_Attr<"GemmTiling", "gemm_tiling"> {
+  let summary = "blocking of the CPU GEMM that computes a matmul";
+  let description = [{
+    Attached as `strata.gemm_tiling` to `strata.matmul` ops by
+    `--strata-tile-gemm`: the cache blocks (an `mc` x `kc` block of A, a `kc`
+    x `nc` block of B) and the `mr` x `nr` register tile of the runtime's CPU
+    GEMM. `strata-translate --export-plan` writes the five numbers as the
+    matmul instruction's `mc`, `nc`, `kc`, `mr`, `nr` attributes; the plan
+    loader checks that the register tile is one the micro-kernel has. `mc` is
+    a multiple of `mr` and `nc` of `nr`.
+
+    ```mlir
+    %y = strata.matmul %x, %w {strata.gemm_tiling = #strata.gemm_tiling<mc = 96, nc = 2048, kc = 256, mr = 12, nr = 32>} : (tensor<128x768xf32>, tensor<768x768xf32>) -> tensor<128x768xf32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$mc, "int64_t":$nc, "int64_t":$kc,
+                        "int64_t":$mr, "int64_t":$nr);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAATTRS_TD

@@ -52,6 +52,21 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t mc, int64_t nc, int64_t kc, int64_t mr,
+                       int64_t nr) {
+  if (mc <= 0 || nc <= 0 || kc <= 0 || mr <= 0 || nr <= 0)
+    return emitError() << "gemm tiling sizes must be positive";
+  if (mc % mr != 0)
+    return emitError() << "gemm tiling mc = " << mc
+                       << " must be a multiple of mr = " << mr;
+  if (nc % nr != 0)
+    return emitError() << "gemm tiling nc = " << nc
+                       << " must be a multiple of nr = " << nr;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Attribute verification
 //===----------------------------------------------------------------------===//
@@ -126,6 +141,12 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
   if (name == getTargetAttrName()) {
     if (!isa<StringAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a string";
+    return success();
+  }
+  if (name == getGemmTilingAttrName()) {
+    if (!isa<GemmTilingAttr>(value) || !isa<MatmulOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' must be a #strata.gemm_tiling on a matmul";
     return success();
   }
   return op->emitOpError() << "unknown strata attribute '" << name << "'";

@@ -103,6 +103,10 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getArenaBytesAttrName() {
       return ::llvm::StringLiteral("strata.arena_bytes");
     }
+    /// Op attribute: the CPU GEMM tiling of a matmul.
+    static constexpr ::llvm::StringLiteral getGemmTilingAttrName() {
+      return ::llvm::StringLiteral("strata.gemm_tiling");
+    }
 
   private:
     void registerAttributes();

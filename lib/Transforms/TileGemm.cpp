@@ -1,0 +1,124 @@
+//===- TileGemm.cpp - Attach a CPU GEMM tiling to every matmul ------------===//
+//
+// Part of the Strata project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Transforms/TileGemm.h"
+#include "strata/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_TILEGEMMPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+GemmKey mlir::strata::getGemmKey(MatmulOp op) {
+  auto [batch, m, n, k] = op.getProblemSize();
+  auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+  std::string dtype;
+  llvm::raw_string_ostream os(dtype);
+  rhs.getElementType().print(os);
+  return gemmKeyFor(dtype, batch, m, n, k, op.getTransposeA(),
+                    op.getTransposeB(), rhs.getRank() == 2);
+}
+
+static int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/// The analytic fallback: the runtime's default cache blocks clamped to the
+/// problem, with the register tile that wastes the least padded work
+/// (weighted by how close each tile gets to the FMA peak).
+static GemmTilingAttr modelTiling(MLIRContext *ctx, const GemmKey &key) {
+  struct Tile {
+    int64_t mr, nr;
+    double efficiency;
+  };
+  static const Tile tiles[] = {
+      {12, 32, 1.0}, {8, 32, 0.9}, {4, 32, 0.7}, {8, 16, 0.7}, {4, 16, 0.5}};
+  const Tile *best = &tiles[0];
+  double bestCost = 0;
+  for (const Tile &t : tiles) {
+    double padded =
+        (double)roundUp(key.m, t.mr) * roundUp(key.n, t.nr) / (key.m * key.n);
+    double cost = padded / t.efficiency;
+    if (&t == &tiles[0] || cost < bestCost - 1e-9) {
+      best = &t;
+      bestCost = cost;
+    }
+  }
+  int64_t mr = best->mr, nr = best->nr;
+  int64_t mc = std::min<int64_t>(96, roundUp(key.m, mr));
+  int64_t nc = std::min<int64_t>(2048, roundUp(key.n, nr));
+  int64_t kc = std::min<int64_t>(256, key.k);
+  return GemmTilingAttr::get(ctx, mc, nc, kc, mr, nr);
+}
+
+namespace {
+struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (fallback != "model" && fallback != "none") {
+      emitError(module.getLoc())
+          << "--strata-tile-gemm: fallback must be 'model' or 'none', got '"
+          << fallback << "'";
+      return signalPassFailure();
+    }
+    std::optional<TuningDatabase> db;
+    if (!database.empty()) {
+      llvm::Expected<TuningDatabase> loaded = loadTuningDatabase(database);
+      if (!loaded) {
+        emitError(module.getLoc()) << llvm::toString(loaded.takeError());
+        return signalPassFailure();
+      }
+      if (loaded->kind != "cpu") {
+        emitError(module.getLoc())
+            << "tuning database '" << database << "' holds " << loaded->kind
+            << " tilings (target '" << loaded->target
+            << "'); --strata-tile-gemm attaches cpu tilings";
+        return signalPassFailure();
+      }
+      db = std::move(*loaded);
+    } else if (fallback == "none") {
+      emitError(module.getLoc())
+          << "--strata-tile-gemm: fallback=none needs a database (db=FILE)";
+      return signalPassFailure();
+    }
+
+    auto walked = module.walk([&](MatmulOp op) -> WalkResult {
+      GemmKey key = getGemmKey(op);
+      GemmTilingAttr tiling;
+      if (const TuningEntry *entry = db ? db->find(key) : nullptr) {
+        const std::map<std::string, int64_t> &t = entry->tiling;
+        tiling = GemmTilingAttr::getChecked([&] { return op.emitOpError(); },
+                                            ctx, t.at("mc"), t.at("nc"),
+                                            t.at("kc"), t.at("mr"), t.at("nr"));
+        if (!tiling)
+          return WalkResult::interrupt();
+        ++numTuned;
+      } else if (fallback == "none") {
+        op.emitOpError() << "has no tuned tiling for its gemm " << key.dtype
+                         << " " << key.str() << " in '" << database
+                         << "' (run strata-tune, or use fallback=model)";
+        return WalkResult::interrupt();
+      } else {
+        tiling = modelTiling(ctx, key);
+        ++numModelled;
+      }
+      op->setAttr(StrataDialect::getGemmTilingAttrName(), tiling);
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
