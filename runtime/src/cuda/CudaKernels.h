@@ -1,4 +1,4 @@
-//===- CudaKernels.h - CUDA kernels of the plan's instructions ---*- C++ -*-===//
+//===- CudaKernels.h - CUDA kernels of the plan's instructions --*- C++ -*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header. Only the
 // CUDA backend (built where nvcc is found) includes this header.
@@ -76,6 +76,10 @@ struct CudaContext {
   /// The ranks of a multi-rank run (an NCCL communicator whose buffers are
   /// device pointers), or nullptr for one rank.
   Communicator *comm = nullptr;
+  /// Communicators of the plan's groups (collectives' `group` attribute),
+  /// nullptr where this rank is not a member; empty: group 0 is `comm`. As
+  /// KernelContext::groups.
+  std::vector<Communicator *> groups = {};
 };
 
 using CudaKernelFn = void (*)(CudaContext &ctx,
@@ -112,10 +116,10 @@ size_t cudaScratchBytes(const std::string &op,
 /// kernel, for `batch` matrices at the given element strides (stride 0
 /// broadcasts). Enqueued on `stream`.
 void strataGemm(cudaStream_t stream, const CudaGemmTiling &tiling, bool transA,
-               bool transB, int64_t m, int64_t n, int64_t k, float alpha,
-               const float *a, int64_t lda, int64_t strideA, const float *b,
-               int64_t ldb, int64_t strideB, float beta, float *c,
-               int64_t ldc, int64_t strideC, int64_t batch);
+                bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, int64_t strideA, const float *b,
+                int64_t ldb, int64_t strideB, float beta, float *c, int64_t ldc,
+                int64_t strideC, int64_t batch);
 
 } // namespace strata::rt::cuda
 

@@ -1,0 +1,109 @@
+//===- CudaKernelsOptim.cu - Optimizer update kernels ---------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Updates run in place (outputs are the buffers of the parameter and state
+// inputs); every element is updated by one thread with the CPU kernel's
+// arithmetic. adam_update reads the step counter (an i32 scalar in device
+// memory) in the kernel, so nothing is copied to the host.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernelsInternal.h"
+
+namespace strata::rt::cuda::detail {
+namespace {
+
+/// v = momentum v + (g + decay p); p -= lr v.
+__global__ void sgdKernel(const float *p, const float *g, const float *vel,
+                          float *pOut, float *velOut, int64_t n, float lr,
+                          float momentum, float decay) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    float pi = p[i];
+    float vi = momentum * vel[i] + (g[i] + decay * pi);
+    velOut[i] = vi;
+    pOut[i] = pi - lr * vi;
+  }
+}
+
+void runSgd(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
+            const Attrs &attrs) {
+  int64_t n = inputs[0].numel();
+  if (n == 0)
+    return;
+  sgdKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), outputs[0].f32(),
+      outputs[1].f32(), n, (float)attrs.number("lr"),
+      (float)attrs.number("momentum", 0.0),
+      (float)attrs.number("weight_decay", 0.0));
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+struct AdamParams {
+  double beta1, beta2;
+  float lr, epsilon, decay;
+  bool decoupled;
+};
+
+/// Adam(W). The bias corrections are computed once per block, in double as
+/// on the CPU, from the step counter in device memory. A step below 1
+/// (which the CPU kernel rejects; the executor always sets 1, 2, ...)
+/// leaves the tensors unchanged.
+__global__ void adamKernel(const float *p, const float *g, const float *m,
+                           const float *v, const int32_t *step, float *pOut,
+                           float *mOut, float *vOut, int64_t n, AdamParams a) {
+  __shared__ float invBc[2];
+  int32_t t = *step;
+  if (t < 1)
+    return;
+  if (threadIdx.x == 0) {
+    invBc[0] = (float)(1.0 / (1.0 - pow(a.beta1, (double)t)));
+    invBc[1] = (float)(1.0 / (1.0 - pow(a.beta2, (double)t)));
+  }
+  __syncthreads();
+  const float invBc1 = invBc[0], invBc2 = invBc[1];
+  const float b1 = (float)a.beta1, b2 = (float)a.beta2;
+  const float c1 = (float)(1.0 - a.beta1), c2 = (float)(1.0 - a.beta2);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    float pi = p[i], gi = g[i];
+    if (a.decoupled)
+      pi = pi - a.lr * a.decay * pi;
+    else
+      gi = gi + a.decay * pi;
+    float mi = b1 * m[i] + c1 * gi;
+    float vi = b2 * v[i] + c2 * gi * gi;
+    mOut[i] = mi;
+    vOut[i] = vi;
+    pOut[i] = pi - a.lr * (mi * invBc1) / (sqrtf(vi * invBc2) + a.epsilon);
+  }
+}
+
+void runAdam(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
+             const Attrs &attrs) {
+  int64_t n = inputs[0].numel();
+  if (n == 0)
+    return;
+  AdamParams a;
+  a.beta1 = attrs.number("beta1", 0.9);
+  a.beta2 = attrs.number("beta2", 0.999);
+  a.lr = (float)attrs.number("lr");
+  a.epsilon = (float)attrs.number("epsilon", 1e-8);
+  a.decay = (float)attrs.number("weight_decay", 0.0);
+  a.decoupled = attrs.flag("decoupled");
+  adamKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), inputs[3].f32(),
+      inputs[4].i32(), outputs[0].f32(), outputs[1].f32(), outputs[2].f32(), n,
+      a);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+} // namespace
+
+void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels) {
+  kernels.push_back({"sgd_update", runSgd});
+  kernels.push_back({"adam_update", runAdam});
+}
+
+} // namespace strata::rt::cuda::detail
