@@ -291,8 +291,9 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram() {
     FailureOr<llvm::json::Object> attrs = buildAttrs(&op);
     if (failed(attrs))
       return failure();
-    // Collectives reduce over the plan's only group, every replica.
-    if (isa<AllReduceOp>(op))
+    // Collectives reduce over the plan's only group, every replica; a
+    // bucket's wait finds its group through the start with the same bucket.
+    if (isa<AllReduceOp, AllReduceStartOp>(op))
       (*attrs)["group"] = 0;
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     program.push_back(llvm::json::Object{

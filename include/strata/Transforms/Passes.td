@@ -92,6 +92,63 @@ def DataParallelPass : Pass<"strata-data-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
+  let summary = "Bucket gradient all-reduces and overlap them with backward";
+  let description = [{
+    Replaces the synchronous gradient averaging of a data-parallel training
+    step (`strata.all_reduce ... mean` before each update, as
+    `--strata-data-parallel` inserts it) by bucketed asynchronous all-reduces
+    that overlap the rest of the backward pass. Run it after
+    `--strata-data-parallel`, or on a step that is not data-parallel yet with
+    `replicas=N` (it then also averages the loss and marks the function, as
+    `--strata-data-parallel` does).
+
+    Gradients are taken in the order the backward pass produces them (the
+    program order of the ops defining them) and cut into buckets of at least
+    `bucket-bytes` bytes (the last bucket takes what is left). A bucket's
+    `strata.all_reduce_start` goes right after the op producing its last
+    gradient; its `strata.all_reduce_wait` right before the first optimizer
+    update that reads one of its gradients, so each update waits only for its
+    own bucket. Buckets are numbered from 0 in the order they start.
+
+    Without `bucket-bytes` the size comes from the cost model of `target`
+    (`target=NAME` or `target=FILE.json`, as `--strata-annotate-costs`; by
+    default the module's `strata.target`): each candidate size (powers of two
+    from 4 KiB up to all gradients in one bucket) is replayed on a timeline
+    where gradient `g` is ready when the backward ops up to its producer
+    have run (their `CostOpInterface` times) and the buckets' ring
+    all-reduces (latency `2 (p - 1) a` plus `2 (p - 1) / p` bytes over the
+    bandwidth of the link joining the replicas) run one after another on the
+    link; the size whose last all-reduce ends first wins, the larger size on
+    ties (fewer messages). Small buckets start early but pay the latency per
+    bucket; large buckets pay it once but leave more transfer after the
+    backward pass ends.
+
+    Example:
+
+    ```
+    strata-opt step.mlir --strata-data-parallel=replicas=4 \
+      --strata-insert-grad-sync="target=h100-sxm-8x"
+    strata-opt step.mlir --strata-data-parallel=replicas=4 \
+      --strata-insert-grad-sync="bucket-bytes=1048576"
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "Bucket size in bytes (0: choose it with the cost model)">,
+    Option<"targetName", "target", "std::string", /*default=*/"\"\"",
+           "Target description for the cost model: a name from the search "
+           "path or a JSON file (default: the module's strata.target)">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"0",
+           "Replicas of a step that is not data-parallel yet (0: use the "
+           "step's strata.replicas)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Gradient buckets">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
   let summary = "Assign every value of a training step a buffer in the arena";
   let description = [{

@@ -1,8 +1,10 @@
 //===- StrataCommOps.td - Communication between ranks ------*- tablegen -*-===//
 //
-// Collectives among the replicas of a data-parallel group. They read and
-// write the communication resource, so CSE, DCE and reordering passes leave
-// them alone. Included from StrataOps.td.
+// Collectives among the replicas of a data-parallel group: the synchronous
+// `all_reduce` and the asynchronous bucketed `all_reduce_start` /
+// `all_reduce_wait` pair. They read and write the communication resource, so
+// CSE, DCE and reordering passes leave them alone. Included from
+// StrataOps.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +40,68 @@ def Strata_AllReduceOp : Strata_Op<"all_reduce", [
   let assemblyFormat = [{
     $input (`mean` $mean^)? `replicas` `=` $replicas attr-dict `:` type($result)
   }];
+}
+
+def Strata_AllReduceStartOp : Strata_Op<"all_reduce_start", [
+    MemoryEffects<[MemRead<Strata_CommResource>, MemWrite<Strata_CommResource>]>,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface,
+                              ["getBytesRead", "getBytesWritten",
+                               "estimateSeconds"]>]> {
+  let summary = "start an asynchronous all-reduce of a bucket of tensors";
+  let description = [{
+    Starts the sum (or, with `mean`, the mean) over the `replicas` ranks of a
+    group of every one of `inputs`, as one collective over the bucket (the
+    tensors packed one after the other), and returns at once: the transfer
+    runs while later ops compute. The `strata.all_reduce_wait` with the same
+    `bucket` completes it and yields the reduced tensors; between the two no
+    other collective with that bucket may start. Each bucket number names at
+    most one transfer in flight; `--strata-insert-grad-sync` places the pair
+    around the rest of the backward pass.
+
+    Cost: one ring all-reduce of the bucket's total bytes (`2 (p - 1) / p`
+    times the bytes sent and received per rank, `2 (p - 1)` link latencies).
+    It occupies the link, not the compute stream.
+
+    ```mlir
+    strata.all_reduce_start %dw1, %db1 mean replicas = 4 bucket = 0
+        : tensor<256x10xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Strata_FloatTensor>:$inputs, UnitAttr:$mean,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$replicas,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket);
+  let assemblyFormat = [{
+    $inputs (`mean` $mean^)? `replicas` `=` $replicas `bucket` `=` $bucket
+    attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Strata_AllReduceWaitOp : Strata_Op<"all_reduce_wait", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    MemoryEffects<[MemRead<Strata_CommResource>, MemWrite<Strata_CommResource>]>,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface>]> {
+  let summary = "wait for a bucket's all-reduce and return the reduced tensors";
+  let description = [{
+    Completes the transfer that the `strata.all_reduce_start` with the same
+    `bucket` started and returns the reduced value of each of `inputs` (the
+    same tensors, in the same order, as the start's operands). Ops that need
+    a reduced gradient use this op's results, so they run after the wait.
+
+    Cost: unpacking the bucket (its bytes read and written once).
+
+    ```mlir
+    %dw, %db = strata.all_reduce_wait %dw1, %db1 bucket = 0
+        : tensor<256x10xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Strata_FloatTensor>:$inputs,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket);
+  let results = (outs Variadic<Strata_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `bucket` `=` $bucket attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // STRATA_DIALECT_STRATA_STRATACOMMOPS_TD

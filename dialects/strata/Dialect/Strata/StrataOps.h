@@ -33,6 +33,11 @@ std::optional<int64_t> getLayer(Operation *op);
 void setLayer(Operation *op, int64_t layer);
 /// Bytes of a statically shaped tensor type (0 for anything else).
 int64_t getTensorBytes(Type type);
+/// Seconds a ring all-reduce of `bytes` over `replicas` devices of `target`
+/// takes: `2 (p - 1) / p` times the bytes over the link joining them
+/// (intra-node when they fit in one node) plus `2 (p - 1)` link latencies.
+double estimateRingAllReduceSeconds(int64_t bytes, int64_t replicas,
+                                    const TargetDescription &target);
 } // namespace mlir::strata
 
 #endif // STRATA_DIALECT_STRATA_STRATAOPS_H

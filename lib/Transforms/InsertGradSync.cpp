@@ -1,0 +1,324 @@
+//===- InsertGradSync.cpp - Bucketed, overlapped gradient all-reduce ------===//
+//
+// Replaces the synchronous per-gradient `all_reduce mean` of a data-parallel
+// step by buckets of gradients whose asynchronous all-reduce starts as soon
+// as the backward pass produced the bucket's last gradient and is waited for
+// right before the first update that needs it (Passes.td has the rule).
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Analysis/CostModel.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Target/TargetDescription.h"
+#include "strata/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_INSERTGRADSYNCPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// A gradient to synchronise: the local value and the updates reading it.
+struct Gradient {
+  Value local;
+  /// Position of the op producing it in the step's block (-1: an argument).
+  int64_t producedAt = -1;
+  /// Seconds from the start of the step until it is produced (cost model).
+  double readyAt = 0;
+  int64_t bytes = 0;
+  /// (update, operand number) pairs that read the averaged gradient.
+  SmallVector<std::pair<Operation *, unsigned>> users;
+  /// Position of the first of `users`.
+  int64_t firstUseAt = 0;
+};
+
+struct Bucket {
+  SmallVector<unsigned> gradients;
+  int64_t bytes = 0;
+};
+
+/// Cuts `grads` (in production order) into buckets of at least `threshold`
+/// bytes. A bucket also ends before a gradient produced after the first
+/// update that needs the bucket, so every start precedes its wait.
+static SmallVector<Bucket> formBuckets(ArrayRef<Gradient> grads,
+                                       int64_t threshold) {
+  SmallVector<Bucket> buckets;
+  Bucket current;
+  int64_t firstUse = INT64_MAX;
+  for (auto [i, grad] : llvm::enumerate(grads)) {
+    if (!current.gradients.empty() && grad.producedAt > firstUse) {
+      buckets.push_back(std::move(current));
+      current = Bucket();
+      firstUse = INT64_MAX;
+    }
+    current.gradients.push_back(i);
+    current.bytes += grad.bytes;
+    firstUse = std::min(firstUse, grad.firstUseAt);
+    if (current.bytes >= threshold) {
+      buckets.push_back(std::move(current));
+      current = Bucket();
+      firstUse = INT64_MAX;
+    }
+  }
+  if (!current.gradients.empty())
+    buckets.push_back(std::move(current));
+  return buckets;
+}
+
+/// When the last bucket's all-reduce ends if bucket k starts when its last
+/// gradient is ready and the link runs one all-reduce at a time.
+static double simulateBuckets(ArrayRef<Gradient> grads,
+                              ArrayRef<Bucket> buckets, int64_t replicas,
+                              const TargetDescription &target) {
+  double linkFree = 0;
+  for (const Bucket &bucket : buckets) {
+    double ready = 0;
+    for (unsigned g : bucket.gradients)
+      ready = std::max(ready, grads[g].readyAt);
+    double start = std::max(ready, linkFree);
+    linkFree =
+        start + estimateRingAllReduceSeconds(bucket.bytes, replicas, target);
+  }
+  return linkFree;
+}
+
+struct InsertGradSyncPass
+    : public strata::impl::InsertGradSyncPassBase<InsertGradSyncPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+  LogicalResult runOnStep(func::FuncOp func,
+                          const std::optional<TargetDescription> &target);
+  /// Averages the returned loss over the replicas and marks the step, as
+  /// --strata-data-parallel does.
+  void makeDataParallel(func::FuncOp func, int64_t replicas);
+};
+
+} // namespace
+
+void InsertGradSyncPass::makeDataParallel(func::FuncOp func, int64_t replicas) {
+  OpBuilder builder(func.getContext());
+  Operation *ret = func.getBody().front().getTerminator();
+  unsigned last = ret->getNumOperands() - 1;
+  Value loss = ret->getOperand(last);
+  builder.setInsertionPoint(ret);
+  auto mean = AllReduceOp::create(builder, loss.getLoc(), loss,
+                                  /*mean=*/true, replicas);
+  if (Operation *def = loss.getDefiningOp())
+    if (std::optional<int64_t> layer = getLayer(def))
+      setLayer(mean, *layer);
+  ret->setOperand(last, mean.getResult());
+  func->setAttr(StrataDialect::getReplicasAttrName(),
+                builder.getI64IntegerAttr(replicas));
+}
+
+void InsertGradSyncPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (bucketBytes < 0) {
+    emitError(module.getLoc())
+        << "--strata-insert-grad-sync needs bucket-bytes >= 0, got "
+        << static_cast<int64_t>(bucketBytes);
+    return signalPassFailure();
+  }
+  if (replicas < 0) {
+    emitError(module.getLoc())
+        << "--strata-insert-grad-sync needs replicas >= 0, got "
+        << static_cast<int64_t>(replicas);
+    return signalPassFailure();
+  }
+  // The cost model is only needed to choose the bucket size.
+  std::optional<TargetDescription> target;
+  if (bucketBytes == 0) {
+    std::string name = targetName;
+    if (name.empty())
+      if (auto attr = module->getAttrOfType<StringAttr>(
+              StrataDialect::getTargetAttrName()))
+        name = attr.getValue().str();
+    if (name.empty()) {
+      emitError(module.getLoc())
+          << "--strata-insert-grad-sync needs bucket-bytes=N or a target for "
+             "its cost model (target=NAME or target=FILE.json)";
+      return signalPassFailure();
+    }
+    llvm::Expected<TargetDescription> loaded =
+        loadTargetDescription(name, getDefaultTargetSearchPath());
+    if (!loaded) {
+      emitError(module.getLoc()) << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+    target = std::move(*loaded);
+  }
+  bool found = false;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
+      continue;
+    found = true;
+    if (failed(runOnStep(func, target)))
+      return signalPassFailure();
+  }
+  if (!found) {
+    emitError(module.getLoc())
+        << "no training step to synchronise (run --strata-autodiff first)";
+    signalPassFailure();
+  }
+}
+
+LogicalResult
+InsertGradSyncPass::runOnStep(func::FuncOp func,
+                              const std::optional<TargetDescription> &target) {
+  int64_t p = replicas;
+  if (auto attr = func->getAttrOfType<IntegerAttr>(
+          StrataDialect::getReplicasAttrName())) {
+    if (replicas != 0 && replicas != attr.getInt())
+      return func.emitOpError()
+             << "has " << attr.getInt()
+             << " data-parallel replicas, but --strata-insert-grad-sync was "
+                "given replicas="
+             << static_cast<int64_t>(replicas);
+    p = attr.getInt();
+  } else if (p == 0) {
+    return func.emitOpError()
+           << "is not data-parallel (run --strata-data-parallel first or pass "
+              "replicas=N)";
+  } else {
+    makeDataParallel(func, p);
+  }
+  bool alreadySynced = false;
+  func.walk([&](Operation *op) {
+    alreadySynced |= isa<AllReduceStartOp, AllReduceWaitOp>(op);
+  });
+  if (alreadySynced)
+    return func.emitOpError() << "already has bucketed gradient all-reduces";
+
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = static_cast<int64_t>(i);
+
+  // The gradient each update reads, before any synchronous averaging.
+  llvm::MapVector<Value, Gradient> byValue;
+  llvm::SetVector<Operation *> averages;
+  for (Operation &op : body) {
+    if (!isa<InPlaceOpInterface>(op))
+      continue;
+    Value grad = op.getOperand(1);
+    if (auto average = grad.getDefiningOp<AllReduceOp>();
+        average && average.getMean() && average.getReplicas() == p) {
+      averages.insert(average);
+      grad = average.getInput();
+    }
+    Gradient &entry = byValue[grad];
+    if (entry.users.empty()) {
+      entry.local = grad;
+      entry.bytes = getTensorBytes(grad.getType());
+      entry.firstUseAt = position[&op];
+      if (Operation *def = grad.getDefiningOp())
+        entry.producedAt = position[body.findAncestorOpInBlock(*def)];
+    }
+    entry.users.push_back({&op, 1});
+  }
+  if (byValue.empty())
+    return success();
+
+  SmallVector<Gradient> grads;
+  for (auto &entry : byValue)
+    grads.push_back(std::move(entry.second));
+  llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
+    return a.producedAt < b.producedAt;
+  });
+
+  int64_t threshold = bucketBytes;
+  if (threshold == 0) {
+    // Gradient g is ready once every op up to its producer has run; the
+    // synchronous averages being replaced run on the link, not in compute.
+    CostModel model(func, *target);
+    DenseMap<Operation *, double> doneAt;
+    double clock = 0;
+    for (Operation &op : body) {
+      if (auto costed = dyn_cast<CostOpInterface>(&op);
+          costed && !isa<AllReduceOp, AllReduceStartOp>(op))
+        clock += model.getOpCost(&op).seconds;
+      doneAt[&op] = clock;
+    }
+    int64_t total = 0;
+    for (Gradient &grad : grads) {
+      total += grad.bytes;
+      if (Operation *def = grad.local.getDefiningOp())
+        grad.readyAt = doneAt[body.findAncestorOpInBlock(*def)];
+    }
+    double best = 0;
+    for (int64_t size = 4096;; size *= 2) {
+      int64_t candidate = std::min(size, total);
+      double end =
+          simulateBuckets(grads, formBuckets(grads, candidate), p, *target);
+      // Ties go to the larger bucket (fewer messages).
+      if (threshold == 0 || end <= best * (1.0 + 1e-9)) {
+        best = end;
+        threshold = candidate;
+      }
+      if (candidate >= total)
+        break;
+    }
+  }
+  SmallVector<Bucket> buckets = formBuckets(grads, threshold);
+  numBuckets += buckets.size();
+
+  OpBuilder builder(func.getContext());
+  auto backward = PhaseAttr::get(func.getContext(), Phase::backward);
+  // Starts that follow the same producer go in bucket order.
+  DenseMap<Operation *, Operation *> lastStartAfter;
+  for (auto [index, bucket] : llvm::enumerate(buckets)) {
+    SmallVector<Value> locals;
+    const Gradient *last = nullptr;
+    Operation *firstUser = nullptr;
+    for (unsigned g : bucket.gradients) {
+      locals.push_back(grads[g].local);
+      if (!last || grads[g].producedAt >= last->producedAt)
+        last = &grads[g];
+      for (auto [user, operand] : grads[g].users)
+        if (!firstUser || position[user] < position[firstUser])
+          firstUser = user;
+    }
+    Operation *producer =
+        last->producedAt < 0
+            ? nullptr
+            : body.findAncestorOpInBlock(*last->local.getDefiningOp());
+    if (!producer)
+      builder.setInsertionPointToStart(&body);
+    else if (Operation *prev = lastStartAfter.lookup(producer))
+      builder.setInsertionPointAfter(prev);
+    else
+      builder.setInsertionPointAfter(producer);
+    Location loc = last->local.getLoc();
+    auto start = AllReduceStartOp::create(builder, loc, locals, /*mean=*/true,
+                                          p, static_cast<int64_t>(index));
+    start->setAttr(StrataDialect::getPhaseAttrName(), backward);
+    if (producer) {
+      lastStartAfter[producer] = start;
+      if (std::optional<int64_t> layer = getLayer(producer))
+        setLayer(start, *layer);
+    }
+    builder.setInsertionPoint(firstUser);
+    auto wait = AllReduceWaitOp::create(builder, loc, locals,
+                                        static_cast<int64_t>(index));
+    wait->setAttr(StrataDialect::getPhaseAttrName(), backward);
+    if (std::optional<int64_t> layer = getLayer(firstUser))
+      setLayer(wait, *layer);
+    for (auto [i, g] : llvm::enumerate(bucket.gradients))
+      for (auto [user, operand] : grads[g].users)
+        user->setOperand(operand, wait.getResult(i));
+  }
+  for (Operation *average : averages)
+    if (average->use_empty())
+      average->erase();
+  return success();
+}
