@@ -211,6 +211,14 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
     selected[i] = included(program[i].phase);
   if (backend)
     return runOnDevice(step, loss, selected);
+  // A failed step may have left transfers in flight: finish them first.
+  for (auto &[bucket, transfer] : context.buckets) {
+    if (transfer.request)
+      (void)transfer.request->wait();
+    transfer.request.reset();
+    transfer.inFlight = false;
+  }
+  context.spans.clear();
   std::vector<Tensor> inputs, outputs;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
@@ -240,9 +248,22 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
     }
     int64_t end = nowNs();
     lastStepTimes[i] = {(start - originNs) * 1e-3, (end - start) * 1e-3};
+    // Note when bucket transfers in flight complete (for traces).
+    for (auto &[bucket, transfer] : context.buckets)
+      if (transfer.inFlight && transfer.doneNs == 0 &&
+          (!transfer.request || transfer.request->test()))
+        transfer.doneNs = nowNs();
   }
   loss = tensors[plan.loss].f32()[0];
   return Status::success();
+}
+
+std::vector<Executor::TransferTime> Executor::getLastStepTransfers() const {
+  std::vector<TransferTime> times;
+  for (const TransferSpan &span : context.spans)
+    times.push_back({span.bucket, span.bytes, (span.startNs - originNs) * 1e-3,
+                     (span.doneNs - span.startNs) * 1e-3});
+  return times;
 }
 
 Status Executor::runOnDevice(int64_t step, float &loss,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace strata::rt {
@@ -290,6 +291,10 @@ private:
   void checkCollective(const Instruction &inst, int64_t rank,
                        const std::string &where);
   void checkOperands(const Instruction &inst, const std::string &where);
+  /// Every all_reduce_start of a program is waited for by a later
+  /// all_reduce_wait of the same bucket on the same buffers.
+  void checkBuckets(const std::vector<Instruction> &program,
+                    const std::string &context);
 
   /// Reads a buffer id and checks it names a `kind` buffer of `dtype`.
   const Buffer &readBufferRef(const json &value, const std::string &where,
@@ -727,11 +732,48 @@ void PlanParser::parseProgram(const json &program, int64_t rank) {
         checkCollective(out[i], user.rank,
                         context + "instruction #" + std::to_string(i) + " (" +
                             out[i].op + ")");
+  checkBuckets(out, context);
+}
+
+void PlanParser::checkBuckets(const std::vector<Instruction> &program,
+                              const std::string &context) {
+  // Bucket number -> index of the all_reduce_start in flight.
+  std::map<int64_t, size_t> open;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction &inst = program[i];
+    if (inst.op != "all_reduce_start" && inst.op != "all_reduce_wait")
+      continue;
+    std::string where =
+        context + "instruction #" + std::to_string(i) + " (" + inst.op + ")";
+    int64_t bucket = inst.attrs.integer("bucket", -1);
+    auto it = open.find(bucket);
+    if (inst.op == "all_reduce_start") {
+      if (it != open.end())
+        fail(where, "bucket " + std::to_string(bucket) +
+                        " is still in flight (started by instruction #" +
+                        std::to_string(it->second) + ")");
+      open[bucket] = i;
+      continue;
+    }
+    if (it == open.end())
+      fail(where, "bucket " + std::to_string(bucket) +
+                      " was not started by an all_reduce_start before it");
+    if (program[it->second].in != inst.in)
+      fail(where, "in must be the buffers of bucket " + std::to_string(bucket) +
+                      "'s all_reduce_start " + "(instruction #" +
+                      std::to_string(it->second) + ")");
+    open.erase(it);
+  }
+  if (!open.empty())
+    fail(context + "instruction #" + std::to_string(open.begin()->second) +
+             " (all_reduce_start)",
+         "bucket " + std::to_string(open.begin()->first) +
+             " is never waited for (no all_reduce_wait in the step)");
 }
 
 void PlanParser::checkCollective(const Instruction &inst, int64_t rank,
                                  const std::string &where) {
-  if (inst.op != "all_reduce")
+  if (inst.op != "all_reduce" && inst.op != "all_reduce_start")
     return;
   double group = inst.attrs.number("group", 0);
   if (group != static_cast<double>(static_cast<int64_t>(group)) || group < 0 ||
@@ -822,10 +864,12 @@ static bool rangesOverlap(const Buffer &a, const Buffer &b) {
 void PlanParser::checkOperands(const Instruction &inst,
                                const std::string &where) {
   const OpKernel &kernel = *inst.kernel;
-  if (inst.in.size() != static_cast<size_t>(kernel.numInputs))
+  if (kernel.numInputs >= 0 &&
+      inst.in.size() != static_cast<size_t>(kernel.numInputs))
     fail(where, "expects " + std::to_string(kernel.numInputs) +
                     " inputs, got " + std::to_string(inst.in.size()));
-  if (inst.out.size() != static_cast<size_t>(kernel.numOutputs))
+  if (kernel.numOutputs >= 0 &&
+      inst.out.size() != static_cast<size_t>(kernel.numOutputs))
     fail(where, "expects " + std::to_string(kernel.numOutputs) +
                     " outputs, got " + std::to_string(inst.out.size()));
 

@@ -33,6 +33,13 @@ std::string TraceWriter::toJson() const {
         metadataEvent("process_name", rank, "rank " + std::to_string(rank)));
     list.push_back(metadataEvent("thread_name", rank, "program"));
   }
+  std::set<std::pair<int64_t, int64_t>> commTracks;
+  for (const TraceEvent &e : events)
+    if (e.thread == 1 && commTracks.insert({e.rank, 1}).second) {
+      json meta = metadataEvent("thread_name", e.rank, "communication");
+      meta["tid"] = 1;
+      list.push_back(std::move(meta));
+    }
   for (const TraceEvent &e : events) {
     list.push_back({{"name", e.name},
                     {"cat", e.category.empty() ? "none" : e.category},
@@ -40,7 +47,7 @@ std::string TraceWriter::toJson() const {
                     {"ts", e.startUs},
                     {"dur", e.durationUs},
                     {"pid", e.rank},
-                    {"tid", 0},
+                    {"tid", e.thread},
                     {"args",
                      {{"layer", e.layer},
                       {"instruction", e.instruction},

@@ -151,6 +151,19 @@ void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
     event.step = step;
     trace.add(std::move(event));
   }
+  // Bucket all-reduces in flight, on their own track.
+  for (const Executor::TransferTime &transfer :
+       executor.getLastStepTransfers()) {
+    TraceEvent event;
+    event.name = "all_reduce bucket " + std::to_string(transfer.bucket);
+    event.category = "communication";
+    event.startUs = transfer.startUs;
+    event.durationUs = transfer.durationUs;
+    event.instruction = -1;
+    event.step = step;
+    event.thread = 1;
+    trace.add(std::move(event));
+  }
 }
 
 double perSecond(int64_t count, double milliseconds) {

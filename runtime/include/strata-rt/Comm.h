@@ -35,7 +35,9 @@ enum class ReduceOp { Sum, Mean };
 /// `start...` call, where b is what this rank moves over its link for n
 /// bytes of payload: all-reduce 2(p-1)/p * n (a ring), reduce-scatter and
 /// all-gather (p-1) * n with n the per-rank block, broadcast, send and recv
-/// n, barrier 0 (latency only). Operations are emulated independently.
+/// n, barrier 0 (latency only). Operations of one communicator that are in
+/// flight together take the link one after another (an operation's
+/// latency + b / bandwidth starts when the previous one's ended).
 struct LinkEmulation {
   double bandwidthGBps = 0;
   double latencyUs = 0;

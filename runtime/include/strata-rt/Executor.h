@@ -109,6 +109,18 @@ public:
     return lastStepTimes;
   }
 
+  /// An asynchronous bucket all-reduce of the last runStep (CPU): from its
+  /// `all_reduce_start` until it was first seen complete (the executor
+  /// tests transfers in flight after every instruction), in the clock of
+  /// getLastStepTimes.
+  struct TransferTime {
+    int64_t bucket = 0;
+    int64_t bytes = 0;
+    double startUs = 0;
+    double durationUs = 0;
+  };
+  std::vector<TransferTime> getLastStepTransfers() const;
+
 private:
   Executor(Plan plan, const ExecutorOptions &options);
   Status checkIndexOperands(size_t index) const;

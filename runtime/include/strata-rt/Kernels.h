@@ -12,7 +12,11 @@
 #ifndef STRATA_RT_KERNELS_H
 #define STRATA_RT_KERNELS_H
 
+#include "strata-rt/Comm.h"
 #include "strata-rt/Tensor.h"
+
+#include <map>
+#include <memory>
 
 #include <string>
 #include <vector>
@@ -47,6 +51,29 @@ void gemm(ThreadPool &pool, const GemmTiling &tiling, bool transA, bool transB,
           int64_t lda, const float *b, int64_t ldb, float beta, float *c,
           int64_t ldc);
 
+/// The asynchronous all-reduce of one bucket (`all_reduce_start` starts it,
+/// `all_reduce_wait` of the same bucket completes it).
+struct BucketTransfer {
+  /// The bucket's tensors packed one after the other; the collective runs in
+  /// place on it. Kept between steps.
+  std::vector<float> staging;
+  /// The transfer in flight; nullptr when none is (or with one rank).
+  std::unique_ptr<Request> request;
+  bool inFlight = false;
+  /// When it started and when it was first seen complete (steady clock, ns;
+  /// 0 while not yet seen).
+  int64_t startNs = 0;
+  int64_t doneNs = 0;
+};
+
+/// One bucket transfer of the last step, for traces.
+struct TransferSpan {
+  int64_t bucket = 0;
+  int64_t bytes = 0;
+  int64_t startNs = 0;
+  int64_t doneNs = 0;
+};
+
 /// What kernels get besides their operands.
 struct KernelContext {
   ThreadPool &pool;
@@ -57,10 +84,18 @@ struct KernelContext {
   /// Communicators of the plan's groups (collectives' `group` attribute),
   /// nullptr where this rank is not a member; empty: group 0 is `comm`.
   std::vector<Communicator *> groups = {};
+  /// Bucket transfers by bucket number (per executor).
+  std::map<int64_t, BucketTransfer> buckets = {};
+  /// Transfers completed by `all_reduce_wait` in the current step.
+  std::vector<TransferSpan> spans = {};
 };
+
+/// Nanoseconds of the steady clock (the clock of BucketTransfer times).
+int64_t steadyNowNs();
 
 struct OpKernel {
   const char *name;
+  /// Operand counts; -1: any number (at least one), which `verify` checks.
   int numInputs;
   int numOutputs;
   /// Empty when the instruction is valid; otherwise a message such as

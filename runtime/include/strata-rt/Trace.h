@@ -33,6 +33,8 @@ struct TraceEvent {
   int64_t layer = -1;
   int64_t instruction = 0;
   int64_t step = 0;
+  /// Track within the rank: 0 the program, 1 communication in flight.
+  int64_t thread = 0;
 };
 
 /// Collects events and writes them as a Chrome trace.
@@ -42,7 +44,7 @@ public:
   const std::vector<TraceEvent> &getEvents() const { return events; }
 
   /// The trace as JSON text: process/thread name metadata events, then one
-  /// "X" event per recorded event (pid = rank, tid 0, args {layer,
+  /// "X" event per recorded event (pid = rank, tid = thread, args {layer,
   /// instruction, step}).
   std::string toJson() const;
 

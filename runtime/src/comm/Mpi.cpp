@@ -27,7 +27,9 @@
 //
 // Link emulation (see LinkEmulation in Comm.h for the byte model): once the
 // real transfer completed, the operation completes no sooner than latency +
-// bytes / bandwidth after its `start...` call.
+// bytes / bandwidth after its `start...` call, or after the previous
+// operation of the communicator released the emulated link (operations in
+// flight together share it one after another).
 //
 //===----------------------------------------------------------------------===//
 
@@ -154,6 +156,8 @@ struct CommState {
   double timeoutSeconds = 60;
   bool broken = false;
   Status brokenStatus;
+  /// When the emulated link is free again (progress thread only).
+  Clock::time_point linkFreeAt;
 };
 
 /// One MPI operation, owned by a progress thread once posted.
@@ -255,14 +259,19 @@ private:
     }
   }
 
+  /// Operations of one communicator share its emulated link: each holds it
+  /// for latency + bytes / bandwidth from its start call or from when the
+  /// previous one released it, whichever is later.
   static Clock::time_point emulatedEnd(const Op &op) {
-    const CommState &s = *op.state;
+    CommState &s = *op.state;
     if (!s.link.enabled() || s.size <= 1)
       return op.issued;
     double seconds =
         s.link.latencyUs * 1e-6 + op.bytes / (s.link.bandwidthGBps * 1e9);
-    return op.issued + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(seconds));
+    s.linkFreeAt = std::max(op.issued, s.linkFreeAt) +
+                   std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(seconds));
+    return s.linkFreeAt;
   }
 
   /// Tests one in-flight operation; returns whether its state changed.

@@ -126,6 +126,7 @@ const std::vector<detail::CudaKernelEntry> &registry() {
     detail::appendConvCudaKernels(all);
     detail::appendOptimCudaKernels(all);
     detail::appendCommCudaKernels(all);
+    detail::appendAsyncCudaKernels(all);
     std::sort(
         all.begin(), all.end(),
         [](const detail::CudaKernelEntry &a, const detail::CudaKernelEntry &b) {

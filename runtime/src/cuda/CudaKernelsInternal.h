@@ -254,6 +254,7 @@ void appendNNCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendConvCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendCommCudaKernels(std::vector<CudaKernelEntry> &kernels);
+void appendAsyncCudaKernels(std::vector<CudaKernelEntry> &kernels);
 
 } // namespace strata::rt::cuda::detail
 
