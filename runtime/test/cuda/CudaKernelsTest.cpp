@@ -699,6 +699,9 @@ TEST(CudaKernelCases, EveryOpHasACase) {
   std::set<std::string> covered;
   for (const Case &c : cases())
     covered.insert(c.op);
+  // A start/wait pair only runs together: CudaAllReduceBucket tests it.
+  covered.insert("all_reduce_start");
+  covered.insert("all_reduce_wait");
   for (const OpKernel *k : allKernels())
     EXPECT_TRUE(covered.count(k->name))
         << "no test case for op '" << k->name << "'";
@@ -758,6 +761,47 @@ TEST(CudaAllReduce, ReplicasMustMatchTheRun) {
 //===----------------------------------------------------------------------===//
 // Tests that need a device
 //===----------------------------------------------------------------------===//
+
+/// One rank: all_reduce_start then all_reduce_wait of a two-tensor bucket
+/// hands back the inputs bit for bit.
+TEST(CudaAllReduceBucket, OneRankStartThenWaitIsACopy) {
+  SKIP_WITHOUT_DEVICE();
+  CudaKernelFn start = lookupCudaKernel("all_reduce_start");
+  CudaKernelFn wait = lookupCudaKernel("all_reduce_wait");
+  ASSERT_NE(start, nullptr);
+  ASSERT_NE(wait, nullptr);
+  Random rng(11);
+  std::vector<HostTensor> host = {rng.f32({7, 13}), rng.f32({5})};
+  std::vector<DeviceBuffer> buffers;
+  std::vector<Tensor> in, out;
+  for (const HostTensor &t : host) {
+    buffers.emplace_back(t.bits.size() * 4);
+    check(cudaMemcpy(buffers.back().get(), t.bits.data(), t.bits.size() * 4,
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+    in.push_back(Tensor{buffers.back().get(), t.desc});
+  }
+  for (const HostTensor &t : host) {
+    buffers.emplace_back(t.bits.size() * 4);
+    check(cudaMemset(buffers.back().get(), 0xff, t.bits.size() * 4),
+          "cudaMemset");
+    out.push_back(Tensor{buffers.back().get(), t.desc});
+  }
+  CudaContext ctx;
+  ctx.stream = gpu().stream;
+  ctx.cublas = gpu().cublas;
+  Attrs a = attrs({{"replicas", 1}, {"bucket", 0}, {"mean", 1}});
+  start(ctx, in, {}, a);
+  wait(ctx, in, out, a);
+  check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+  for (size_t i = 0; i < host.size(); ++i) {
+    HostTensor got(host[i].desc.shape, DType::F32);
+    check(cudaMemcpy(got.bits.data(), out[i].data, got.bits.size() * 4,
+                     cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
+    EXPECT_EQ(got.bits, host[i].bits) << "output #" << i;
+  }
+}
 
 TEST(CudaKernels, MatchCpu) {
   SKIP_WITHOUT_DEVICE();
