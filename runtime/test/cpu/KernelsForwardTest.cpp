@@ -58,6 +58,9 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"sgd_update", 3, 2},
       {"adam_update", 5, 3},
       {"all_reduce", 1, 1},
+      // Buckets: any number of gradients (-1).
+      {"all_reduce_start", -1, 0},
+      {"all_reduce_wait", -1, -1},
   };
   for (auto [name, numIn, numOut] : ops) {
     const OpKernel *k = lookupKernel(name);
