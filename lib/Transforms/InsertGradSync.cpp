@@ -135,6 +135,18 @@ void InsertGradSyncPass::runOnOperation() {
         << static_cast<int64_t>(replicas);
     return signalPassFailure();
   }
+  if (accumulate != "device" && accumulate != "host") {
+    emitError(module.getLoc())
+        << "--strata-insert-grad-sync: accumulate must be device or host, got '"
+        << accumulate << "'";
+    return signalPassFailure();
+  }
+  if (chunkBytes < 4) {
+    emitError(module.getLoc())
+        << "--strata-insert-grad-sync needs chunk-bytes >= 4, got "
+        << static_cast<int64_t>(chunkBytes);
+    return signalPassFailure();
+  }
   // The cost model is only needed to choose the bucket size.
   std::optional<TargetDescription> target;
   if (bucketBytes == 0) {
@@ -299,8 +311,12 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
     else
       builder.setInsertionPointAfter(producer);
     Location loc = last->local.getLoc();
-    auto start = AllReduceStartOp::create(builder, loc, locals, /*mean=*/true,
-                                          p, static_cast<int64_t>(index));
+    bool host = accumulate == "host";
+    auto start = AllReduceStartOp::create(
+        builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
+        host,
+        host ? builder.getI64IntegerAttr(static_cast<int64_t>(chunkBytes))
+             : IntegerAttr());
     start->setAttr(StrataDialect::getPhaseAttrName(), backward);
     if (producer) {
       lastStartAfter[producer] = start;

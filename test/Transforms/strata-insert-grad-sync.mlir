@@ -2,11 +2,18 @@
 // RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync=bucket-bytes=1073741824 | FileCheck %s --check-prefix=ONE
 // RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync=target=cpu-local | FileCheck %s --check-prefix=ONE
 // RUN: strata-opt %s --split-input-file --strata-insert-grad-sync="replicas=2 bucket-bytes=64" | FileCheck %s --check-prefix=ALONE
+// RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync="bucket-bytes=64 accumulate=host chunk-bytes=4096" | FileCheck %s --check-prefix=HOST
 
 // Buckets of at least 64 bytes in the order the backward pass produces the
 // gradients (the last layer's first): each start right after the bucket's
 // last gradient, each wait right before the first update that reads it, and
 // the synchronous per-gradient all-reduces are gone.
+// Host accumulation: every start carries `host` and the chunk size.
+// HOST-LABEL: func.func @mlp
+// HOST: strata.all_reduce_start %{{.+}} mean host replicas = 2 bucket = 0 {chunk_bytes = 4096 : i64
+// HOST-NOT: strata.all_reduce_start {{.*}}replicas = 2 bucket = 0 {
+// HOST: strata.all_reduce_start %{{.+}} mean host replicas = 2 bucket = 1 {chunk_bytes = 4096 : i64
+
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[DB1:.+]] = strata.bias_add_grad
 // CHECK: %[[DW1:.+]] = strata.matmul %{{.+}}, %{{.+}} transpose_a

@@ -124,6 +124,12 @@ def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
     bucket; large buckets pay it once but leave more transfer after the
     backward pass ends.
 
+    With `accumulate=host` (seed 001's multi-GPU-using-CPUs method) the
+    buckets are accumulated in host memory instead: each
+    `all_reduce_start` carries `host` and `chunk_bytes`, and the runtime
+    sends the bucket chunk by chunk to rank 0's host, which sums every
+    replica's chunk and sends each finished chunk back to every replica.
+
     Example:
 
     ```
@@ -142,6 +148,12 @@ def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
     Option<"replicas", "replicas", "int64_t", /*default=*/"0",
            "Replicas of a step that is not data-parallel yet (0: use the "
            "step's strata.replicas)">,
+    Option<"accumulate", "accumulate", "std::string", /*default=*/"\"device\"",
+           "Where buckets are summed: device (an all-reduce among the "
+           "replicas) or host (chunks accumulated in rank 0's host memory "
+           "and sent back)">,
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"1048576",
+           "accumulate=host: bytes per chunk sent to the host">,
   ];
   let statistics = [
     Statistic<"numBuckets", "buckets", "Gradient buckets">,

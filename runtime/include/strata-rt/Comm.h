@@ -34,9 +34,9 @@ enum class ReduceOp { Sum, Mean };
 /// operation completes no sooner than latency + b / bandwidth after its
 /// `start...` call, where b is what this rank moves over its link for n
 /// bytes of payload: all-reduce 2(p-1)/p * n (a ring), reduce-scatter and
-/// all-gather (p-1) * n with n the per-rank block, broadcast, send and recv
-/// n, barrier 0 (latency only). Operations of one communicator that are in
-/// flight together take the link one after another (an operation's
+/// all-gather (p-1) * n with n the per-rank block, reduce, broadcast, send
+/// and recv n, barrier 0 (latency only). Operations of one communicator that
+/// are in flight together take the link one after another (an operation's
 /// latency + b / bandwidth starts when the previous one's ended).
 struct LinkEmulation {
   double bandwidthGBps = 0;
@@ -67,6 +67,11 @@ public:
   /// In place over `count` floats; Mean divides the sum by size().
   virtual std::unique_ptr<Request> startAllReduce(float *data, int64_t count,
                                                   ReduceOp op) = 0;
+  /// In place over `count` floats: `root` receives the sum (Mean: divided
+  /// by size()) of every rank's data; other ranks' buffers are left as they
+  /// were. The default says the engine cannot.
+  virtual std::unique_ptr<Request> startReduce(float *data, int64_t count,
+                                               ReduceOp op, int root);
   /// `count` floats from `root` to every rank, in place.
   virtual std::unique_ptr<Request> startBroadcast(float *data, int64_t count,
                                                   int root) = 0;

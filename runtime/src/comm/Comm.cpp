@@ -30,6 +30,25 @@ Status Communicator::createGroup(const std::vector<int> &,
                          "' communicator cannot create groups");
 }
 
+namespace {
+class FailedRequest final : public Request {
+public:
+  explicit FailedRequest(Status status) : status_(std::move(status)) {}
+  Status wait() override { return status_; }
+  bool test() override { return true; }
+
+private:
+  Status status_;
+};
+} // namespace
+
+std::unique_ptr<Request> Communicator::startReduce(float *, int64_t, ReduceOp,
+                                                   int) {
+  return std::make_unique<FailedRequest>(
+      Status::failure(std::string("the '") + engine() +
+                      "' communicator cannot reduce to a root"));
+}
+
 /// Checks a group's rank list against a communicator of `size` ranks.
 static Status checkGroupRanks(const std::vector<int> &ranks, int size) {
   if (ranks.empty())
@@ -199,6 +218,12 @@ public:
       return done(Status::failure("local all-gather: bad buffer"));
     if (count && input != output)
       std::memmove(output, input, count * sizeof(float));
+    return done();
+  }
+  std::unique_ptr<Request> startReduce(float *data, int64_t count, ReduceOp,
+                                       int root) override {
+    if (count < 0 || (count > 0 && !data) || root != 0)
+      return done(Status::failure("local reduce: bad buffer or root"));
     return done();
   }
   Status barrier() override { return Status::success(); }

@@ -599,6 +599,27 @@ public:
     return submit(std::move(o));
   }
 
+  std::unique_ptr<Request> startReduce(float *data, int64_t count, ReduceOp op,
+                                       int root) override {
+    if (Status s = checkCount("reduce", count, data); !s.ok())
+      return done(s);
+    if (Status s = checkRank("reduce root", root); !s.ok())
+      return done(s);
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o = makeOp("reduce of " + std::to_string(count) + " floats to rank " +
+                    std::to_string(root));
+    o->bytes = 4.0 * count;
+    bool isRoot = rank() == root;
+    o->start = [state, data, n, root, isRoot](MPI_Request *r) {
+      return MPI_Ireduce(isRoot ? MPI_IN_PLACE : data, isRoot ? data : nullptr,
+                         n, MPI_FLOAT, MPI_SUM, root, state->comm, r);
+    };
+    if (op == ReduceOp::Mean && isRoot)
+      o->finish = meanOf(data, count);
+    return submit(std::move(o));
+  }
+
   std::unique_ptr<Request> startAllGather(const float *input, float *output,
                                           int64_t count) override {
     if (Status s = checkCount("all-gather", count * size(), output); !s.ok())
@@ -667,7 +688,6 @@ public:
       group = std::make_unique<MpiCommunicator>(std::move(sub), *getEngine());
     return Status::success();
   }
-
 
 private:
   std::unique_ptr<Op> makeOp(std::string name) {

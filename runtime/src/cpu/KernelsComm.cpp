@@ -18,6 +18,7 @@
 
 #include "strata-rt/Comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -99,6 +100,10 @@ std::string verifyBucket(const Descs &inputs, const Descs &outputs,
   double replicas = 1;
   if (start && v.ok() && v.number("replicas", true, replicas) && replicas < 1)
     v.fail("attribute 'replicas' must be at least 1");
+  double chunk = 0;
+  if (start && v.ok() && v.number("chunk_bytes", false, chunk, 1 << 20) &&
+      chunk < 4)
+    v.fail("attribute 'chunk_bytes' must be at least 4");
   return v.error();
 }
 
@@ -111,6 +116,81 @@ std::string verifyAllReduceWait(const Descs &inputs, const Descs &outputs,
                                 const Attrs &attrs) {
   return verifyBucket(inputs, outputs, attrs, /*start=*/false);
 }
+
+/// Host accumulation (`host` attribute): the bucket travels chunk by chunk
+/// to rank 0, the host that accumulates it (a reduce per chunk), and the
+/// accumulated chunks go back to every rank (a broadcast per chunk; Mean
+/// divides on the host first). Nonblocking collectives must be issued in the
+/// same order on every rank, so the broadcasts are issued only at points of
+/// the program every rank reaches in the same order: the next bucket's
+/// start (`advance`, so they overlap the computation after it) or this
+/// bucket's wait, never from a timing-dependent poll.
+class HostAccumulation final : public Request {
+public:
+  HostAccumulation(Communicator &comm, float *data, int64_t count,
+                   int64_t chunk, bool mean)
+      : comm_(comm), data_(data), mean_(mean) {
+    for (int64_t begin = 0; begin < count; begin += chunk) {
+      int64_t n = std::min(chunk, count - begin);
+      chunks_.push_back({begin, n,
+                         comm.startReduce(data + begin, n, ReduceOp::Sum, 0),
+                         nullptr});
+    }
+  }
+
+  /// Completes the reduces and issues the broadcasts (once).
+  Status advance() {
+    if (advanced_)
+      return status_;
+    advanced_ = true;
+    for (Chunk &c : chunks_) {
+      status_ = c.reduce->wait();
+      if (!status_.ok())
+        return status_;
+    }
+    for (Chunk &c : chunks_) {
+      float *chunk = data_ + c.begin;
+      if (mean_ && comm_.rank() == 0) {
+        float scale = 1.0f / static_cast<float>(comm_.size());
+        for (int64_t i = 0; i < c.count; ++i)
+          chunk[i] *= scale;
+      }
+      c.broadcast = comm_.startBroadcast(chunk, c.count, 0);
+    }
+    return status_;
+  }
+
+  Status wait() override {
+    if (Status s = advance(); !s.ok())
+      return s;
+    for (Chunk &c : chunks_)
+      if (Status s = c.broadcast->wait(); !s.ok())
+        return s;
+    return Status::success();
+  }
+
+  bool test() override {
+    if (!advanced_)
+      return false;
+    for (Chunk &c : chunks_)
+      if (!c.broadcast || !c.broadcast->test())
+        return false;
+    return true;
+  }
+
+private:
+  struct Chunk {
+    int64_t begin, count;
+    std::unique_ptr<Request> reduce, broadcast;
+  };
+
+  Communicator &comm_;
+  float *data_;
+  bool mean_;
+  bool advanced_ = false;
+  Status status_;
+  std::vector<Chunk> chunks_;
+};
 
 void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
                        const Tensors &, const Attrs &attrs) {
@@ -134,6 +214,19 @@ void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
   transfer.doneNs = 0;
   if (!comm || comm->size() == 1)
     return;
+  if (attrs.flag("host")) {
+    // Earlier host buckets send their sums back now (same point on every
+    // rank).
+    for (auto &[id, other] : ctx.buckets)
+      if (auto *host = dynamic_cast<HostAccumulation *>(other.request.get()))
+        if (Status s = host->advance(); !s.ok())
+          throw std::runtime_error(s.message());
+    int64_t chunk =
+        std::max<int64_t>(attrs.integer("chunk_bytes", 1 << 20) / 4, 1);
+    transfer.request = std::make_unique<HostAccumulation>(
+        *comm, transfer.staging.data(), count, chunk, attrs.flag("mean"));
+    return;
+  }
   ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
   transfer.request = comm->startAllReduce(transfer.staging.data(), count, op);
 }

@@ -70,6 +70,10 @@ void runAllReduceStart(CudaContext &ctx, const Tensors &inputs, const Tensors &,
                        const Attrs &attrs) {
   int64_t bucketId = attrs.integer("bucket", 0);
   Communicator *comm = resolveGroup(ctx, attrs);
+  if (attrs.flag("host"))
+    throw std::runtime_error(
+        "all_reduce_start: host accumulation (accumulate=host) runs on CPU "
+        "ranks only; GPU ranks all-reduce on the device (NCCL)");
   DeviceBucket &bucket = lookupBucket(ctx, bucketId);
   if (bucket.inFlight)
     throw std::runtime_error("bucket " + std::to_string(bucketId) +

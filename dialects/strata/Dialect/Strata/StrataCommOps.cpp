@@ -74,8 +74,12 @@ int64_t AllReduceStartOp::getBytesWritten() {
   return static_cast<int64_t>(ringBytes(*this));
 }
 double AllReduceStartOp::estimateSeconds(const TargetDescription &target) {
-  return estimateRingAllReduceSeconds(getBucketBytes(getInputs()),
-                                      getReplicas(), target);
+  int64_t bytes = getBucketBytes(getInputs());
+  // Host accumulation moves 2 (p - 1) bytes per bucket byte through the
+  // host's link: what a ring all-reduce of p times the bucket moves.
+  if (getHost())
+    bytes *= getReplicas();
+  return estimateRingAllReduceSeconds(bytes, getReplicas(), target);
 }
 
 //===----------------------------------------------------------------------===//

@@ -62,6 +62,15 @@ def Strata_AllReduceStartOp : Strata_Op<"all_reduce_start", [
     times the bytes sent and received per rank, `2 (p - 1)` link latencies).
     It occupies the link, not the compute stream.
 
+    With `host` (host accumulation, `--strata-insert-grad-sync
+    accumulate=host`), the bucket is not all-reduced among the replicas
+    directly: it travels in chunks of `chunk_bytes` (default 1 MiB) to the
+    host of rank 0, which accumulates every replica's chunk, and each
+    accumulated chunk is sent back to every replica as soon as it is complete
+    (for machines whose devices lack a fast direct link). Cost: a reduce and
+    a broadcast of the bucket, `2 (p - 1)` bytes per byte of bucket through
+    the host's link.
+
     ```mlir
     strata.all_reduce_start %dw1, %db1 mean replicas = 4 bucket = 0
         : tensor<256x10xf32>, tensor<10xf32>
@@ -69,10 +78,12 @@ def Strata_AllReduceStartOp : Strata_Op<"all_reduce_start", [
   }];
   let arguments = (ins Variadic<Strata_FloatTensor>:$inputs, UnitAttr:$mean,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$replicas,
-                       ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket);
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket,
+                       UnitAttr:$host,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<4>]>>:$chunk_bytes);
   let assemblyFormat = [{
-    $inputs (`mean` $mean^)? `replicas` `=` $replicas `bucket` `=` $bucket
-    attr-dict `:` type($inputs)
+    $inputs (`mean` $mean^)? (`host` $host^)? `replicas` `=` $replicas
+    `bucket` `=` $bucket attr-dict `:` type($inputs)
   }];
   let hasVerifier = 1;
 }
