@@ -97,6 +97,14 @@ static cl::opt<std::string>
 static cl::opt<bool> listOnly("list",
                               cl::desc("Print the distinct GEMMs and exit"),
                               cl::cat(category));
+static cl::list<std::string>
+    measureTilings("measure",
+                   cl::desc("Only time these tilings (mc,nc,kc,mr,nr or "
+                            "'default') on every GEMM, round robin, and "
+                            "print the best median of each; no database"),
+                   cl::value_desc("tiling"), cl::cat(category));
+static cl::opt<int> rounds("rounds", cl::desc("--measure: round-robin passes"),
+                           cl::init(3), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
                            cl::cat(category));
 
@@ -268,6 +276,38 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  // Side-by-side timing of given tilings (comparing the results of
+  // different searches under the same machine load).
+  if (!measureTilings.empty()) {
+    std::vector<GemmTiling> tilings;
+    for (const std::string &text : measureTilings) {
+      GemmTiling t;
+      SmallVector<StringRef> parts;
+      StringRef(text).split(parts, ',');
+      if (text != "default" &&
+          (parts.size() != 5 || parts[0].getAsInteger(10, t.mc) ||
+           parts[1].getAsInteger(10, t.nc) || parts[2].getAsInteger(10, t.kc) ||
+           parts[3].getAsInteger(10, t.mr) || parts[4].getAsInteger(10, t.nr)))
+        fail(2, "invalid --measure '" + text + "' (mc,nc,kc,mr,nr or default)");
+      tilings.push_back(t);
+    }
+    for (const auto &entryOfKeys : keys) {
+      tune::MeasureOptions mo;
+      mo.threads = threads;
+      mo.repeats = repeats;
+      mo.seed = seed;
+      tune::GemmMeasurer measurer(toProblem(entryOfKeys.first), mo);
+      std::vector<double> best(tilings.size(), HUGE_VAL);
+      for (int r = 0; r < std::max(1, rounds.getValue()); ++r)
+        for (size_t i = 0; i < tilings.size(); ++i)
+          best[i] = std::min(best[i], measurer.measure(tilings[i]));
+      for (size_t i = 0; i < tilings.size(); ++i)
+        llvm::outs() << entryOfKeys.first.str() << " " << measureTilings[i]
+                     << " " << llvm::formatv("{0:e}", best[i]) << "\n";
+    }
+    return 0;
+  }
+
   // Database.
   TuningDatabase db = fresh;
   if (llvm::sys::fs::exists(dbPath)) {
@@ -393,6 +433,14 @@ int main(int argc, char **argv) {
                       {"thread_n", t.threadN}};
     } else {
       GemmTiling t = tileSpace.cpuTiling(result.best);
+      // The default tiling need not be a state of the space (its blocks need
+      // not divide the dimensions); when it measured faster than everything
+      // the search found, it is the tiling to keep.
+      if (defaultSeconds >= 0 && defaultSeconds < result.bestCost) {
+        t = GemmTiling();
+        entry.seconds = defaultSeconds;
+        entry.algorithm += " (default kept)";
+      }
       entry.tiling = {
           {"mc", t.mc}, {"nc", t.nc}, {"kc", t.kc}, {"mr", t.mr}, {"nr", t.nr}};
     }
@@ -403,13 +451,16 @@ int main(int argc, char **argv) {
     if (llvm::Error e = writeTuningDatabase(db, dbPath))
       fail(1, llvm::toString(std::move(e)));
     ++tuned;
-    double gflops = problem.flops() / result.bestCost / 1e9;
+    double chosen = db.find(key)->seconds;
+    double gflops = problem.flops() / chosen / 1e9;
     if (!quiet) {
-      llvm::errs() << "  -> " << tilingText << ": " << ms(result.bestCost)
+      llvm::errs() << "  -> " << tilingText << ": " << ms(chosen)
                    << llvm::formatv(" ({0:F1} GFLOP/s", gflops);
       if (defaultSeconds > 0)
         llvm::errs() << llvm::formatv(", {0:F2}x the default's speed",
-                                      defaultSeconds / result.bestCost);
+                                      defaultSeconds / chosen);
+      if (chosen != result.bestCost)
+        llvm::errs() << ", the default kept";
       llvm::errs() << llvm::formatv("), {0} trials in {1:F1} s\n",
                                     result.trials, result.seconds);
     }
