@@ -367,7 +367,7 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
 }
 
 LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os,
-                                      StringRef device) {
+                                       StringRef device) {
   if (device != "cpu" && device != "cuda")
     return emitError(module.getLoc())
            << "--plan-device must be cpu or cuda, got '" << device << "'";

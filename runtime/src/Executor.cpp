@@ -34,8 +34,8 @@ Executor::Arena::~Arena() {
 DeviceBackend::~DeviceBackend() = default;
 
 Executor::Executor(Plan planIn, const ExecutorOptions &options)
-    : plan(std::move(planIn)), device(options.device),
-      backend(options.backend), pool(new ThreadPool(options.threads)),
+    : plan(std::move(planIn)), device(options.device), backend(options.backend),
+      pool(new ThreadPool(options.threads)),
       context{*pool, options.gemm, options.comm, options.groups},
       originNs(nowNs()) {
   program = &plan.programOf(options.rank);
@@ -60,8 +60,8 @@ Status Executor::create(Plan plan, const ExecutorOptions &options,
     // Pinned, so that uploads and downloads are asynchronous DMA.
     Status status = options.backend->allocateHost(size, &arena->base);
     if (!status.ok())
-      return Status::failure(plan.path + ": cannot allocate the host arena: " +
-                             status.message());
+      return Status::failure(
+          plan.path + ": cannot allocate the host arena: " + status.message());
     arena->pinnedBy = options.backend.get();
   } else {
     // An anonymous mapping is page aligned (so 64-byte aligned) and reads as

@@ -783,8 +783,8 @@ void PlanParser::checkCollective(const Instruction &inst, int64_t rank,
                     std::to_string(group));
   const CommGroup &g = plan.groups[static_cast<size_t>(group)];
   if (!std::binary_search(g.ranks.begin(), g.ranks.end(), rank))
-    fail(where, "rank " + std::to_string(rank) + " runs it but is not in group \"" +
-                    g.name + "\"");
+    fail(where, "rank " + std::to_string(rank) +
+                    " runs it but is not in group \"" + g.name + "\"");
   int64_t replicas = inst.attrs.integer("replicas", 1);
   if (replicas != static_cast<int64_t>(g.ranks.size()))
     fail(where, "attribute 'replicas' is " + std::to_string(replicas) +

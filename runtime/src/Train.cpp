@@ -56,8 +56,8 @@ Status checkOptions(const TrainOptions &options) {
 }
 
 /// Resolves --device against the plan's choice for `rank`.
-Status chooseDevice(const TrainOptions &options, const Plan &plan,
-                    int64_t rank, DeviceKind &kind, DeviceOptions &device) {
+Status chooseDevice(const TrainOptions &options, const Plan &plan, int64_t rank,
+                    DeviceKind &kind, DeviceOptions &device) {
   kind = plan.ranks[rank].device;
   device = DeviceOptions();
   device.strataGemm = options.strataGemm;
@@ -71,8 +71,8 @@ Status chooseDevice(const TrainOptions &options, const Plan &plan,
     std::string digits = text.substr(5);
     int64_t ordinal = digits.empty() || digits.size() > 4 ? -1 : 0;
     for (char c : digits)
-      ordinal = c >= '0' && c <= '9' && ordinal >= 0 ? ordinal * 10 + (c - '0')
-                                                     : -1;
+      ordinal =
+          c >= '0' && c <= '9' && ordinal >= 0 ? ordinal * 10 + (c - '0') : -1;
     if (ordinal < 0)
       return Status::usage("--device: invalid GPU number in '" + text + "'");
     kind = DeviceKind::Cuda;
@@ -104,8 +104,8 @@ Status createGroups(const Plan &plan, Communicator &world,
     std::unique_ptr<Communicator> sub;
     Status status = world.createGroup(ranks, sub);
     if (!status.ok())
-      return Status::failure("group \"" + group.name + "\": " +
-                             status.message());
+      return Status::failure("group \"" + group.name +
+                             "\": " + status.message());
     groups.push_back(sub.get());
     if (sub)
       owned.push_back(std::move(sub));
@@ -291,8 +291,7 @@ Status train(const TrainOptions &options, TrainResult &result) {
     // GPU ranks reduce device buffers through NCCL, bootstrapped over MPI.
     if (comm) {
       if (plan.groups.size() != 1 ||
-          static_cast<int64_t>(plan.groups[0].ranks.size()) !=
-              plan.worldSize())
+          static_cast<int64_t>(plan.groups[0].ranks.size()) != plan.worldSize())
         return Status::usage("--device=cuda: groups other than one of every "
                              "rank are not supported on GPUs yet");
       status = createNcclCommunicator(*comm, *executorOptions.backend, nccl);
@@ -334,17 +333,16 @@ Status train(const TrainOptions &options, TrainResult &result) {
             result.ranks, static_cast<long long>(loaded.replicas),
             executorOptions.comm->engine(),
             static_cast<long long>(result.samplesPerStep));
-  logLine(
-      log,
-      "plan %s (%s): %zu instructions, %zu buffers, arena %lld bytes, "
-      "%s, seed %llu, steps %lld-%lld\n",
-      loaded.path.c_str(), loaded.model.c_str(), executor->getProgram().size(),
-      loaded.buffers.size(),
-      static_cast<long long>(loaded.ranks[result.rank].arenaBytes),
-      executor->describeDevice().c_str(),
-      static_cast<unsigned long long>(result.seed),
-      static_cast<long long>(result.startStep + 1),
-      static_cast<long long>(result.startStep + options.steps));
+  logLine(log,
+          "plan %s (%s): %zu instructions, %zu buffers, arena %lld bytes, "
+          "%s, seed %llu, steps %lld-%lld\n",
+          loaded.path.c_str(), loaded.model.c_str(),
+          executor->getProgram().size(), loaded.buffers.size(),
+          static_cast<long long>(loaded.ranks[result.rank].arenaBytes),
+          executor->describeDevice().c_str(),
+          static_cast<unsigned long long>(result.seed),
+          static_cast<long long>(result.startStep + 1),
+          static_cast<long long>(result.startStep + options.steps));
   logLine(log, "data: %s\n", data->getDescription().c_str());
 
   // Ranks other than 0 train silently.

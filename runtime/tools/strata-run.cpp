@@ -19,10 +19,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 
 using namespace strata::rt;
 
@@ -220,7 +220,8 @@ int main(int argc, char **argv) {
     int gpus = cudaDeviceCount(&why);
     std::printf("cpu: %u hardware threads\n",
                 std::thread::hardware_concurrency());
-    std::printf("cuda backend: %s\n", haveCudaBackend() ? "built" : "not built");
+    std::printf("cuda backend: %s\n",
+                haveCudaBackend() ? "built" : "not built");
     std::printf("cuda devices: %d%s\n", gpus,
                 gpus ? "" : (" (" + why + ")").c_str());
     return 0;

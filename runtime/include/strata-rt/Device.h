@@ -1,4 +1,5 @@
-//===- Device.h - Devices that run a rank's program ---------------*- C++ -*-===//
+//===- Device.h - Devices that run a rank's program ---------------*- C++
+//-*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //

@@ -144,8 +144,8 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::describe() const {
   return "cuda:" + std::to_string(ordinal_) + " (" + name_ + ", " +
          std::to_string(smCount_) + " SMs, " +
-         std::to_string(memoryBytes_ >> 30) + " GiB; matmul: " +
-         (options_.strataGemm ? "strata" : "cublas") + ")";
+         std::to_string(memoryBytes_ >> 30) +
+         " GiB; matmul: " + (options_.strataGemm ? "strata" : "cublas") + ")";
 }
 
 Status CudaBackend::activate() const {
@@ -177,7 +177,8 @@ Status CudaBackend::prepare(const Plan &plan,
   void *arena = nullptr;
   cudaError_t error = cudaMalloc(&arena, static_cast<size_t>(arenaBytes));
   if (error != cudaSuccess)
-    return Status::failure(plan.path + ": cannot allocate the device arena of " +
+    return Status::failure(plan.path +
+                           ": cannot allocate the device arena of " +
                            std::to_string(arenaBytes) + " bytes on " +
                            describe() + ": " + cudaGetErrorString(error));
   deviceBase_ = static_cast<char *>(arena);
@@ -194,9 +195,8 @@ Status CudaBackend::prepare(const Plan &plan,
     const Instruction &inst = program[i];
     CudaKernelFn fn = lookupCudaKernel(inst.op);
     if (!fn)
-      return Status::failure(plan.path + ": instruction #" +
-                             std::to_string(i) + " (" + inst.op +
-                             "): no CUDA kernel");
+      return Status::failure(plan.path + ": instruction #" + std::to_string(i) +
+                             " (" + inst.op + "): no CUDA kernel");
     kernels_.push_back(fn);
     std::vector<TensorDesc> in, out;
     for (int64_t id : inst.in)
@@ -208,10 +208,9 @@ Status CudaBackend::prepare(const Plan &plan,
   if (scratch > 0) {
     error = cudaMalloc(&scratch_, scratch);
     if (error != cudaSuccess)
-      return Status::failure(plan.path + ": cannot allocate " +
-                             std::to_string(scratch) +
-                             " bytes of kernel scratch: " +
-                             cudaGetErrorString(error));
+      return Status::failure(
+          plan.path + ": cannot allocate " + std::to_string(scratch) +
+          " bytes of kernel scratch: " + cudaGetErrorString(error));
     scratchBytes_ = scratch;
   }
   for (size_t i = 0; i < program.size(); ++i) {
@@ -296,25 +295,24 @@ Status CudaBackend::waitFor(cudaStream_t stream, const char *what) {
     if (state == cudaSuccess)
       return Status::success();
     if (state != cudaErrorNotReady)
-      return cudaFailure(std::string("cuda:") + std::to_string(ordinal_) +
-                             ": " + what,
-                         state);
+      return cudaFailure(
+          std::string("cuda:") + std::to_string(ordinal_) + ": " + what, state);
     for (const auto &check : healthChecks_)
       if (Status status = check(); !status.ok()) {
         for (const auto &abort : aborts_)
           abort();
         return status;
       }
-    double waited = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (timeoutSeconds_ > 0 && waited > timeoutSeconds_) {
       for (const auto &abort : aborts_)
         abort();
-      return Status::failure(
-          "cuda:" + std::to_string(ordinal_) + ": " + what + " did not " +
-          "finish within " + std::to_string(static_cast<int>(timeoutSeconds_)) +
-          " s (a peer of a collective stopped answering?)");
+      return Status::failure("cuda:" + std::to_string(ordinal_) + ": " + what +
+                             " did not " + "finish within " +
+                             std::to_string(static_cast<int>(timeoutSeconds_)) +
+                             " s (a peer of a collective stopped answering?)");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

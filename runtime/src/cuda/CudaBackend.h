@@ -1,4 +1,5 @@
-//===- CudaBackend.h - The CUDA device backend (private) ---------*- C++ -*-===//
+//===- CudaBackend.h - The CUDA device backend (private) ---------*- C++
+//-*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //

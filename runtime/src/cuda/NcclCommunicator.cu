@@ -110,8 +110,8 @@ public:
       return ncclBroadcast(data, data, count, ncclFloat, root, comm_, s);
     });
   }
-  std::unique_ptr<Request> startSend(const float *data, int64_t count,
-                                     int peer, int) override {
+  std::unique_ptr<Request> startSend(const float *data, int64_t count, int peer,
+                                     int) override {
     if (peer < 0 || peer >= size_)
       return fail("send peer " + std::to_string(peer) + " out of range");
     return run("send", [&](cudaStream_t s) {
@@ -126,8 +126,8 @@ public:
       return ncclRecv(data, count, ncclFloat, peer, comm_, s);
     });
   }
-  std::unique_ptr<Request> startReduceScatter(const float *input,
-                                              float *output, int64_t count,
+  std::unique_ptr<Request> startReduceScatter(const float *input, float *output,
+                                              int64_t count,
                                               ReduceOp op) override {
     return run("reduce-scatter", [&](cudaStream_t s) {
       return ncclReduceScatter(input, output, count, ncclFloat,

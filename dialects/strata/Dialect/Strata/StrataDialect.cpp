@@ -53,9 +53,8 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
-GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       int64_t mc, int64_t nc, int64_t kc, int64_t mr,
-                       int64_t nr) {
+GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t mc,
+                       int64_t nc, int64_t kc, int64_t mr, int64_t nr) {
   if (mc <= 0 || nc <= 0 || kc <= 0 || mr <= 0 || nr <= 0)
     return emitError() << "gemm tiling sizes must be positive";
   if (mc % mr != 0)
