@@ -283,6 +283,10 @@ Status train(const TrainOptions &options, TrainResult &result) {
   std::unique_ptr<Communicator> nccl;
   std::vector<std::unique_ptr<Communicator>> ownedGroups;
   if (executorOptions.device == DeviceKind::Cuda) {
+    // A step waiting on a dead peer's collective fails like a CPU rank's
+    // wait does.
+    if (comm)
+      deviceOptions.timeoutSeconds = options.commTimeoutSeconds;
     std::unique_ptr<DeviceBackend> backend;
     status = createCudaBackend(deviceOptions, backend);
     if (!status.ok())

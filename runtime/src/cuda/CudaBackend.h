@@ -54,7 +54,6 @@ public:
   void addAbort(std::function<void()> abort) {
     aborts_.push_back(std::move(abort));
   }
-  void setTimeoutSeconds(double seconds) { timeoutSeconds_ = seconds; }
 
 private:
   CudaBackend() = default;
@@ -85,7 +84,8 @@ private:
   CudaContext context_;
   std::vector<std::function<Status()>> healthChecks_;
   std::vector<std::function<void()>> aborts_;
-  double timeoutSeconds_ = 300;
+  /// DeviceOptions::timeoutSeconds (0: wait forever).
+  double timeoutSeconds_ = 0;
 };
 
 } // namespace strata::rt::cuda

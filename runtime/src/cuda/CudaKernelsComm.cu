@@ -4,11 +4,13 @@
 //
 // `all_reduce` sums (or, with `mean`, averages) its input over the ranks of a
 // communicator group (attribute `group`, default 0; ctx.groups, or ctx.comm
-// when there are none), whose buffers are device pointers (NCCL). The
-// Communicator interface knows no streams, so the kernel waits for ctx.stream
-// (which produced the input) before it starts the collective, and the
-// collective is complete when the kernel returns. With one rank it is a
-// stream-ordered copy.
+// when there are none), whose buffers are device pointers (NCCL). The device
+// communicator (createNcclCommunicator) orders every operation after the work
+// already enqueued on the device's compute stream - ctx.stream, which
+// produced the input - and its Request::wait makes that stream wait for the
+// result, so the host neither blocks nor synchronises here and the collective
+// is stream-ordered like any kernel. With one rank it is a stream-ordered
+// copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +45,6 @@ void runAllReduce(CudaContext &ctx, const Tensors &inputs,
   copyDevice(ctx, out.data, in.data, in.desc.bytes());
   if (size == 1)
     return;
-  STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
   ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
   Status status = comm->startAllReduce(out.f32(), out.numel(), op)->wait();
   if (!status.ok())
