@@ -60,7 +60,9 @@ private:
   llvm::json::Array buildParameters();
   llvm::json::Array buildStates();
   llvm::json::Array buildInputs();
-  FailureOr<llvm::json::Array> buildProgram();
+  /// The instructions of pipeline device `device` (every op when the step
+  /// is not a pipeline, device < 0).
+  FailureOr<llvm::json::Array> buildProgram(int64_t device = -1);
   FailureOr<llvm::json::Object> buildAttrs(Operation *op);
   std::string getName(Value value);
 
@@ -69,6 +71,8 @@ private:
   std::string device;
   /// Buffer id -> (value, kind), in id order.
   std::map<int64_t, std::pair<Value, const char *>> buffers;
+  /// Devices of one pipeline (1 when the step is not a pipeline).
+  int64_t devices = 1;
   /// Parameter argument -> the gradient operand of its update.
   DenseMap<Value, Value> gradOf;
   Operation *firstUpdate = nullptr;
@@ -280,9 +284,20 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
   return attrs;
 }
 
-FailureOr<llvm::json::Array> PlanWriter::buildProgram() {
+FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
   llvm::json::Array program;
   for (Operation &op : func.getBody().front().without_terminator()) {
+    if (device >= 0) {
+      auto stage =
+          op.getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+      if (!stage)
+        return op.emitOpError()
+               << "has no strata.stage in a pipelined step; every op of a "
+                  "step that --strata-schedule-pipeline wrote belongs to a "
+                  "stage";
+      if (stage.getInt() % devices != device)
+        continue;
+    }
     llvm::json::Array in, out;
     for (Value operand : op.getOperands())
       in.push_back(getBuffer(operand).getId());
@@ -291,10 +306,11 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram() {
     FailureOr<llvm::json::Object> attrs = buildAttrs(&op);
     if (failed(attrs))
       return failure();
-    // Collectives reduce over the plan's only group, every replica; a
-    // bucket's wait finds its group through the start with the same bucket.
+    // Collectives reduce over the plan's only group, every replica (in a
+    // pipeline, the group of the device's replicas); a bucket's wait finds
+    // its group through the start with the same bucket.
     if (isa<AllReduceOp, AllReduceStartOp>(op))
-      (*attrs)["group"] = 0;
+      (*attrs)["group"] = std::max<int64_t>(device, 0);
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     program.push_back(llvm::json::Object{
         {"op", op.getName().stripDialect()},
@@ -310,7 +326,16 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram() {
 FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   if (failed(collect()))
     return failure();
-  FailureOr<llvm::json::Array> program = buildProgram();
+  auto pipeline = func->getAttrOfType<DictionaryAttr>(
+      StrataDialect::getPipelineScheduleAttrName());
+  if (pipeline) {
+    auto attr = pipeline.getAs<IntegerAttr>("devices");
+    if (!attr || attr.getInt() < 1)
+      return func.emitOpError()
+             << "has a strata.pipeline_schedule without devices >= 1";
+    devices = attr.getInt();
+  }
+  FailureOr<llvm::json::Array> program = buildProgram(pipeline ? 0 : -1);
   if (failed(program))
     return failure();
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -344,24 +369,41 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   if (auto attr = func->getAttrOfType<IntegerAttr>(
           StrataDialect::getReplicasAttrName()))
     replicas = attr.getInt();
-  llvm::json::Array ranks;
-  ranks.push_back(llvm::json::Object{{"rank", 0},
-                                     {"device", device},
-                                     {"replica", 0},
-                                     {"arena_bytes", arenaBytes},
-                                     {"program", std::move(*program)}});
-  for (int64_t r = 1; r < replicas; ++r)
-    ranks.push_back(llvm::json::Object{{"rank", r},
-                                       {"device", device},
-                                       {"replica", r},
-                                       {"arena_bytes", arenaBytes},
-                                       {"program_of", 0}});
-  llvm::json::Array everyRank;
-  for (int64_t r = 0; r < replicas; ++r)
-    everyRank.push_back(r);
+  // Pipelines: rank d * replicas + r runs device d of replica r; the
+  // replicas of a device share its program and reduce in its group.
+  llvm::json::Array ranks, groups;
+  for (int64_t d = 0; d < devices; ++d) {
+    std::optional<llvm::json::Array> own;
+    if (d == 0) {
+      own = std::move(*program);
+    } else {
+      FailureOr<llvm::json::Array> other = buildProgram(d);
+      if (failed(other))
+        return failure();
+      own = std::move(*other);
+    }
+    llvm::json::Array members;
+    for (int64_t r = 0; r < replicas; ++r) {
+      int64_t rank = d * replicas + r;
+      members.push_back(rank);
+      llvm::json::Object entry{{"rank", rank},
+                               {"device", device},
+                               {"replica", r},
+                               {"arena_bytes", arenaBytes}};
+      if (pipeline)
+        entry["stage"] = d;
+      if (r == 0)
+        entry["program"] = std::move(*own);
+      else
+        entry["program_of"] = d * replicas;
+      ranks.push_back(std::move(entry));
+    }
+    groups.push_back(llvm::json::Object{
+        {"name", pipeline ? "stage" + std::to_string(d) : "replicas"},
+        {"ranks", std::move(members)}});
+  }
   plan["replicas"] = replicas;
-  plan["groups"] = llvm::json::Array{llvm::json::Object{
-      {"name", "replicas"}, {"ranks", std::move(everyRank)}}};
+  plan["groups"] = std::move(groups);
   plan["ranks"] = std::move(ranks);
   return plan;
 }

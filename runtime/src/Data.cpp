@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 namespace strata::rt {
 
@@ -39,15 +40,22 @@ void forRange(ThreadPool *pool, int64_t n,
     fn(0, n);
 }
 
-/// The instruction of `op` (or `gradOp`) that reads `buffer` as in[operand].
+/// The instruction of `op` (or `gradOp`) that reads `buffer` as in[operand]
+/// (directly, or one of its micro-batches that a `micro_batch` cut).
 const Instruction *findReader(const Plan &plan,
                               std::initializer_list<const char *> ops,
                               size_t operand, int64_t buffer) {
+  std::set<int64_t> views{buffer};
+  for (const RankPlan &rank : plan.ranks)
+    if (rank.programOf == rank.rank)
+      for (const Instruction &inst : rank.program)
+        if (inst.op == "micro_batch" && inst.in.at(0) == buffer)
+          views.insert(inst.out.at(0));
   for (const RankPlan &rank : plan.ranks) {
     if (rank.programOf != rank.rank)
       continue;
     for (const Instruction &inst : rank.program) {
-      if (operand >= inst.in.size() || inst.in[operand] != buffer)
+      if (operand >= inst.in.size() || !views.count(inst.in[operand]))
         continue;
       for (const char *op : ops)
         if (inst.op == op)

@@ -39,6 +39,21 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
       context{*pool, options.gemm, options.comm, options.groups},
       originNs(nowNs()) {
   program = &plan.programOf(options.rank);
+  if (plan.stages > 1) {
+    int64_t replica = plan.ranks[options.rank].replica;
+    for (int64_t stage = 0; stage < plan.stages; ++stage)
+      context.stageRanks.push_back(
+          static_cast<int>(plan.rankOf(stage, replica)));
+  }
+}
+
+Status Executor::finishSends() {
+  Status result = Status::success();
+  for (std::unique_ptr<Request> &request : context.pendingSends)
+    if (Status status = request->wait(); !status.ok() && result.ok())
+      result = status;
+  context.pendingSends.clear();
+  return result;
 }
 
 Executor::~Executor() = default;
@@ -219,6 +234,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
     transfer.inFlight = false;
   }
   context.spans.clear();
+  (void)finishSends();
   std::vector<Tensor> inputs, outputs;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
@@ -234,6 +250,12 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       inputs.push_back(tensors[id]);
     for (int64_t id : inst.out)
       outputs.push_back(tensors[id]);
+    // A send may still read a buffer that an update is about to overwrite.
+    if (!inst.kernel->inPlace.empty() && !context.pendingSends.empty())
+      if (Status sent = finishSends(); !sent.ok())
+        return Status::failure("step " + std::to_string(step) +
+                               ": instruction #" + std::to_string(i) + " (" +
+                               inst.op + "): " + sent.message());
     int64_t start = nowNs();
     try {
       inst.kernel->run(context, inputs, outputs, inst.attrs);
@@ -254,6 +276,9 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
           (!transfer.request || transfer.request->test()))
         transfer.doneNs = nowNs();
   }
+  if (Status sent = finishSends(); !sent.ok())
+    return Status::failure("step " + std::to_string(step) + ": " +
+                           sent.message());
   loss = tensors[plan.loss].f32()[0];
   return Status::success();
 }

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace strata::rt {
 
@@ -116,6 +117,13 @@ bool parseDeviceKind(const std::string &name, DeviceKind &kind) {
   else
     return false;
   return true;
+}
+
+int64_t Plan::rankOf(int64_t stage, int64_t replica) const {
+  for (const RankPlan &rank : ranks)
+    if (rank.stage == stage && rank.replica == replica)
+      return rank.rank;
+  return -1;
 }
 
 const Input *Plan::findInput(InputRole role) const {
@@ -265,6 +273,7 @@ public:
     for (size_t r = 0; r < programs.size(); ++r)
       if (programs[r])
         parseProgram(*programs[r], static_cast<int64_t>(r));
+    checkPipeline();
   }
 
 private:
@@ -291,6 +300,9 @@ private:
   void checkCollective(const Instruction &inst, int64_t rank,
                        const std::string &where);
   void checkOperands(const Instruction &inst, const std::string &where);
+  /// Stages cover every (stage, replica) once, and every send has the
+  /// matching recv (same tag and bytes) on its peer stage and vice versa.
+  void checkPipeline();
   /// Every all_reduce_start of a program is waited for by a later
   /// all_reduce_wait of the same bucket on the same buffers.
   void checkBuckets(const std::vector<Instruction> &program,
@@ -406,6 +418,8 @@ std::vector<const json *> PlanParser::parseRanks(const json &ranks) {
     rank.replica = rank.rank;
     if (const json *replica = optionalField(entry, "replica"))
       rank.replica = readNonNegative(*replica, member(where, "replica"));
+    if (const json *stage = optionalField(entry, "stage"))
+      rank.stage = readNonNegative(*stage, member(where, "stage"));
     rank.arenaBytes = readNonNegative(field(entry, "arena_bytes", where),
                                       member(where, "arena_bytes"));
     for (const Buffer &buffer : plan.buffers) {
@@ -733,6 +747,80 @@ void PlanParser::parseProgram(const json &program, int64_t rank) {
                         context + "instruction #" + std::to_string(i) + " (" +
                             out[i].op + ")");
   checkBuckets(out, context);
+}
+
+void PlanParser::checkPipeline() {
+  for (const RankPlan &rank : plan.ranks)
+    plan.stages = std::max(plan.stages, rank.stage + 1);
+  // Outside pipelines ranks may repeat a replica (independent groups).
+  std::map<std::pair<int64_t, int64_t>, int64_t> owner;
+  for (const RankPlan &rank : plan.ranks) {
+    if (plan.stages == 1)
+      break;
+    auto [it, fresh] = owner.try_emplace({rank.stage, rank.replica}, rank.rank);
+    if (!fresh)
+      fail(element("ranks", rank.rank),
+           "runs stage " + std::to_string(rank.stage) + " of replica " +
+               std::to_string(rank.replica) + ", as rank " +
+               std::to_string(it->second) + " does");
+  }
+  for (int64_t s = 0; plan.stages > 1 && s < plan.stages; ++s)
+    for (int64_t r = 0; r < plan.replicas; ++r)
+      if (!owner.count({s, r}))
+        fail("ranks", "no rank runs stage " + std::to_string(s) +
+                          " of replica " + std::to_string(r));
+  // Transfers keyed by (from stage, to stage, tag) -> bytes, per replica.
+  using Transfers = std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t>;
+  for (int64_t r = 0; r < plan.replicas; ++r) {
+    Transfers sent, received;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, std::string> where;
+    for (const RankPlan &rank : plan.ranks) {
+      if (rank.replica != r)
+        continue;
+      const std::vector<Instruction> &program = plan.programOf(rank.rank);
+      std::string context = element("ranks", rank.rank) + ": ";
+      for (size_t i = 0; i < program.size(); ++i) {
+        const Instruction &inst = program[i];
+        if (inst.op != "send" && inst.op != "recv")
+          continue;
+        std::string at = context + "instruction #" + std::to_string(i) + " (" +
+                         inst.op + ")";
+        int64_t peer = inst.attrs.integer("peer", -1);
+        int64_t tag = inst.attrs.integer("tag", -1);
+        if (peer < 0 || peer >= plan.stages || peer == rank.stage)
+          fail(at, "attribute 'peer' must name another of the plan's " +
+                       std::to_string(plan.stages) + " stage(s), got " +
+                       std::to_string(peer));
+        bool send = inst.op == "send";
+        const Buffer &buffer =
+            plan.buffers[send ? inst.in.at(0) : inst.out.at(0)];
+        auto key = send ? std::make_tuple(rank.stage, peer, tag)
+                        : std::make_tuple(peer, rank.stage, tag);
+        if (!(send ? sent : received).emplace(key, buffer.bytes).second)
+          fail(at, "tag " + std::to_string(tag) + " is used twice between " +
+                       "stages " + std::to_string(std::get<0>(key)) + " and " +
+                       std::to_string(std::get<1>(key)));
+        where[key] = at;
+      }
+    }
+    for (auto &[key, bytes] : sent) {
+      auto it = received.find(key);
+      if (it == received.end())
+        fail(where[key], "stage " + std::to_string(std::get<1>(key)) +
+                             " never receives tag " +
+                             std::to_string(std::get<2>(key)));
+      if (it->second != bytes)
+        fail(where[key], "sends " + std::to_string(bytes) +
+                             " bytes but the recv with tag " +
+                             std::to_string(std::get<2>(key)) + " takes " +
+                             std::to_string(it->second));
+    }
+    for (auto &[key, bytes] : received)
+      if (!sent.count(key))
+        fail(where[key], "stage " + std::to_string(std::get<0>(key)) +
+                             " never sends tag " +
+                             std::to_string(std::get<2>(key)));
+  }
 }
 
 void PlanParser::checkBuckets(const std::vector<Instruction> &program,

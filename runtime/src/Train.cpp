@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
+#include <map>
 
 namespace strata::rt {
 
@@ -170,6 +171,40 @@ double perSecond(int64_t count, double milliseconds) {
   return milliseconds > 0 ? count * 1000.0 / milliseconds : 0.0;
 }
 
+/// Pipelines: sends every parameter and state that a stage other than 0
+/// updates from that stage's replica-0 rank to rank 0, so that rank 0 holds
+/// the whole model (every rank calls it, in the same order).
+Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
+  const Plan &plan = executor.getPlan();
+  // Buffer -> the stage whose program updates it in place.
+  std::map<int64_t, int64_t> ownerStage;
+  for (int64_t stage = 0; stage < plan.stages; ++stage)
+    for (const Instruction &inst : plan.programOf(plan.rankOf(stage, 0)))
+      if (!inst.kernel->inPlace.empty())
+        for (int64_t out : inst.out)
+          ownerStage[out] = stage;
+  constexpr int kGatherTag = 32000;
+  for (const auto &[buffer, stage] : ownerStage) {
+    if (stage == 0)
+      continue;
+    int64_t owner = plan.rankOf(stage, 0);
+    const Tensor &tensor = executor.getTensor(buffer);
+    Status status = Status::success();
+    if (rank == owner)
+      status =
+          comm.startSend(tensor.f32(), tensor.numel(), 0, kGatherTag)->wait();
+    else if (rank == 0)
+      status = comm.startRecv(tensor.f32(), tensor.numel(),
+                              static_cast<int>(owner), kGatherTag)
+                   ->wait();
+    if (!status.ok())
+      return Status::failure("gathering the pipeline stages for the "
+                             "checkpoint: " +
+                             status.message());
+  }
+  return Status::success();
+}
+
 /// Runs the steps; stops at the first failure or non-finite loss.
 Status runSteps(const TrainOptions &options, Executor &executor,
                 const DataSource &data, TrainResult &result,
@@ -282,6 +317,11 @@ Status train(const TrainOptions &options, TrainResult &result) {
     return status;
   std::unique_ptr<Communicator> nccl;
   std::vector<std::unique_ptr<Communicator>> ownedGroups;
+  if (executorOptions.device == DeviceKind::Cuda && plan.stages > 1)
+    return Status::usage(plan.path + " is a pipeline of " +
+                         std::to_string(plan.stages) +
+                         " stages; pipelines run on CPU ranks only so far "
+                         "(use --device=cpu)");
   if (executorOptions.device == DeviceKind::Cuda) {
     // A step waiting on a dead peer's collective fails like a CPU rank's
     // wait does.
@@ -330,7 +370,15 @@ Status train(const TrainOptions &options, TrainResult &result) {
 
   // Every rank computes the same (all-reduced) loss; rank 0 reports it.
   std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
-  if (result.ranks > 1)
+  if (result.ranks > 1 && loaded.stages > 1)
+    logLine(log,
+            "ranks: %d (%lld pipeline stages x %lld data-parallel replicas) "
+            "over %s (global batch %lld)\n",
+            result.ranks, static_cast<long long>(loaded.stages),
+            static_cast<long long>(loaded.replicas),
+            executorOptions.comm->engine(),
+            static_cast<long long>(result.samplesPerStep));
+  else if (result.ranks > 1)
     logLine(log,
             "ranks: %d (%lld data-parallel replicas) over %s (global batch "
             "%lld)\n",
@@ -380,7 +428,13 @@ Status train(const TrainOptions &options, TrainResult &result) {
   }
   if (!status.ok())
     return status;
-  // Replicas hold identical parameters: rank 0 writes the checkpoint.
+  // Replicas hold identical parameters: rank 0 writes the checkpoint, after
+  // gathering the parameters and states of the other pipeline stages.
+  if (!options.savePath.empty() && loaded.stages > 1) {
+    status = gatherStages(*executor, *comm, result.rank);
+    if (!status.ok())
+      return status;
+  }
   if (!options.savePath.empty() && result.rank == 0) {
     status = saveCheckpoint(*executor, options.savePath,
                             result.startStep + options.steps, result.seed);

@@ -216,4 +216,84 @@ def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Split a partitioned step into micro-batched per-device "
+                "pipeline programs";
+  let description = [{
+    Turns a training step partitioned into pipeline stages (the
+    `strata.pipeline` attribute that `--strata-partition-pipeline` writes,
+    or `stages=N` equal runs of layers) into one program per device of the
+    pipeline, interleaved in the function and told apart by each op's
+    `strata.stage`:
+
+    - The step as written computes one micro-batch. Every forward and
+      backward op is cloned once per micro-batch (`micro-batches=M`); the
+      data and labels inputs grow to M micro-batches (a replica's batch),
+      and `strata.micro_batch` hands each clone its rows. A run's global
+      batch is replicas x M x the step's batch.
+    - A value that one device computes and another reads travels through a
+      `strata.send` / `strata.recv` pair (activations forward, their
+      gradients backward; a parameter that another stage reads, e.g. a tied
+      embedding, once per step).
+    - Each parameter's gradient is summed over the micro-batches in
+      micro-batch order (so every schedule gives bit-identical results),
+      scaled by 1/M, averaged over the stage's replicas with an
+      `all_reduce` when the stages are replicated, and applied once, after
+      the device's last micro-batch. The loss is averaged the same way and
+      sent to device 0, which reports it.
+    - The order of each device's passes is the schedule's: `gpipe` (all
+      forwards, then all backwards), `1f1b` (PipeDream-Flush: warm-up
+      forwards, then one forward and one backward; device d holds at most
+      devices - d micro-batches), `interleaved` (Megatron-LM's interleaved
+      1F1B over `virtual=V` model chunks per device; chunk c runs on device
+      c mod devices, so the partition needs devices x V stages), `zb-h1`
+      (zero bubble: backward split into the input-gradient part, which the
+      previous stage waits for, and the weight-gradient part, which device d
+      defers by up to devices - d - 1 passes to fill the cool-down bubble).
+    - Across devices the ops are placed so that every recv follows its send:
+      a schedule that would deadlock is reported, never emitted.
+
+    With a target (`target=NAME|FILE`, or the module's `strata.target`), the
+    pass also predicts the step by replaying each device's passes with the
+    ops' `CostOpInterface` times and the transfers over the target's links,
+    records `predicted_step_seconds` and `predicted_bubble` in the
+    function's `strata.pipeline_schedule`, and with `trace=FILE` writes the
+    predicted timeline as Chrome trace-event JSON (one row per device;
+    `scripts/pipeline-svg.py` draws it, or a `strata-run --trace`, as an
+    SVG).
+
+    Run it after `--strata-autodiff` (and the partitioner) and before the
+    plan is exported; `strata-translate --export-plan` then writes one rank
+    per device and replica, each stage's replicas in one group.
+
+    Example:
+
+    ```
+    strata-opt step.mlir --strata-schedule-pipeline="stages=4 micro-batches=8 schedule=1f1b"
+    strata-opt step.mlir --strata-partition-pipeline="target=v100-pcie-4x" \
+      --strata-schedule-pipeline="micro-batches=8 schedule=zb-h1 trace=pred.json"
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"4",
+           "Micro-batches per step (each replica's batch splits into this "
+           "many)">,
+    Option<"virtualStages", "virtual", "int64_t", /*default=*/"2",
+           "interleaved: model chunks per device">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Without a strata.pipeline partition: cut the layers into this "
+           "many equal runs">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"1",
+           "With stages=N: data-parallel replicas of every stage">,
+    Option<"targetName", "target", "std::string", /*default=*/"\"\"",
+           "Target description for the predicted timeline (default: the "
+           "module's strata.target; none: no prediction)">,
+    Option<"tracePath", "trace", "std::string", /*default=*/"\"\"",
+           "Write the predicted timeline here (Chrome trace-event JSON)">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 #endif // STRATA_TRANSFORMS_PASSES_TD

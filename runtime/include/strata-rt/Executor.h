@@ -124,6 +124,8 @@ public:
 private:
   Executor(Plan plan, const ExecutorOptions &options);
   Status checkIndexOperands(size_t index) const;
+  /// Completes the pipeline sends in flight.
+  Status finishSends();
 
   /// The rank's host memory: an anonymous mapping of `size` bytes, or
   /// pinned memory of the device backend.

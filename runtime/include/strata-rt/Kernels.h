@@ -88,6 +88,12 @@ struct KernelContext {
   std::map<int64_t, BucketTransfer> buckets = {};
   /// Transfers completed by `all_reduce_wait` in the current step.
   std::vector<TransferSpan> spans = {};
+  /// Pipelines: the rank that runs each stage in this rank's replica (send
+  /// and recv name stages); empty when the plan is not a pipeline.
+  std::vector<int> stageRanks = {};
+  /// Sends of this step still in flight; the executor completes them before
+  /// an instruction updates a buffer in place and at the end of the step.
+  std::vector<std::unique_ptr<Request>> pendingSends = {};
 };
 
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).

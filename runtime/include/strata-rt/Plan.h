@@ -118,6 +118,9 @@ struct RankPlan {
   /// Which shard of the global batch this rank reads (its data-parallel
   /// replica index).
   int64_t replica = 0;
+  /// The pipeline stage (device of the pipeline) the rank runs; 0 when the
+  /// plan is not a pipeline.
+  int64_t stage = 0;
   int64_t arenaBytes = 0;
   /// The rank whose program this rank runs (its own rank when it has one);
   /// sharing keeps a plan for many identical replicas small.
@@ -160,6 +163,12 @@ struct Plan {
   /// Communicator groups; a plan without any has one implicit group of every
   /// rank (index 0).
   std::vector<CommGroup> groups;
+
+  /// Pipeline stages (1 when the plan is not a pipeline); every (stage,
+  /// replica) pair has exactly one rank.
+  int64_t stages = 1;
+  /// The rank that runs `stage` for `replica`, or -1.
+  int64_t rankOf(int64_t stage, int64_t replica) const;
 
   /// The input with `role`, or nullptr (a plan has at most one per role).
   const Input *findInput(InputRole role) const;

@@ -258,10 +258,72 @@ void runAllReduceWait(KernelContext &ctx, const Tensors &,
   ctx.spans.push_back({bucket, bytes, transfer.startNs, transfer.doneNs});
 }
 
+/// MPI tags of pipeline transfers: the plan's tag plus this base, below the
+/// MPI minimum of 32767 that every implementation supports.
+constexpr int kPipelineTagBase = 16384;
+constexpr int64_t kMaxPipelineTag = 16383;
+
+/// Pipelines: `send` (one input, no output) and `recv` (one output) name
+/// the peer stage and a tag; f32 tensors only.
+std::string verifyPointToPoint(const Descs &inputs, const Descs &outputs,
+                               const Attrs &attrs, bool send) {
+  Verifier v(inputs, outputs, attrs);
+  double peer = -1, tag = -1;
+  if (v.counts(send ? 1 : 0, send ? 0 : 1) && v.dtypes() &&
+      v.number("peer", true, peer) && v.number("tag", true, tag) &&
+      (peer < 0 || tag < 0 || peer != static_cast<int64_t>(peer) ||
+       tag != static_cast<int64_t>(tag) || tag >= kMaxPipelineTag))
+    v.fail("attributes 'peer' and 'tag' must be integers in [0, " +
+           std::to_string(kMaxPipelineTag) + ")");
+  return v.error();
+}
+
+std::string verifySend(const Descs &inputs, const Descs &outputs,
+                       const Attrs &attrs) {
+  return verifyPointToPoint(inputs, outputs, attrs, /*send=*/true);
+}
+std::string verifyRecv(const Descs &inputs, const Descs &outputs,
+                       const Attrs &attrs) {
+  return verifyPointToPoint(inputs, outputs, attrs, /*send=*/false);
+}
+
+/// The communicator rank that runs stage `peer` in this rank's replica.
+int peerRank(KernelContext &ctx, const Attrs &attrs, const char *op) {
+  int64_t peer = attrs.integer("peer", -1);
+  if (!ctx.comm || peer < 0 ||
+      peer >= static_cast<int64_t>(ctx.stageRanks.size()) ||
+      ctx.stageRanks[peer] < 0)
+    throw std::runtime_error(std::string(op) + " to pipeline stage " +
+                             std::to_string(peer) +
+                             ", which no rank of this run holds");
+  return ctx.stageRanks[peer];
+}
+
+void runSend(KernelContext &ctx, const Tensors &inputs, const Tensors &,
+             const Attrs &attrs) {
+  int peer = peerRank(ctx, attrs, "send");
+  int tag = kPipelineTagBase + static_cast<int>(attrs.integer("tag", 0));
+  ctx.pendingSends.push_back(
+      ctx.comm->startSend(inputs[0].f32(), inputs[0].numel(), peer, tag));
+}
+
+void runRecv(KernelContext &ctx, const Tensors &, const Tensors &outputs,
+             const Attrs &attrs) {
+  int peer = peerRank(ctx, attrs, "recv");
+  int tag = kPipelineTagBase + static_cast<int>(attrs.integer("tag", 0));
+  Status status =
+      ctx.comm->startRecv(outputs[0].f32(), outputs[0].numel(), peer, tag)
+          ->wait();
+  if (!status.ok())
+    throw std::runtime_error(status.message());
+}
+
 } // namespace
 
 void appendCommKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({"all_reduce", 1, 1, verifyAllReduce, runAllReduce});
+  kernels.push_back({"send", 1, 0, verifySend, runSend});
+  kernels.push_back({"recv", 0, 1, verifyRecv, runRecv});
   kernels.push_back(
       {"all_reduce_start", -1, 0, verifyAllReduceStart, runAllReduceStart});
   kernels.push_back(

@@ -485,6 +485,64 @@ void runFill(KernelContext &ctx, const Tensors &, const Tensors &outputs,
   elementwise(ctx, n, 1, [=](int64_t i) { y[i] = v; });
 }
 
+//===----------------------------------------------------------------------===//
+// scale, micro_batch
+//===----------------------------------------------------------------------===//
+
+std::string verifyScale(const Descs &inputs, const Descs &outputs,
+                        const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double factor;
+  v.counts(1, 1) && v.dtypes() && v.sameShape(out(0), in(0)) &&
+      v.number("factor", true, factor);
+  return v.error();
+}
+
+void runScale(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
+              const Attrs &attrs) {
+  const float *x = inputs[0].f32();
+  float *y = outputs[0].f32();
+  float factor = static_cast<float>(attrs.number("factor"));
+  elementwise(ctx, outputs[0].numel(), 1,
+              [=](int64_t i) { y[i] = x[i] * factor; });
+}
+
+/// Block `index` of `count` equal blocks of rows (dimension 0).
+std::string verifyMicroBatch(const Descs &inputs, const Descs &outputs,
+                             const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double index = -1, count = 0;
+  if (!v.counts(1, 1) || !v.minRank(in(0), 1) ||
+      !v.number("index", true, index) ||
+      !v.positiveNumber("count", true, count))
+    return v.error();
+  if (index < 0 || index >= count || index != static_cast<int64_t>(index) ||
+      count != static_cast<int64_t>(count))
+    v.fail("attribute 'index' must be an integer in [0, count), got " +
+           formatNumber(index));
+  else if (inputs[0].dtype != outputs[0].dtype)
+    v.fail("out[0] must have the dtype of in[0]");
+  else if (inputs[0].shape[0] % static_cast<int64_t>(count) != 0)
+    v.fail("in[0] has " + std::to_string(inputs[0].shape[0]) +
+           " rows, which do not split into " + formatNumber(count) +
+           " equal micro-batches");
+  else {
+    Shape expected = inputs[0].shape;
+    expected[0] /= static_cast<int64_t>(count);
+    v.hasShape(out(0), expected);
+  }
+  return v.error();
+}
+
+void runMicroBatch(KernelContext &, const Tensors &inputs,
+                   const Tensors &outputs, const Attrs &attrs) {
+  int64_t bytes = outputs[0].desc.bytes();
+  int64_t index = attrs.integer("index", 0);
+  std::memcpy(outputs[0].data,
+              static_cast<const char *>(inputs[0].data) + index * bytes,
+              static_cast<size_t>(bytes));
+}
+
 } // namespace
 
 void appendDenseKernels(std::vector<OpKernel> &kernels) {
@@ -500,6 +558,8 @@ void appendDenseKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({"flatten", 1, 1, verifyFlatten, runCopy});
   kernels.push_back({"transpose", 1, 1, verifyTranspose, runTranspose});
   kernels.push_back({"fill", 0, 1, verifyFill, runFill});
+  kernels.push_back({"scale", 1, 1, verifyScale, runScale});
+  kernels.push_back({"micro_batch", 1, 1, verifyMicroBatch, runMicroBatch});
 }
 
 } // namespace strata::rt::detail

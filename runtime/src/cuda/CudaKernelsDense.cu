@@ -520,6 +520,34 @@ __global__ void fillKernel(uint32_t *__restrict__ y, int64_t n, uint32_t bits) {
     y[i] = bits;
 }
 
+__global__ void scaleKernel(const float *x, float *y, int64_t n,
+                            float factor) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = x[i] * factor;
+}
+
+void runScale(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
+              const Attrs &attrs) {
+  int64_t n = outputs[0].numel();
+  if (n == 0)
+    return;
+  scaleKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      inputs[0].f32(), outputs[0].f32(), n,
+      static_cast<float>(attrs.number("factor")));
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+/// Block `index` of the rows: one contiguous stream-ordered copy.
+void runMicroBatch(CudaContext &ctx, const Tensors &inputs,
+                   const Tensors &outputs, const Attrs &attrs) {
+  int64_t bytes = outputs[0].desc.bytes();
+  copyDevice(ctx, outputs[0].data,
+             static_cast<const char *>(inputs[0].data) +
+                 attrs.integer("index", 0) * bytes,
+             bytes);
+}
+
 void runFill(CudaContext &ctx, const Tensors &, const Tensors &outputs,
              const Attrs &attrs) {
   double value = attrs.number("value");
@@ -559,6 +587,8 @@ void appendDenseCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({"flatten", runCopy});
   kernels.push_back({"transpose", runTranspose});
   kernels.push_back({"fill", runFill});
+  kernels.push_back({"scale", runScale});
+  kernels.push_back({"micro_batch", runMicroBatch});
 }
 
 } // namespace strata::rt::cuda::detail

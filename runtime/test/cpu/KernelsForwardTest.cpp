@@ -61,6 +61,11 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       // Buckets: any number of gradients (-1).
       {"all_reduce_start", -1, 0},
       {"all_reduce_wait", -1, -1},
+      // Pipelines.
+      {"send", 1, 0},
+      {"recv", 0, 1},
+      {"scale", 1, 1},
+      {"micro_batch", 1, 1},
   };
   for (auto [name, numIn, numOut] : ops) {
     const OpKernel *k = lookupKernel(name);

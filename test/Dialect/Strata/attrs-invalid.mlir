@@ -19,8 +19,8 @@ func.func @layer_type(%a: tensor<4xf32>) {
 // -----
 
 func.func @unknown_attr(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'strata.relu' op unknown strata attribute 'strata.stage'}}
-  %0 = strata.relu %a {strata.stage = 1 : i64} : tensor<4xf32>
+  // expected-error @+1 {{'strata.relu' op unknown strata attribute 'strata.shard'}}
+  %0 = strata.relu %a {strata.shard = 1 : i64} : tensor<4xf32>
   return
 }
 
@@ -88,5 +88,20 @@ func.func @bad_init(
   // expected-error @+2 {{expected ::mlir::strata::InitKind to be one of: zeros, ones, normal, uniform, xavier_uniform, kaiming_normal}}
   // expected-error @+1 {{failed to parse Strata_ParamAttr parameter 'init'}}
   %a: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = gaussian, scale = 0.0>}) {
+  return
+}
+
+// -----
+
+func.func @bad_stage(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.relu' op 'strata.stage' must be a non-negative integer}}
+  %0 = strata.relu %a {strata.stage = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'strata.pipeline_schedule' must be a dictionary on a function}}
+func.func @bad_schedule(%a: tensor<4xf32>) attributes {strata.pipeline_schedule = 1 : i64} {
   return
 }

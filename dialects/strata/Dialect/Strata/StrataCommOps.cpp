@@ -99,3 +99,29 @@ LogicalResult AllReduceWaitOp::verify() {
 }
 
 int64_t AllReduceWaitOp::getFlops() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// SendOp / RecvOp
+//===----------------------------------------------------------------------===//
+
+/// Seconds to move `bytes` between two pipeline stages: taken as the
+/// intra-node link (the partitioner places stages; the op does not know
+/// where its peer is).
+static double estimateTransferSeconds(int64_t bytes,
+                                      const TargetDescription &target) {
+  const LinkDescription &link = target.intraNode;
+  return static_cast<double>(bytes) / link.bandwidth() + link.latency();
+}
+
+int64_t SendOp::getFlops() { return 0; }
+int64_t SendOp::getBytesRead() { return getTensorBytes(getInput().getType()); }
+int64_t SendOp::getBytesWritten() { return 0; }
+double SendOp::estimateSeconds(const TargetDescription &target) {
+  return estimateTransferSeconds(getTensorBytes(getInput().getType()), target);
+}
+
+int64_t RecvOp::getFlops() { return 0; }
+int64_t RecvOp::getBytesRead() { return 0; }
+double RecvOp::estimateSeconds(const TargetDescription &target) {
+  return target.intraNode.latency();
+}

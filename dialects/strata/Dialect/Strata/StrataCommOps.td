@@ -115,4 +115,64 @@ def Strata_AllReduceWaitOp : Strata_Op<"all_reduce_wait", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Point to point, between the stages of a pipeline
+//===----------------------------------------------------------------------===//
+
+def Strata_SendOp : Strata_Op<"send", [
+    MemoryEffects<[MemRead<Strata_CommResource>, MemWrite<Strata_CommResource>]>,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface,
+                              ["getBytesRead", "getBytesWritten",
+                               "estimateSeconds"]>]> {
+  let summary = "send a tensor to another pipeline stage";
+  let description = [{
+    Sends `input` to pipeline stage `peer`: the rank that runs stage `peer`
+    in the same replica as the sender. The `strata.recv` on that stage with
+    the same `tag` receives it. `--strata-schedule-pipeline` creates the pair
+    for every value that one stage produces and another uses (activations
+    forward, their gradients backward). The send does not block: the tensor
+    may not be written again until the step ends, when the runtime completes
+    every send of the step.
+
+    Cost: the tensor's bytes over the link between the stages (taken as the
+    intra-node link) plus its latency.
+
+    ```mlir
+    strata.send %h to 1 tag 3 : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let assemblyFormat = [{
+    $input `to` $peer `tag` $tag attr-dict `:` type($input)
+  }];
+}
+
+def Strata_RecvOp : Strata_Op<"recv", [
+    MemoryEffects<[MemRead<Strata_CommResource>, MemWrite<Strata_CommResource>]>,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface,
+                              ["getBytesRead", "estimateSeconds"]>]> {
+  let summary = "receive a tensor from another pipeline stage";
+  let description = [{
+    Receives the tensor that the `strata.send` with the same `tag` on
+    pipeline stage `peer` (same replica) sent; blocks until it arrived. The
+    result type must equal the sent tensor's type (the plan loader checks
+    every pair).
+
+    Cost: none of its own beyond the link latency (the transfer is the
+    send's).
+
+    ```mlir
+    %h = strata.recv from 0 tag 3 : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    `from` $peer `tag` $tag attr-dict `:` type($result)
+  }];
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATACOMMOPS_TD

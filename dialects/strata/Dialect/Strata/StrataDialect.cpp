@@ -148,6 +148,19 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a #strata.gemm_tiling on a matmul";
     return success();
   }
+  if (name == getStageAttrName() || name == getMicroBatchAttrName()) {
+    auto index = dyn_cast<IntegerAttr>(value);
+    if (!index || index.getInt() < 0)
+      return op->emitOpError()
+             << "'" << name << "' must be a non-negative integer";
+    return success();
+  }
+  if (name == getPipelineAttrName() || name == getPipelineScheduleAttrName()) {
+    if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'" << name << "' must be a dictionary on a function";
+    return success();
+  }
   return op->emitOpError() << "unknown strata attribute '" << name << "'";
 }
 

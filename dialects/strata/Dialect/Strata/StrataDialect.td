@@ -107,6 +107,25 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGemmTilingAttrName() {
       return ::llvm::StringLiteral("strata.gemm_tiling");
     }
+    /// Function attribute: the partition of a step into pipeline stages
+    /// (`--strata-partition-pipeline`): `stages`, an array of
+    /// `{first_layer, last_layer, replicas}` dictionaries.
+    static constexpr ::llvm::StringLiteral getPipelineAttrName() {
+      return ::llvm::StringLiteral("strata.pipeline");
+    }
+    /// Function attribute: how `--strata-schedule-pipeline` scheduled the
+    /// step (schedule, devices, replicas, micro-batches, virtual stages).
+    static constexpr ::llvm::StringLiteral getPipelineScheduleAttrName() {
+      return ::llvm::StringLiteral("strata.pipeline_schedule");
+    }
+    /// Op attribute: the pipeline stage (model chunk) an op belongs to.
+    static constexpr ::llvm::StringLiteral getStageAttrName() {
+      return ::llvm::StringLiteral("strata.stage");
+    }
+    /// Op attribute: the micro-batch an op works on.
+    static constexpr ::llvm::StringLiteral getMicroBatchAttrName() {
+      return ::llvm::StringLiteral("strata.micro_batch");
+    }
 
   private:
     void registerAttributes();

@@ -65,6 +65,37 @@ static LogicalResult verifyWindowShapes(Operation *op, ArrayRef<int64_t> in,
 int64_t FillOp::getFlops() { return 0; }
 int64_t FillOp::getBytesRead() { return 0; }
 
+int64_t ScaleOp::getFlops() { return numElements(getResult()); }
+
+LogicalResult MicroBatchOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!input || !input.hasStaticShape() || input.getRank() == 0)
+    return emitOptionalError(loc,
+                             "expects a statically shaped input of rank "
+                             ">= 1, got ",
+                             adaptor.getInput().getType());
+  int64_t count = adaptor.getCount(), index = adaptor.getIndex();
+  int64_t rows = input.getDimSize(0);
+  if (count < 1 || rows % count != 0)
+    return emitOptionalError(loc, "cannot split dimension 0 of size ", rows,
+                             " into ", count, " equal micro-batches");
+  if (index < 0 || index >= count)
+    return emitOptionalError(loc, "micro-batch index ", index,
+                             " is outside [0, ", count, ")");
+  SmallVector<int64_t> shape(input.getShape());
+  shape[0] = rows / count;
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+int64_t MicroBatchOp::getFlops() { return 0; }
+int64_t MicroBatchOp::getBytesRead() {
+  return getTensorBytes(getResult().getType());
+}
+
 //===----------------------------------------------------------------------===//
 // Element-wise gradients
 //===----------------------------------------------------------------------===//

@@ -29,6 +29,49 @@ def Strata_FillOp : Strata_ComputeOp<"fill", [], ["getBytesRead"]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
+def Strata_ScaleOp : Strata_ElementwiseOp<"scale"> {
+  let summary = "a tensor times a constant";
+  let description = [{
+    `result = input · factor`, element-wise. The pipeline scheduler averages
+    the per-micro-batch losses with it.
+
+    Cost: one FLOP per element.
+
+    ```mlir
+    %mean = strata.scale %sum by 2.500000e-01 : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+}
+
+def Strata_MicroBatchOp : Strata_InferredOp<"micro_batch", [],
+    ["getBytesRead"]> {
+  let summary = "one micro-batch of a batch: a block of rows of dimension 0";
+  let description = [{
+    Splits dimension 0 of `input` into `count` equal blocks and returns block
+    `index` (rows `[index · n / count, (index + 1) · n / count)`). The
+    pipeline scheduler feeds micro-batch `index` of the rank's batch to the
+    first stage with it; data and labels both go through it.
+
+    Cost: copies the block (reads and writes its bytes).
+
+    ```mlir
+    %x1 = strata.micro_batch %x index = 1 count = 4
+        : tensor<32x784xf32> -> tensor<8x784xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Strata_FloatTensor, Strata_IndexTensor]>:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$index,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$count);
+  let results = (outs AnyTypeOf<[Strata_FloatTensor, Strata_IndexTensor]>:$result);
+  let assemblyFormat = [{
+    $input `index` `=` $index `count` `=` $count attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Gradients of element-wise and normalisation ops
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,148 @@
+//===- PipelineSchedule.cpp - Micro-batch orders of pipeline schedules ---===//
+
+#include "strata/Transforms/PipelineSchedule.h"
+
+#include <algorithm>
+#include <deque>
+
+using namespace mlir::strata::pipeline;
+
+const char *mlir::strata::pipeline::getScheduleName(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
+  case ScheduleKind::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  return "?";
+}
+
+std::optional<ScheduleKind>
+mlir::strata::pipeline::parseScheduleKind(const std::string &name) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+        ScheduleKind::ZeroBubbleH1})
+    if (name == getScheduleName(kind))
+      return kind;
+  return std::nullopt;
+}
+
+std::string mlir::strata::pipeline::checkShape(const ScheduleShape &shape) {
+  if (shape.devices < 1)
+    return "needs at least one device, got " + std::to_string(shape.devices);
+  if (shape.microBatches < 1)
+    return "needs at least one micro-batch, got " +
+           std::to_string(shape.microBatches);
+  if (shape.virtualStages < 1)
+    return "needs at least one chunk per device, got " +
+           std::to_string(shape.virtualStages);
+  if (shape.kind != ScheduleKind::Interleaved && shape.virtualStages != 1)
+    return std::string("the ") + getScheduleName(shape.kind) +
+           " schedule runs one chunk per device, got " +
+           std::to_string(shape.virtualStages);
+  if (shape.kind == ScheduleKind::Interleaved &&
+      shape.microBatches % shape.devices != 0)
+    return "the interleaved schedule needs the micro-batch count (" +
+           std::to_string(shape.microBatches) +
+           ") to be a multiple of the devices per pipeline (" +
+           std::to_string(shape.devices) + ")";
+  return "";
+}
+
+/// Warm-up forwards, then one forward and one backward at a time, then the
+/// remaining backwards; `forward(k)` / `backward(k)` give the k-th slot.
+template <typename Fwd, typename Bwd>
+static std::vector<Action> oneForwardOneBackward(int64_t slots, int64_t warmup,
+                                                 Fwd forward, Bwd backward) {
+  std::vector<Action> order;
+  warmup = std::min(warmup, slots);
+  for (int64_t k = 0; k < warmup; ++k)
+    order.push_back(forward(k));
+  for (int64_t k = 0; k < slots - warmup; ++k) {
+    order.push_back(forward(warmup + k));
+    order.push_back(backward(k));
+  }
+  for (int64_t k = slots - warmup; k < slots; ++k)
+    order.push_back(backward(k));
+  return order;
+}
+
+std::vector<std::vector<Action>>
+mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
+  int64_t devices = shape.devices, chunksPer = shape.virtualStages,
+          m = shape.microBatches;
+  std::vector<std::vector<Action>> orders(devices);
+  for (int64_t d = 0; d < devices; ++d) {
+    std::vector<Action> &order = orders[d];
+    switch (shape.kind) {
+    case ScheduleKind::GPipe:
+      for (int64_t i = 0; i < m; ++i)
+        order.push_back({Action::F, d, i});
+      for (int64_t i = 0; i < m; ++i)
+        order.push_back({Action::B, d, i});
+      break;
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZeroBubbleH1:
+      order = oneForwardOneBackward(
+          m, devices - d - 1,
+          [&](int64_t k) { return Action{Action::F, d, k}; },
+          [&](int64_t k) { return Action{Action::B, d, k}; });
+      break;
+    case ScheduleKind::Interleaved: {
+      // Megatron-LM's order: slot k of a device belongs to chunk group
+      // (k mod (devices * chunks)) / devices and micro-batch
+      // (k / (devices * chunks)) * devices + k mod devices; backward walks
+      // the chunks in reverse.
+      int64_t group = devices * chunksPer;
+      auto microOf = [&](int64_t k) {
+        return (k / group) * devices + k % devices;
+      };
+      order = oneForwardOneBackward(
+          m * chunksPer, (devices - d - 1) * 2 + (chunksPer - 1) * devices,
+          [&](int64_t k) {
+            int64_t v = (k % group) / devices;
+            return Action{Action::F, v * devices + d, microOf(k)};
+          },
+          [&](int64_t k) {
+            int64_t v = chunksPer - 1 - (k % group) / devices;
+            return Action{Action::B, v * devices + d, microOf(k)};
+          });
+      break;
+    }
+    }
+    if (shape.kind != ScheduleKind::ZeroBubbleH1)
+      continue;
+    // Split every B into B then W; defer up to devices - d - 1 W passes.
+    std::vector<Action> split;
+    std::deque<Action> deferred;
+    size_t limit = static_cast<size_t>(devices - d - 1);
+    for (const Action &action : order) {
+      split.push_back(action);
+      if (action.kind != Action::B)
+        continue;
+      deferred.push_back({Action::W, action.chunk, action.microBatch});
+      while (deferred.size() > limit) {
+        split.push_back(deferred.front());
+        deferred.pop_front();
+      }
+    }
+    split.insert(split.end(), deferred.begin(), deferred.end());
+    order = std::move(split);
+  }
+  return orders;
+}
+
+int64_t mlir::strata::pipeline::maxInFlight(const std::vector<Action> &order) {
+  int64_t inFlight = 0, most = 0;
+  for (const Action &action : order) {
+    if (action.kind == Action::F)
+      most = std::max(most, ++inFlight);
+    else if (action.kind == Action::B)
+      --inFlight;
+  }
+  return most;
+}

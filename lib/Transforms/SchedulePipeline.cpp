@@ -1,0 +1,833 @@
+//===- SchedulePipeline.cpp - Micro-batched pipeline schedules ------------===//
+//
+// Rewrites a training step partitioned into pipeline stages (the
+// `strata.pipeline` attribute of --strata-partition-pipeline, or `stages=N`)
+// into one program for every device of the pipeline, interleaved in one
+// function: each op is cloned once per micro-batch and tagged with its stage
+// (`strata.stage`) and micro-batch; values crossing stages travel through
+// `strata.send` / `strata.recv`; gradients accumulate across micro-batches in
+// micro-batch order and the optimizer updates run once, at the end. The
+// order of the ops of one device is the chosen schedule's (GPipe, 1F1B,
+// interleaved 1F1B, ZB-H1); across devices the function is one interleaving
+// in which every recv follows its send, which proves the schedule free of
+// deadlock. The plan exporter gives every device its own program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Analysis/CostModel.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Target/TargetDescription.h"
+#include "strata/Transforms/Passes.h"
+#include "strata/Transforms/PipelineSchedule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <map>
+#include <set>
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_SCHEDULEPIPELINEPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+using namespace mlir::strata::pipeline;
+
+namespace {
+
+/// A stage of the partition: layers [firstLayer, lastLayer].
+struct StageRange {
+  int64_t firstLayer = 0, lastLayer = 0;
+};
+
+/// Identifies one action: (kind, chunk, micro-batch); U (the updates, once
+/// per device) is kind 3 with micro-batch -1.
+using ActionKey = std::tuple<int, int64_t, int64_t>;
+constexpr int kUpdate = 3;
+
+/// One cloned op of the predicted timeline.
+struct TimedAction {
+  ActionKey key;
+  int64_t device = 0;
+  double start = 0, end = 0;
+};
+
+class Scheduler {
+public:
+  Scheduler(func::FuncOp func, const ScheduleShape &shape, int64_t replicas,
+            ArrayRef<StageRange> stages)
+      : func(func), shape(shape), replicas(replicas), stages(stages),
+        builder(func.getContext()) {}
+
+  LogicalResult run();
+
+  /// Predicts the step on `target` (op costs, transfers over the links).
+  void predict(const TargetDescription &target,
+               std::vector<TimedAction> &timeline, double &stepSeconds,
+               double &bubble);
+
+private:
+  int64_t deviceOf(int64_t chunk) const { return chunk % shape.devices; }
+  LogicalResult classify();
+  LogicalResult buildActions();
+  LogicalResult linearize();
+  void emitAction(const ActionKey &key);
+  void emitUpdates(int64_t device);
+  Value resolve(Value value, int64_t micro, int64_t device, int64_t chunk,
+                Operation *user);
+  void emitSends(Operation *original, Operation *clone, int64_t micro);
+  void tag(Operation *op, int64_t chunk, int64_t micro);
+  Value accumulate(Value acc, Value next, Operation *like, int64_t chunk,
+                   int64_t micro, bool backward);
+
+  func::FuncOp func;
+  ScheduleShape shape;
+  int64_t replicas;
+  ArrayRef<StageRange> stages;
+  OpBuilder builder;
+
+  /// The ops of the step, in program order, and their chunk.
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, int64_t> chunkOf;
+  /// Action kind of each non-update op (F, B or W).
+  DenseMap<Operation *, int> kindOf;
+  SmallVector<Operation *> updates;
+  /// Ops of each action kind per chunk, in program order.
+  std::map<std::pair<int, int64_t>, SmallVector<Operation *>> opsOf;
+  /// Devices other than its producer's that use each value.
+  DenseMap<Value, SmallVector<int64_t>> remoteUsers;
+  /// Gradient value -> its update; the loss value.
+  DenseMap<Value, Operation *> updateOfGrad;
+  /// The device of each updated parameter and state (its update's).
+  DenseMap<Value, int64_t> homeOf;
+  Value loss;
+  int64_t lossChunk = 0;
+
+  /// Per-device action orders (schedule plus a final U).
+  std::vector<std::vector<ActionKey>> orders;
+  /// Actions whose outputs another action needs: key -> producers.
+  std::map<ActionKey, std::set<ActionKey>> deps;
+
+  // Emission state.
+  DenseMap<std::pair<Value, int64_t>, Value> cloned;
+  DenseMap<std::tuple<Value, int64_t, int64_t>, Value> received;
+  DenseMap<std::tuple<Value, int64_t, int64_t>, int64_t> tags;
+  DenseMap<std::tuple<Value, int64_t, int64_t>, Value> slices;
+  DenseMap<Value, Value> gradAcc;
+  Value lossAcc;
+  int64_t nextTag = 0;
+  /// The loss every rank reports (device 0's).
+  Value finalLoss;
+  /// The new ops of each action, for the prediction.
+  std::map<ActionKey, SmallVector<Operation *>> emitted;
+  ActionKey current;
+};
+
+} // namespace
+
+void Scheduler::tag(Operation *op, int64_t chunk, int64_t micro) {
+  op->setAttr(StrataDialect::getStageAttrName(),
+              builder.getI64IntegerAttr(chunk));
+  if (micro >= 0)
+    op->setAttr(StrataDialect::getMicroBatchAttrName(),
+                builder.getI64IntegerAttr(micro));
+  emitted[current].push_back(op);
+}
+
+LogicalResult Scheduler::classify() {
+  int64_t chunks = static_cast<int64_t>(stages.size());
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, SendOp, RecvOp>(op))
+      return op.emitOpError()
+             << "is already a collective; schedule the pipeline before "
+                "--strata-data-parallel and --strata-insert-grad-sync";
+    std::optional<int64_t> layer = getLayer(&op);
+    if (!layer)
+      return op.emitOpError()
+             << "has no strata.layer, so no pipeline stage can own it";
+    int64_t chunk = -1;
+    for (int64_t c = 0; c < chunks; ++c)
+      if (*layer >= stages[c].firstLayer && *layer <= stages[c].lastLayer)
+        chunk = c;
+    if (chunk < 0)
+      return op.emitOpError()
+             << "is in layer " << *layer << ", which no stage covers";
+    ops.push_back(&op);
+    chunkOf[&op] = chunk;
+    if (isa<InPlaceOpInterface>(op)) {
+      updates.push_back(&op);
+      updateOfGrad[op.getOperand(1)] = &op;
+      continue;
+    }
+    auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
+    kindOf[&op] =
+        phase && phase.getValue() == Phase::backward ? Action::B : Action::F;
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  loss = ret.getOperands().back();
+  Operation *lossOp = loss.getDefiningOp();
+  if (!lossOp || !chunkOf.count(lossOp))
+    return func.emitOpError() << "returns a loss that no op of the step "
+                                 "computes";
+  lossChunk = chunkOf[lossOp];
+
+  // ZB-H1: B keeps what earlier stages wait for (the backward slice of the
+  // gradients other chunks read); the rest of a chunk's backward is W.
+  if (shape.kind == ScheduleKind::ZeroBubbleH1) {
+    SmallVector<Operation *> worklist;
+    DenseSet<Operation *> needed;
+    for (Operation *op : ops) {
+      if (!kindOf.count(op) || kindOf[op] != Action::B)
+        continue;
+      bool crosses = llvm::any_of(op->getUsers(), [&](Operation *user) {
+        return chunkOf.count(user) && chunkOf[user] != chunkOf[op] &&
+               !isa<InPlaceOpInterface>(user);
+      });
+      if (crosses)
+        worklist.push_back(op);
+    }
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!needed.insert(op).second)
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (kindOf.count(def) && kindOf[def] == Action::B &&
+              chunkOf[def] == chunkOf[op])
+            worklist.push_back(def);
+    }
+    for (Operation *op : ops)
+      if (kindOf.count(op) && kindOf[op] == Action::B && !needed.count(op))
+        kindOf[op] = Action::W;
+  }
+  for (Operation *op : ops)
+    if (kindOf.count(op))
+      opsOf[{kindOf[op], chunkOf[op]}].push_back(op);
+
+  // Which other devices read each value (parameters: their home device is
+  // their update's; data inputs are on every rank).
+  for (Operation *update : updates)
+    for (Value operand : update->getOperands())
+      if (isa<BlockArgument>(operand))
+        homeOf[operand] = deviceOf(chunkOf[update]);
+  for (Operation *op : ops) {
+    int64_t device = deviceOf(chunkOf[op]);
+    for (Value operand : op->getOperands()) {
+      int64_t from;
+      if (Operation *def = operand.getDefiningOp())
+        from = deviceOf(chunkOf[def]);
+      else if (homeOf.count(operand))
+        from = homeOf[operand];
+      else
+        continue; // an input: every rank has it.
+      if (from == device || isa<InPlaceOpInterface>(op))
+        continue;
+      SmallVector<int64_t> &users = remoteUsers[operand];
+      if (!llvm::is_contained(users, device))
+        users.push_back(device);
+    }
+  }
+  for (Operation *update : updates) {
+    Value grad = update->getOperand(1);
+    Operation *def = grad.getDefiningOp();
+    if (!def || deviceOf(chunkOf[def]) != deviceOf(chunkOf[update]))
+      return update->emitOpError()
+             << "reads a gradient computed on another pipeline device; the "
+                "scheduler accumulates gradients where their update runs";
+  }
+  return success();
+}
+
+LogicalResult Scheduler::buildActions() {
+  std::vector<std::vector<Action>> schedule = buildSchedule(shape);
+  orders.assign(shape.devices, {});
+  for (int64_t d = 0; d < shape.devices; ++d) {
+    for (const Action &action : schedule[d])
+      orders[d].push_back({action.kind, action.chunk, action.microBatch});
+    orders[d].push_back({kUpdate, d, -1});
+  }
+  // An action depends on the actions of other devices producing what it
+  // reads (same micro-batch; parameters are sent before anything runs).
+  auto actionOf = [&](Operation *op, int64_t micro) -> ActionKey {
+    return {kindOf[op], chunkOf[op], micro};
+  };
+  for (auto &[kindChunk, list] : opsOf)
+    for (int64_t m = 0; m < shape.microBatches; ++m)
+      for (Operation *op : list)
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp()) {
+            if (deviceOf(chunkOf[def]) != deviceOf(chunkOf[op]))
+              deps[{kindChunk.first, kindChunk.second, m}].insert(
+                  actionOf(def, m));
+          } else if (homeOf.count(operand) &&
+                     homeOf[operand] != deviceOf(chunkOf[op]))
+            deps[{kindChunk.first, kindChunk.second, m}].insert(
+                {Action::F, homeOf[operand], 0});
+  // Device 0 reports the loss, which the loss's device sends at its end.
+  int64_t lossDevice = deviceOf(lossChunk);
+  if (lossDevice != 0)
+    deps[{kUpdate, 0, -1}].insert({kUpdate, lossDevice, -1});
+  return success();
+}
+
+LogicalResult Scheduler::linearize() {
+  std::set<ActionKey> done;
+  std::vector<size_t> next(shape.devices, 0);
+  size_t total = 0, finished = 0;
+  for (auto &order : orders)
+    total += order.size();
+  builder.setInsertionPoint(func.getBody().front().getTerminator());
+  while (finished < total) {
+    bool progress = false;
+    for (int64_t d = 0; d < shape.devices; ++d) {
+      while (next[d] < orders[d].size()) {
+        const ActionKey &key = orders[d][next[d]];
+        auto it = deps.find(key);
+        if (it != deps.end() &&
+            !llvm::all_of(it->second,
+                          [&](const ActionKey &k) { return done.count(k); }))
+          break;
+        emitAction(key);
+        done.insert(key);
+        ++next[d];
+        ++finished;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      InFlightDiagnostic diag = func.emitOpError()
+                                << "cannot be scheduled: every device waits "
+                                   "for another (";
+      for (int64_t d = 0; d < shape.devices; ++d) {
+        auto [kind, chunk, micro] = orders[d][next[d]];
+        diag << (d ? ", " : "") << "device " << d << " at "
+             << (kind == kUpdate     ? "U"
+                 : kind == Action::F ? "F"
+                 : kind == Action::B ? "B"
+                                     : "W")
+             << chunk << "." << micro;
+      }
+      return diag << ")";
+    }
+  }
+  return success();
+}
+
+Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
+                         int64_t chunk, Operation *user) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    unsigned i = arg.getArgNumber();
+    if (auto input = func.getArgAttrOfType<InputAttr>(
+            i, StrataDialect::getInputAttrName())) {
+      if (input.getRole() == InputRole::step || shape.microBatches == 1 ||
+          micro < 0)
+        return value;
+      Value &slice = slices[{value, micro, device}];
+      if (!slice) {
+        auto op = MicroBatchOp::create(builder, value.getLoc(), value, micro,
+                                       shape.microBatches);
+        setLayer(op, *getLayer(user));
+        tag(op, chunk, micro);
+        slice = op.getResult();
+      }
+      return slice;
+    }
+    auto it = remoteUsers.find(value);
+    if (it == remoteUsers.end() || !llvm::is_contained(it->second, device))
+      return value;
+    micro = -1; // A parameter travels once per step.
+  } else if (deviceOf(chunkOf[value.getDefiningOp()]) == device) {
+    return cloned.at({value, micro});
+  }
+  Value &recv = received[{value, micro, device}];
+  if (!recv) {
+    int64_t from = isa<BlockArgument>(value)
+                       ? homeOf.lookup(value)
+                       : deviceOf(chunkOf[value.getDefiningOp()]);
+    auto op = RecvOp::create(builder, value.getLoc(), value.getType(), from,
+                             tags.at({value, micro, device}));
+    setLayer(op, *getLayer(user));
+    if (Attribute phase = user->getAttr(StrataDialect::getPhaseAttrName()))
+      op->setAttr(StrataDialect::getPhaseAttrName(), phase);
+    tag(op, chunk, micro);
+    recv = op.getResult();
+  }
+  return recv;
+}
+
+void Scheduler::emitSends(Operation *original, Operation *clone,
+                          int64_t micro) {
+  for (auto [result, copy] :
+       llvm::zip(original->getResults(), clone->getResults())) {
+    auto it = remoteUsers.find(result);
+    if (it == remoteUsers.end())
+      continue;
+    for (int64_t device : it->second) {
+      int64_t t = nextTag++;
+      tags[{result, micro, device}] = t;
+      auto send = SendOp::create(builder, original->getLoc(), copy, device, t);
+      setLayer(send, *getLayer(original));
+      if (Attribute phase =
+              original->getAttr(StrataDialect::getPhaseAttrName()))
+        send->setAttr(StrataDialect::getPhaseAttrName(), phase);
+      tag(send, chunkOf[original], micro);
+    }
+  }
+}
+
+Value Scheduler::accumulate(Value acc, Value next, Operation *like,
+                            int64_t chunk, int64_t micro, bool backward) {
+  if (!acc)
+    return next;
+  auto add = AddOp::create(builder, like->getLoc(), acc, next);
+  setLayer(add, *getLayer(like));
+  if (backward)
+    add->setAttr(StrataDialect::getPhaseAttrName(),
+                 PhaseAttr::get(builder.getContext(), Phase::backward));
+  tag(add, chunk, micro);
+  return add.getResult();
+}
+
+void Scheduler::emitAction(const ActionKey &key) {
+  current = key;
+  auto [kind, chunk, micro] = key;
+  int64_t device = deviceOf(chunk);
+  if (kind == kUpdate) {
+    emitUpdates(chunk);
+    return;
+  }
+  // Parameters another device reads travel at the start of the step.
+  if (micro == 0 && kind == Action::F && chunk == device)
+    for (BlockArgument arg : func.getArguments()) {
+      auto it = remoteUsers.find(arg);
+      auto home = homeOf.find(arg);
+      if (it == remoteUsers.end() || home == homeOf.end() ||
+          home->second != device)
+        continue;
+      for (int64_t to : it->second) {
+        int64_t t = nextTag++;
+        tags[{arg, -1, to}] = t;
+        auto send = SendOp::create(builder, arg.getLoc(), arg, to, t);
+        setLayer(send, stages[chunk].firstLayer);
+        tag(send, chunk, -1);
+      }
+    }
+  for (Operation *op : opsOf[{kind, chunk}]) {
+    IRMapping mapping;
+    for (Value operand : op->getOperands())
+      mapping.map(operand, resolve(operand, micro, device, chunk, op));
+    Operation *clone = builder.clone(*op, mapping);
+    tag(clone, chunk, micro);
+    for (auto [result, copy] : llvm::zip(op->getResults(), clone->getResults()))
+      cloned[{result, micro}] = copy;
+    emitSends(op, clone, micro);
+    for (Value result : op->getResults()) {
+      if (Operation *update = updateOfGrad.lookup(result))
+        gradAcc[result] =
+            accumulate(gradAcc.lookup(result), cloned[{result, micro}], update,
+                       chunk, micro, /*backward=*/true);
+      if (result == loss)
+        lossAcc = accumulate(lossAcc, cloned[{result, micro}], op, chunk, micro,
+                             /*backward=*/false);
+    }
+  }
+}
+
+void Scheduler::emitUpdates(int64_t device) {
+  double inverse = 1.0 / static_cast<double>(shape.microBatches);
+  auto average = [&](Value value, Operation *like, int64_t chunk,
+                     bool backward) {
+    auto setPhase = [&](Operation *op) {
+      if (backward)
+        op->setAttr(StrataDialect::getPhaseAttrName(),
+                    PhaseAttr::get(builder.getContext(), Phase::backward));
+      setLayer(op, *getLayer(like));
+      tag(op, chunk, -1);
+    };
+    if (shape.microBatches > 1) {
+      auto scale = ScaleOp::create(builder, like->getLoc(), value,
+                                   builder.getF64FloatAttr(inverse));
+      setPhase(scale);
+      value = scale.getResult();
+    }
+    if (replicas > 1) {
+      auto reduce = AllReduceOp::create(builder, like->getLoc(), value,
+                                        /*mean=*/true, replicas);
+      setPhase(reduce);
+      value = reduce.getResult();
+    }
+    return value;
+  };
+  for (Operation *update : updates) {
+    int64_t chunk = chunkOf[update];
+    if (deviceOf(chunk) != device)
+      continue;
+    Value grad = average(gradAcc.lookup(update->getOperand(1)), update, chunk,
+                         /*backward=*/true);
+    IRMapping mapping;
+    for (auto [i, operand] : llvm::enumerate(update->getOperands()))
+      mapping.map(operand,
+                  i == 1 ? grad : resolve(operand, -1, device, chunk, update));
+    Operation *clone = builder.clone(*update, mapping);
+    tag(clone, chunk, -1);
+    for (auto [result, copy] :
+         llvm::zip(update->getResults(), clone->getResults()))
+      cloned[{result, -1}] = copy;
+  }
+  Operation *lossOp = loss.getDefiningOp();
+  int64_t lossDevice = deviceOf(lossChunk);
+  if (device == lossDevice) {
+    finalLoss = average(lossAcc, lossOp, lossChunk, /*backward=*/false);
+    if (lossDevice != 0) {
+      int64_t t = nextTag++;
+      auto send = SendOp::create(builder, loss.getLoc(), finalLoss, 0, t);
+      setLayer(send, *getLayer(lossOp));
+      tag(send, lossChunk, -1);
+      tags[{loss, -1, 0}] = t;
+    }
+  }
+  if (device == 0 && lossDevice != 0) {
+    auto recv = RecvOp::create(builder, loss.getLoc(), loss.getType(),
+                               lossDevice, tags.at({loss, -1, 0}));
+    setLayer(recv, *getLayer(lossOp));
+    tag(recv, 0, -1);
+    finalLoss = recv.getResult();
+  }
+}
+
+LogicalResult Scheduler::run() {
+  if (failed(classify()) || failed(buildActions()) || failed(linearize()))
+    return failure();
+  // The step returns the updated parameters and states and device 0's loss.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<Value> results;
+  for (Value value : ret.getOperands().drop_back()) {
+    auto it = cloned.find({value, -1});
+    if (it == cloned.end())
+      return ret.emitOpError()
+             << "returns a value that is not an optimizer update's result; "
+                "the pipeline scheduler cannot place it";
+    results.push_back(it->second);
+  }
+  results.push_back(finalLoss);
+  ret->setOperands(results);
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+  return success();
+}
+
+void Scheduler::predict(const TargetDescription &target,
+                        std::vector<TimedAction> &timeline, double &stepSeconds,
+                        double &bubble) {
+  // Each device runs its actions in order; an action starts when its device
+  // is free and what it receives has arrived (the producer's end plus the
+  // transfer over the link between the two ranks).
+  std::map<ActionKey, double> endOf;
+  std::map<ActionKey, double> seconds;
+  std::map<ActionKey, std::vector<std::pair<ActionKey, double>>> inputs;
+  std::map<int64_t, ActionKey> actionOfTag;
+  std::map<int64_t, double> bytesOfTag;
+  for (auto &[key, list] : emitted)
+    for (Operation *op : list) {
+      if (auto send = dyn_cast<SendOp>(op)) {
+        actionOfTag[send.getTag()] = key;
+        bytesOfTag[send.getTag()] =
+            static_cast<double>(getTensorBytes(send.getInput().getType()));
+        continue;
+      }
+      if (isa<RecvOp>(op))
+        continue;
+      if (auto cost = dyn_cast<CostOpInterface>(op))
+        seconds[key] += cost.estimateSeconds(target);
+    }
+  // Ranks of one replica are device * replicas + r: adjacent devices share a
+  // node when the node holds both ranks.
+  auto link = [&](int64_t a, int64_t b) -> const LinkDescription & {
+    int64_t perNode = std::max<int64_t>(target.devicesPerNode, 1);
+    return (a * replicas) / perNode == (b * replicas) / perNode
+               ? target.intraNode
+               : target.interNode;
+  };
+  for (auto &[key, list] : emitted)
+    for (Operation *op : list)
+      if (auto recv = dyn_cast<RecvOp>(op)) {
+        const ActionKey &from = actionOfTag.at(recv.getTag());
+        const LinkDescription &l =
+            link(deviceOf(std::get<1>(from)), deviceOf(std::get<1>(key)));
+        inputs[key].push_back(
+            {from, bytesOfTag[recv.getTag()] / l.bandwidth() + l.latency()});
+      }
+  std::vector<size_t> next(shape.devices, 0);
+  std::vector<double> free(shape.devices, 0.0);
+  size_t total = 0;
+  for (auto &order : orders)
+    total += order.size();
+  double busy = 0;
+  for (bool progress = true; progress && timeline.size() < total;) {
+    progress = false;
+    for (int64_t d = 0; d < shape.devices; ++d) {
+      while (next[d] < orders[d].size()) {
+        const ActionKey &key = orders[d][next[d]];
+        double start = free[d];
+        bool ready = true;
+        for (auto &[from, transfer] : inputs[key]) {
+          auto it = endOf.find(from);
+          if (it == endOf.end()) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, it->second + transfer);
+        }
+        if (!ready)
+          break;
+        double end = start + seconds[key];
+        endOf[key] = end;
+        free[d] = end;
+        busy += seconds[key];
+        timeline.push_back({key, d, start, end});
+        ++next[d];
+        progress = true;
+      }
+    }
+  }
+  stepSeconds = *std::max_element(free.begin(), free.end());
+  bubble = stepSeconds > 0
+               ? 1.0 - busy / (stepSeconds * static_cast<double>(shape.devices))
+               : 0.0;
+}
+
+/// Chrome trace-event JSON of a predicted timeline: one thread per device.
+static llvm::json::Value timelineJson(const std::vector<TimedAction> &timeline,
+                                      int64_t devices) {
+  llvm::json::Array events;
+  for (int64_t d = 0; d < devices; ++d)
+    events.push_back(llvm::json::Object{
+        {"name", "thread_name"},
+        {"ph", "M"},
+        {"pid", 0},
+        {"tid", d},
+        {"args", llvm::json::Object{{"name", "device " + std::to_string(d)}}}});
+  for (const TimedAction &t : timeline) {
+    auto [kind, chunk, micro] = t.key;
+    const char *names[] = {"F", "B", "W", "U"};
+    const char *cats[] = {"forward", "backward", "weight-grad", "update"};
+    std::string name = names[kind];
+    if (kind != kUpdate)
+      name += std::to_string(micro);
+    events.push_back(llvm::json::Object{
+        {"name", name},
+        {"cat", cats[kind]},
+        {"ph", "X"},
+        {"pid", 0},
+        {"tid", t.device},
+        {"ts", t.start * 1e6},
+        {"dur", (t.end - t.start) * 1e6},
+        {"args",
+         llvm::json::Object{{"chunk", chunk}, {"micro_batch", micro}}}});
+  }
+  return llvm::json::Object{{"traceEvents", std::move(events)},
+                            {"displayTimeUnit", "ms"}};
+}
+
+namespace {
+struct SchedulePipelinePass
+    : public strata::impl::SchedulePipelinePassBase<SchedulePipelinePass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+  LogicalResult runOnStep(func::FuncOp func);
+};
+} // namespace
+
+LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
+  Builder b(func.getContext());
+  if (func->hasAttr(StrataDialect::getPipelineScheduleAttrName()))
+    return func.emitOpError() << "is already scheduled as a pipeline";
+  if (func->hasAttr(StrataDialect::getReplicasAttrName()))
+    return func.emitOpError()
+           << "is already data-parallel; schedule the pipeline first (its "
+              "stages get their own replicas)";
+  std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
+  if (!kind)
+    return func.emitOpError() << "unknown schedule '" << schedule.getValue()
+                              << "' (expected gpipe, 1f1b, interleaved or "
+                                 "zb-h1)";
+  // The stages: the partitioner's, or `stages` equal runs of layers.
+  SmallVector<StageRange> stageList;
+  int64_t stageReplicas = replicas;
+  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(
+          StrataDialect::getPipelineAttrName())) {
+    if (stages != 0)
+      return func.emitOpError()
+             << "already has a partition (strata.pipeline); drop stages=";
+    auto list = pipeline.getAs<ArrayAttr>("stages");
+    if (!list || list.empty())
+      return func.emitOpError() << "has a strata.pipeline without stages";
+    stageReplicas = -1;
+    for (auto [i, entry] : llvm::enumerate(list)) {
+      auto dict = dyn_cast<DictionaryAttr>(entry);
+      auto first = dict ? dict.getAs<IntegerAttr>("first_layer") : nullptr;
+      auto last = dict ? dict.getAs<IntegerAttr>("last_layer") : nullptr;
+      auto reps = dict ? dict.getAs<IntegerAttr>("replicas") : nullptr;
+      if (!first || !last || !reps)
+        return func.emitOpError()
+               << "strata.pipeline stage #" << i
+               << " needs integer first_layer, last_layer and replicas";
+      if (stageReplicas >= 0 && reps.getInt() != stageReplicas)
+        return func.emitOpError()
+               << "has stages with different replica counts (" << stageReplicas
+               << " and " << reps.getInt()
+               << "); the scheduler runs pipelines whose stages all have the "
+                  "same number of replicas (partition with replicas=N or "
+                  "straight)";
+      stageReplicas = reps.getInt();
+      stageList.push_back({first.getInt(), last.getInt()});
+    }
+  } else {
+    if (stages < 1)
+      return func.emitOpError()
+             << "has no pipeline partition; run --strata-partition-pipeline "
+                "first or pass stages=N";
+    auto names =
+        func->getAttrOfType<ArrayAttr>(StrataDialect::getLayerNamesAttrName());
+    int64_t layers = 0;
+    func.walk([&](Operation *op) {
+      if (std::optional<int64_t> layer = getLayer(op))
+        layers = std::max(layers, *layer + 1);
+    });
+    if (names)
+      layers = std::max<int64_t>(layers, names.size());
+    int64_t count = stages;
+    if (count > layers)
+      return func.emitOpError() << "cannot cut " << layers << " layers into "
+                                << count << " non-empty stages";
+    for (int64_t s = 0; s < stages; ++s)
+      stageList.push_back({s * layers / stages, (s + 1) * layers / stages - 1});
+  }
+  if (stageReplicas < 1)
+    return func.emitOpError() << "needs replicas >= 1, got " << stageReplicas;
+  for (auto [i, stage] : llvm::enumerate(stageList))
+    if (stage.firstLayer > stage.lastLayer ||
+        (i > 0 && stage.firstLayer != stageList[i - 1].lastLayer + 1))
+      return func.emitOpError()
+             << "stage #" << i << " (layers " << stage.firstLayer << ".."
+             << stage.lastLayer
+             << ") does not continue the previous stage; stages must be "
+                "contiguous, non-empty runs of layers";
+
+  ScheduleShape shape;
+  shape.kind = *kind;
+  shape.microBatches = microBatches;
+  int64_t chunks = static_cast<int64_t>(stageList.size());
+  shape.virtualStages = *kind == ScheduleKind::Interleaved ? virtualStages : 1;
+  if (shape.virtualStages < 1 || chunks % shape.virtualStages != 0)
+    return func.emitOpError()
+           << "cannot place " << chunks << " stages on devices holding "
+           << shape.virtualStages
+           << " chunks each (virtual=" << static_cast<int64_t>(virtualStages)
+           << ")";
+  shape.devices = chunks / shape.virtualStages;
+  if (std::string why = checkShape(shape); !why.empty())
+    return func.emitOpError() << "cannot be scheduled: " << why;
+  // The step is written for one micro-batch: its data and labels become M
+  // micro-batches' worth, which `strata.micro_batch` splits.
+  if (microBatches > 1) {
+    SmallVector<Type> argTypes(func.getArgumentTypes());
+    for (BlockArgument arg : func.getArguments()) {
+      auto input = func.getArgAttrOfType<InputAttr>(
+          arg.getArgNumber(), StrataDialect::getInputAttrName());
+      if (!input || input.getRole() == InputRole::step)
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (type.getRank() == 0)
+        return func.emitOpError() << "input '" << input.getName()
+                                  << "' has no batch dimension to split";
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= microBatches;
+      arg.setType(type.clone(shape));
+      argTypes[arg.getArgNumber()] = arg.getType();
+    }
+    func.setType(
+        FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
+  }
+
+  Scheduler scheduler(func, shape, stageReplicas, stageList);
+  if (failed(scheduler.run()))
+    return failure();
+
+  SmallVector<NamedAttribute> info{
+      b.getNamedAttr("schedule", b.getStringAttr(getScheduleName(*kind))),
+      b.getNamedAttr("devices", b.getI64IntegerAttr(shape.devices)),
+      b.getNamedAttr("virtual", b.getI64IntegerAttr(shape.virtualStages)),
+      b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)),
+      b.getNamedAttr("replicas", b.getI64IntegerAttr(stageReplicas))};
+
+  // The predicted timeline, when a target is known.
+  std::string name = targetName;
+  if (name.empty())
+    if (auto attr =
+            func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
+                StrataDialect::getTargetAttrName()))
+      name = attr.getValue().str();
+  if (name.empty() && !tracePath.empty())
+    return func.emitOpError()
+           << "trace= needs a target for the prediction (target=NAME)";
+  if (!name.empty()) {
+    llvm::Expected<TargetDescription> target =
+        loadTargetDescription(name, getDefaultTargetSearchPath());
+    if (!target)
+      return func.emitOpError() << llvm::toString(target.takeError());
+    std::vector<TimedAction> timeline;
+    double stepSeconds = 0, bubble = 0;
+    scheduler.predict(*target, timeline, stepSeconds, bubble);
+    info.push_back(b.getNamedAttr("predicted_step_seconds",
+                                  b.getF64FloatAttr(stepSeconds)));
+    info.push_back(
+        b.getNamedAttr("predicted_bubble", b.getF64FloatAttr(bubble)));
+    if (!tracePath.empty()) {
+      std::string error;
+      auto out = mlir::openOutputFile(tracePath, &error);
+      if (!out)
+        return func.emitOpError() << "cannot write the trace: " << error;
+      out->os() << llvm::formatv("{0:2}", timelineJson(timeline, shape.devices))
+                << "\n";
+      out->keep();
+    }
+  }
+  func->setAttr(StrataDialect::getPipelineScheduleAttrName(),
+                b.getDictionaryAttr(info));
+  func->setAttr(StrataDialect::getReplicasAttrName(),
+                b.getI64IntegerAttr(stageReplicas));
+  return success();
+}
+
+void SchedulePipelinePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (microBatches < 1) {
+    emitError(module.getLoc())
+        << "--strata-schedule-pipeline needs micro-batches >= 1, got "
+        << static_cast<int64_t>(microBatches);
+    return signalPassFailure();
+  }
+  bool found = false;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
+      continue;
+    found = true;
+    if (failed(runOnStep(func)))
+      return signalPassFailure();
+  }
+  if (!found) {
+    emitError(module.getLoc())
+        << "no training step to schedule (run --strata-autodiff first)";
+    signalPassFailure();
+  }
+}

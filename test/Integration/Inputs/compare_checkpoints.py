@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Compares two safetensors checkpoints tensor by tensor.
+
+    compare_checkpoints.py A.safetensors B.safetensors --rtol R
+
+Both must hold the same tensor names, dtypes and shapes. For every f32
+tensor, |a - b| <= R * max|a| element-wise (a relative tolerance scaled by
+the tensor's magnitude, so near-zero entries do not dominate). Prints the
+largest scaled difference.
+"""
+import argparse
+import json
+import struct
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("a")
+parser.add_argument("b")
+parser.add_argument("--rtol", type=float, required=True)
+args = parser.parse_args()
+
+
+def load(path):
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        tensors[name] = (info["dtype"], info["shape"], body[begin:end])
+    return tensors
+
+
+a, b = load(args.a), load(args.b)
+if a.keys() != b.keys():
+    sys.exit("tensor names differ: %s" % sorted(a.keys() ^ b.keys()))
+worst, worst_name = 0.0, ""
+for name in sorted(a):
+    da, sa, ra = a[name]
+    db, sb, rb = b[name]
+    if (da, sa) != (db, sb):
+        sys.exit("%s: %s%s vs %s%s" % (name, da, sa, db, sb))
+    if da != "F32":
+        if ra != rb:
+            sys.exit("%s: %s contents differ" % (name, da))
+        continue
+    n = len(ra) // 4
+    xa = struct.unpack("<%df" % n, ra)
+    xb = struct.unpack("<%df" % n, rb)
+    scale = max((abs(x) for x in xa), default=0.0) or 1.0
+    diff = max((abs(x - y) for x, y in zip(xa, xb)), default=0.0) / scale
+    if diff > worst:
+        worst, worst_name = diff, name
+    if diff > args.rtol:
+        sys.exit("%s: scaled difference %.3g exceeds %g" %
+                 (name, diff, args.rtol))
+print("%d tensors agree; largest scaled difference %.3g (%s)" %
+      (len(a), worst, worst_name))
