@@ -441,7 +441,7 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
           int64_t n = perReplica[c];
           double memory = residentBytes +
                           stageStash * static_cast<double>(inFlight(o, k, n));
-          if (metric != Metric::Memory && memory > cap)
+          if (memory > cap)
             continue;
           // term[oneNode][sameNode]: the stage's value by where it lies.
           double term[2][2];
@@ -528,6 +528,27 @@ static std::string formatBytes(double bytes) {
   else
     os << bytes << " bytes";
   return os.str();
+}
+
+/// Equal layer counts over `stages` stages and the devices spread as evenly
+/// as possible; false when a resulting factor is not a candidate.
+static bool evenSplit(int64_t layers, int64_t devices, int64_t stages,
+                      const std::vector<int64_t> &candidates,
+                      std::vector<std::pair<unsigned, unsigned>> &bounds,
+                      std::vector<int64_t> &replicas) {
+  int64_t base = layers / stages, extra = layers % stages;
+  int64_t rbase = devices / stages, rextra = devices % stages;
+  unsigned first = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    unsigned count = static_cast<unsigned>(base + (s < extra ? 1 : 0));
+    bounds.emplace_back(first, first + count - 1);
+    first += count;
+    replicas.push_back(rbase + (s < rextra ? 1 : 0));
+  }
+  for (int64_t r : replicas)
+    if (!std::binary_search(candidates.begin(), candidates.end(), r))
+      return false;
+  return rbase > 0;
 }
 
 PartitionResult
@@ -625,11 +646,27 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
 
   if (chosen == 0) {
     // Nothing fits: find the smallest memory with which something would.
-    Solver memory(graph, topology, o, result.replicaCandidates);
-    memory.solve(Metric::Memory, kInf, maxStages, fixedStages != 0);
-    double need = kInf;
-    for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s)
-      need = std::min(need, memory.value(s));
+    // The peak of an even split bounds the search (layers and stages past
+    // it are pruned) when that split uses the candidate factors.
+    auto smallestMemory = [&](double bound) {
+      Solver memory(graph, topology, o, result.replicaCandidates);
+      memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0);
+      double need = kInf;
+      for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s)
+        need = std::min(need, memory.value(s));
+      return need;
+    };
+    double bound = kInf;
+    for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s) {
+      std::vector<std::pair<unsigned, unsigned>> ub;
+      std::vector<int64_t> ur;
+      if (evenSplit(L, D, s, result.replicaCandidates, ub, ur))
+        bound = std::min(
+            bound, evaluatePartition(graph, topology, o, ub, ur).peakMemoryBytes);
+    }
+    double need = smallestMemory(bound);
+    if (need == kInf && bound != kInf)
+      need = smallestMemory(kInf);
     if (need == kInf) {
       os << "no partition of " << L << " layers into ";
       if (fixedStages)
@@ -656,15 +693,7 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
   {
     std::vector<std::pair<unsigned, unsigned>> ub;
     std::vector<int64_t> ur;
-    int64_t base = L / chosen, extra = L % chosen;
-    int64_t rb = D / chosen, rextra = D % chosen;
-    unsigned first = 0;
-    for (int64_t s = 0; s < chosen; ++s) {
-      unsigned count = static_cast<unsigned>(base + (s < extra ? 1 : 0));
-      ub.emplace_back(first, first + count - 1);
-      first += count;
-      ur.push_back(rb + (s < rextra ? 1 : 0));
-    }
+    evenSplit(L, D, chosen, result.replicaCandidates, ub, ur);
     result.uniform = evaluatePartition(graph, topology, o, ub, ur);
   }
   // Pure data parallelism: gradient accumulation keeps one micro-batch.

@@ -103,6 +103,11 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getArenaBytesAttrName() {
       return ::llvm::StringLiteral("strata.arena_bytes");
     }
+    /// Function attribute: the pipeline partition of a training step
+    /// (`--strata-partition-pipeline`).
+    static constexpr ::llvm::StringLiteral getPipelineAttrName() {
+      return ::llvm::StringLiteral("strata.pipeline");
+    }
     /// Op attribute: the CPU GEMM tiling of a matmul.
     static constexpr ::llvm::StringLiteral getGemmTilingAttrName() {
       return ::llvm::StringLiteral("strata.gemm_tiling");
