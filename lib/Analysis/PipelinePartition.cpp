@@ -525,8 +525,10 @@ static std::string formatBytes(double bytes) {
     os << bytes / (1024.0 * 1024 * 1024) << " GiB";
   else if (bytes >= 1024.0 * 1024)
     os << bytes / (1024.0 * 1024) << " MiB";
+  else if (bytes >= 1024.0)
+    os << bytes / 1024.0 << " KiB";
   else
-    os << bytes << " bytes";
+    os << static_cast<int64_t>(bytes) << " bytes";
   return os.str();
 }
 
@@ -662,7 +664,8 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
       std::vector<int64_t> ur;
       if (evenSplit(L, D, s, result.replicaCandidates, ub, ur))
         bound = std::min(
-            bound, evaluatePartition(graph, topology, o, ub, ur).peakMemoryBytes);
+            bound,
+            evaluatePartition(graph, topology, o, ub, ur).peakMemoryBytes);
     }
     double need = smallestMemory(bound);
     if (need == kInf && bound != kInf)

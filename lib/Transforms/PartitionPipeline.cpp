@@ -177,9 +177,8 @@ static LogicalResult applyProfile(func::FuncOp func, LayerGraph &graph,
     auto it = byId.find(layer.id);
     if (it == byId.end())
       return emitError(func.getLoc())
-             << "training step @" << func.getName() << " has layer "
-             << layer.id << ", but profile '" << path
-             << "' does not describe it";
+             << "training step @" << func.getName() << " has layer " << layer.id
+             << ", but profile '" << path << "' does not describe it";
     const LayerProfile &p = *it->second;
     if (!p.name.empty())
       layer.name = p.name;
@@ -318,9 +317,9 @@ LogicalResult PartitionPipelinePass::runOnStep(
   PartitionResult result =
       partitionPipeline(*graph, PartitionTopology::fromTarget(target), options);
   if (!result.ok())
-    return emitError(func.getLoc()) << "training step @" << func.getName()
-                                    << " cannot be partitioned: "
-                                    << result.error;
+    return emitError(func.getLoc())
+           << "training step @" << func.getName()
+           << " cannot be partitioned: " << result.error;
 
   Builder b(func.getContext());
   const PartitionEvaluation &best = result.best;

@@ -28,9 +28,9 @@ static cl::OptionCategory category("strata-partition options");
 static cl::opt<std::string> input(cl::Positional, cl::Required,
                                   cl::desc("<profile.json | graph.txt>"),
                                   cl::cat(category));
-static cl::opt<std::string> targetName(
-    "target", cl::desc("Target description: a name or a JSON file"),
-    cl::cat(category));
+static cl::opt<std::string>
+    targetName("target", cl::desc("Target description: a name or a JSON file"),
+               cl::cat(category));
 static cl::opt<int64_t> devices("devices",
                                 cl::desc("Devices (0: all of the target)"),
                                 cl::init(0), cl::cat(category));
@@ -55,7 +55,7 @@ static cl::opt<double>
                 cl::desc("Memory per device in bytes (0: the target's)"),
                 cl::init(0), cl::cat(category));
 static cl::opt<bool> jsonOutput("json", cl::desc("Print the report as JSON"),
-                          cl::cat(category));
+                                cl::cat(category));
 static cl::opt<bool>
     emitProfile("emit-profile",
                 cl::desc("Write the input as a Strata profile and exit"),
@@ -63,8 +63,8 @@ static cl::opt<bool>
 static cl::opt<bool> timing("time",
                             cl::desc("Print the partitioning time to stderr"),
                             cl::cat(category));
-static cl::opt<std::string> output("o", cl::desc("Output file"),
-                                   cl::init("-"), cl::cat(category));
+static cl::opt<std::string> output("o", cl::desc("Output file"), cl::init("-"),
+                                   cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "strata-partition") << message << "\n";
@@ -106,9 +106,8 @@ int main(int argc, char **argv) {
     return fail("unknown objective '" + objective + "'");
   if (!parseSchedule(schedule, options.schedule))
     return fail("unknown schedule '" + schedule + "'");
-  if (stages != "auto" &&
-      (StringRef(stages).getAsInteger(10, options.stages) ||
-       options.stages < 1))
+  if (stages != "auto" && (StringRef(stages).getAsInteger(10, options.stages) ||
+                           options.stages < 1))
     return fail("--stages must be auto or a positive number");
   options.devices = devices;
   options.replicas = replicas;
@@ -119,9 +118,9 @@ int main(int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   PartitionResult result = partitionPipeline(
       *graph, PartitionTopology::fromTarget(*target), options);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (timing)
     errs() << formatv("partition time: {0:f4} s\n", seconds);
   if (!result.ok())
