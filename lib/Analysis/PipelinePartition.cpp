@@ -373,8 +373,11 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
   std::vector<double> prev(cells, kInf), cur(cells, kInf);
   // k = 0: nothing left, every device used.
   prev[index(L, D)] = 0.0;
-  std::vector<char> prevRow(L + 1, 0), curRow(L + 1, 0);
-  prevRow[L] = 1;
+  // The finite offsets of each row of the previous table lie in
+  // [prevLo[i], prevHi[i]] (empty when prevLo > prevHi).
+  std::vector<int64_t> prevLo(L + 1, D + 1), prevHi(L + 1, -1);
+  std::vector<int64_t> curLo(L + 1), curHi(L + 1);
+  prevLo[L] = prevHi[L] = D;
   best.assign(maxStages + 1, kInf);
   choice.assign(maxStages + 1, {});
   const bool sum = metric == Metric::Communication;
@@ -399,7 +402,8 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
 
   for (int64_t k = 1; k <= maxStages; ++k) {
     std::fill(cur.begin(), cur.end(), kInf);
-    std::fill(curRow.begin(), curRow.end(), 0);
+    std::fill(curLo.begin(), curLo.end(), D + 1);
+    std::fill(curHi.begin(), curHi.end(), -1);
     std::vector<uint32_t> &choiceK = choice[k];
     choiceK.assign(cells, ~0u);
     bool last = onlyLast && k == maxStages;
@@ -411,7 +415,7 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
         double residentBytes = resident[j + 1] - resident[i];
         if (residentBytes > cap)
           break;
-        if (!prevRow[j + 1])
+        if (prevLo[j + 1] > prevHi[j + 1])
           continue;
         double stageWork = work[j + 1] - work[i];
         double stageUpdate = update[j + 1] - update[i];
@@ -438,6 +442,11 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
               continue;
             hi = 0;
           }
+          // Only offsets whose rest can be finite.
+          lo = std::max(lo, prevLo[j + 1] - r);
+          hi = std::min(hi, prevHi[j + 1] - r);
+          if (hi < lo)
+            continue;
           int64_t n = perReplica[c];
           double memory = residentBytes +
                           stageStash * static_cast<double>(inFlight(o, k, n));
@@ -493,13 +502,14 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
       }
       for (int64_t off = 0; off <= D; ++off)
         if (cur[index(i, off)] < kInf) {
-          curRow[i] = 1;
-          break;
+          curLo[i] = std::min(curLo[i], off);
+          curHi[i] = off;
         }
     }
     best[k] = cur[index(0, 0)];
     std::swap(prev, cur);
-    std::swap(prevRow, curRow);
+    std::swap(prevLo, curLo);
+    std::swap(prevHi, curHi);
   }
 }
 
@@ -648,8 +658,10 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
 
   if (chosen == 0) {
     // Nothing fits: find the smallest memory with which something would.
-    // The peak of an even split bounds the search (layers and stages past
-    // it are pruned) when that split uses the candidate factors.
+    // A cap prunes the search (stages past it are skipped) without changing
+    // the optimum when the optimum lies under it, so grow the cap from the
+    // device's memory until something fits under it; the last search is
+    // exact. Without any cap nothing can fit (no split uses the devices).
     auto smallestMemory = [&](double bound) {
       Solver memory(graph, topology, o, result.replicaCandidates);
       memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0);
@@ -658,18 +670,20 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
         need = std::min(need, memory.value(s));
       return need;
     };
-    double bound = kInf;
-    for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s) {
-      std::vector<std::pair<unsigned, unsigned>> ub;
-      std::vector<int64_t> ur;
-      if (evenSplit(L, D, s, result.replicaCandidates, ub, ur))
-        bound = std::min(
-            bound,
-            evaluatePartition(graph, topology, o, ub, ur).peakMemoryBytes);
+    double need = kInf;
+    double total = 0;
+    for (const PartitionLayer &layer : graph.layers)
+      total += 2 * layer.paramBytes + layer.optimizerBytes +
+               layer.stashBytes * static_cast<double>(o.microBatches);
+    for (double bound = std::max(o.memoryBytes, 1.0) * 1.5;; bound *= 1.5) {
+      if (bound >= total) {
+        need = smallestMemory(kInf);
+        break;
+      }
+      need = smallestMemory(bound);
+      if (need < kInf)
+        break;
     }
-    double need = smallestMemory(bound);
-    if (need == kInf && bound != kInf)
-      need = smallestMemory(kInf);
     if (need == kInf) {
       os << "no partition of " << L << " layers into ";
       if (fixedStages)
