@@ -8,7 +8,7 @@
 // (no MLIR): the pass, `strata-partition` and the unit tests all use it.
 //
 // The cost model (the DP and `evaluatePartition` price a partition the same
-// way; docs/PipelinePartition.md has the derivation):
+// way; the README's "Pipeline partitioning" section summarises it):
 //
 //   A step runs M micro-batches. Stage s = layers [a..b] on r replicas placed
 //   on devices [o, o + r) (stages contiguous in device order, numbered node

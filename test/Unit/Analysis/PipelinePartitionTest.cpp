@@ -142,7 +142,8 @@ PartitionTopology randomTopology(std::mt19937 &rng, int64_t devices) {
   return topo;
 }
 
-void checkAgainstBruteForce(const LayerGraph &graph,
+/// Returns whether a partition was found (the brute force agreeing).
+bool checkAgainstBruteForce(const LayerGraph &graph,
                             const PartitionTopology &topo,
                             const PartitionOptions &options,
                             const std::string &what) {
@@ -171,7 +172,7 @@ void checkAgainstBruteForce(const LayerGraph &graph,
     }
   }
   if (bestValue == kInf) {
-    ASSERT_FALSE(result.ok()) << what;
+    EXPECT_FALSE(result.ok()) << what;
     if (brute.minMemory < kInf) {
       EXPECT_TRUE(near(result.requiredMemoryBytes, brute.minMemory))
           << what << ": required " << result.requiredMemoryBytes << " brute "
@@ -181,9 +182,11 @@ void checkAgainstBruteForce(const LayerGraph &graph,
       enough.memoryBytes = brute.minMemory * (1 + 1e-12);
       EXPECT_TRUE(partitionPipeline(graph, topo, enough).ok()) << what;
     }
-    return;
+    return false;
   }
-  ASSERT_TRUE(result.ok()) << what << ": " << result.error;
+  EXPECT_TRUE(result.ok()) << what << ": " << result.error;
+  if (!result.ok())
+    return false;
   for (int64_t s = fixed ? fixed : 1; s <= maxStages; ++s) {
     double dp = result.objectiveByStages[s];
     if (brute.byStages[s] == kInf)
@@ -217,6 +220,7 @@ void checkAgainstBruteForce(const LayerGraph &graph,
   if (o.replicas)
     for (const StagePlan &st : best.stages)
       EXPECT_EQ(st.replicas, o.replicas) << what;
+  return true;
 }
 
 PartitionOptions randomOptions(std::mt19937 &rng, int64_t devices,
@@ -255,6 +259,7 @@ PartitionOptions randomOptions(std::mt19937 &rng, int64_t devices,
 
 TEST(PipelinePartition, MatchesBruteForceOnChains) {
   std::mt19937 rng(1234);
+  int found = 0;
   for (int trial = 0; trial < 1500; ++trial) {
     std::uniform_int_distribution<unsigned> layers(1, 6);
     std::uniform_int_distribution<int64_t> devices(1, 6);
@@ -263,13 +268,16 @@ TEST(PipelinePartition, MatchesBruteForceOnChains) {
     LayerGraph graph = randomGraph(rng, L, /*dag=*/false);
     PartitionTopology topo = randomTopology(rng, D);
     PartitionOptions o = randomOptions(rng, D, L);
-    checkAgainstBruteForce(graph, topo, o,
-                           "chain trial " + std::to_string(trial));
+    found += checkAgainstBruteForce(graph, topo, o,
+                                    "chain trial " + std::to_string(trial));
   }
+  // Not vacuous: most trials have a partition to compare.
+  EXPECT_GT(found, 1000);
 }
 
 TEST(PipelinePartition, MatchesBruteForceOnDAGs) {
   std::mt19937 rng(99);
+  int found = 0;
   for (int trial = 0; trial < 1500; ++trial) {
     std::uniform_int_distribution<unsigned> layers(3, 7);
     std::uniform_int_distribution<int64_t> devices(1, 5);
@@ -278,9 +286,10 @@ TEST(PipelinePartition, MatchesBruteForceOnDAGs) {
     LayerGraph graph = randomGraph(rng, L, /*dag=*/true);
     PartitionTopology topo = randomTopology(rng, D);
     PartitionOptions o = randomOptions(rng, D, L);
-    checkAgainstBruteForce(graph, topo, o,
-                           "dag trial " + std::to_string(trial));
+    found += checkAgainstBruteForce(graph, topo, o,
+                                    "dag trial " + std::to_string(trial));
   }
+  EXPECT_GT(found, 1000);
 }
 
 TEST(PipelinePartition, MatchesBruteForceUnderMemoryPressure) {
