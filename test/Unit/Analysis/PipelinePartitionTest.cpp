@@ -257,39 +257,35 @@ PartitionOptions randomOptions(std::mt19937 &rng, int64_t devices,
   return o;
 }
 
-TEST(PipelinePartition, MatchesBruteForceOnChains) {
-  std::mt19937 rng(1234);
+/// 1500 random instances of `layers` x `devices`; returns how many had a
+/// partition (both the DP and the brute force agreeing).
+int bruteForceTrials(unsigned seed, std::pair<unsigned, unsigned> layers,
+                     std::pair<int64_t, int64_t> devices, bool dag,
+                     const std::string &name) {
+  std::mt19937 rng(seed);
   int found = 0;
   for (int trial = 0; trial < 1500; ++trial) {
-    std::uniform_int_distribution<unsigned> layers(1, 6);
-    std::uniform_int_distribution<int64_t> devices(1, 6);
-    unsigned L = layers(rng);
-    int64_t D = devices(rng);
-    LayerGraph graph = randomGraph(rng, L, /*dag=*/false);
+    unsigned L = std::uniform_int_distribution<unsigned>(layers.first,
+                                                         layers.second)(rng);
+    int64_t D = std::uniform_int_distribution<int64_t>(devices.first,
+                                                       devices.second)(rng);
+    LayerGraph graph = randomGraph(rng, L, dag);
     PartitionTopology topo = randomTopology(rng, D);
     PartitionOptions o = randomOptions(rng, D, L);
     found += checkAgainstBruteForce(graph, topo, o,
-                                    "chain trial " + std::to_string(trial));
+                                    name + " trial " + std::to_string(trial));
   }
+  return found;
+}
+
+TEST(PipelinePartition, MatchesBruteForceOnChains) {
   // Not vacuous: most trials have a partition to compare.
-  EXPECT_GT(found, 1000);
+  EXPECT_GT(bruteForceTrials(1234, {1, 6}, {1, 6}, /*dag=*/false, "chain"),
+            1000);
 }
 
 TEST(PipelinePartition, MatchesBruteForceOnDAGs) {
-  std::mt19937 rng(99);
-  int found = 0;
-  for (int trial = 0; trial < 1500; ++trial) {
-    std::uniform_int_distribution<unsigned> layers(3, 7);
-    std::uniform_int_distribution<int64_t> devices(1, 5);
-    unsigned L = layers(rng);
-    int64_t D = devices(rng);
-    LayerGraph graph = randomGraph(rng, L, /*dag=*/true);
-    PartitionTopology topo = randomTopology(rng, D);
-    PartitionOptions o = randomOptions(rng, D, L);
-    found += checkAgainstBruteForce(graph, topo, o,
-                                    "dag trial " + std::to_string(trial));
-  }
-  EXPECT_GT(found, 1000);
+  EXPECT_GT(bruteForceTrials(99, {3, 7}, {1, 5}, /*dag=*/true, "dag"), 1000);
 }
 
 TEST(PipelinePartition, MatchesBruteForceUnderMemoryPressure) {
