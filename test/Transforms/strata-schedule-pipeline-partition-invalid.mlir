@@ -22,8 +22,8 @@ func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", ro
 
 // -----
 
-// A malformed partition.
-// expected-error @+1 {{'func.func' op strata.pipeline stage #0 needs integer first_layer, last_layer and replicas}}
+// A malformed partition (the dialect's verifier rejects it).
+// expected-error @+1 {{'func.func' op 'strata.pipeline' stage 0 must be {first_layer, last_layer, replicas} integers}}
 func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<4x8xf32> attributes {strata.train_step, strata.pipeline = {stages = [{first_layer = 0 : i64}]}} {
   %0 = strata.relu %x {strata.layer = 0 : i64} : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>

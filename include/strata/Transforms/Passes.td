@@ -176,6 +176,82 @@ def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def PartitionPipelinePass
+    : Pass<"strata-partition-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Partition a training step's layers into pipeline stages";
+  let description = [{
+    Chooses pipeline stages (contiguous ranges of `strata.layer` ids) and a
+    replication (data-parallel) factor per stage for every `strata.train_step`
+    function, with the dynamic program of PipeDream's optimizer
+    (`strata/Analysis/PipelinePartition.h`): it minimises the slowest stage,
+    where a stage costs its compute divided among its replicas, plus the ring
+    all-reduce of its gradients among the replicas (intra-node link when they
+    share a node, inter-node link otherwise) and its optimizer update, both
+    once per step, against the transfer of activations and gradients over
+    the cut after it (every tensor crossing the cut, so residual and
+    branching graphs are priced correctly). Memory per device (weights,
+    gradients, optimizer state, and the activations stashed for the
+    micro-batches the schedule keeps in flight) is a constraint; a stage is
+    never empty.
+
+    Per-layer forward, backward and update times come from the ops'
+    `CostOpInterface` on `target` (by `strata.phase`), parameter and optimizer
+    state bytes from the arguments, stashed bytes from what the forward ops
+    save for backward, and cut bytes from the forward values used by later
+    layers; `profile=FILE` (a Strata profile, JSON) replaces the times and,
+    where present, the sizes with measured ones.
+
+    The step gets `strata.pipeline`, a dictionary whose `stages` entry lists
+    one `{first_layer, last_layer, replicas}` dictionary per stage in order
+    (`--strata-schedule-pipeline` reads it; ops are not annotated), plus the
+    prediction: `devices`, `micro_batches`, `schedule`, `objective`,
+    `first_devices`, `predicted_stage_seconds`, `predicted_step_seconds`,
+    `bubble_fraction`, `speedup_over_data_parallel` and
+    `memory_bytes_per_device`. `report=FILE` writes the partition, the
+    uniform partition and pure data parallelism side by side (JSON when the
+    name ends in `.json`, text otherwise).
+
+    Example:
+
+    ```
+    strata-model gpt --preset gpt2-small | strata-opt --strata-autodiff \
+      --strata-partition-pipeline="target=h100-sxm-8x-4node micro-batches=64"
+    ```
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", /*default=*/"\"\"",
+           "Target description: a name from the search path or a JSON file "
+           "(default: the module's strata.target)">,
+    Option<"devices", "devices", "int64_t", /*default=*/"0",
+           "Devices to use (0: every device of the target)">,
+    Option<"stages", "stages", "std::string", /*default=*/"\"auto\"",
+           "Number of stages, or auto">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"0",
+           "Replicas of every stage (0: chosen per stage)">,
+    Option<"straight", "straight", "bool", /*default=*/"false",
+           "One device per stage, no replication">,
+    Option<"objective", "objective", "std::string",
+           /*default=*/"\"throughput\"",
+           "throughput (slowest stage), balance (compute per device) or "
+           "communication (bytes moved per step)">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
+           "Micro-batches per step (0: 4 per device)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zb-h1 (activations in flight and "
+           "the bubble)">,
+    Option<"memoryBytes", "memory-bytes", "int64_t", /*default=*/"0",
+           "Memory per device in bytes (0: the target's)">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "Measured per-layer profile (Strata profile JSON)">,
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write a partition report to this file (.json: JSON)">,
+  ];
+  let statistics = [
+    Statistic<"numStages", "stages", "Pipeline stages chosen">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
   let summary = "Attach a CPU GEMM tiling to every matmul";
   let description = [{

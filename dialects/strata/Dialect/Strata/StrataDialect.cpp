@@ -123,6 +123,35 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must hold one #strata.buffer per result";
     return success();
   }
+  if (name == getPipelineAttrName()) {
+    auto pipeline = dyn_cast<DictionaryAttr>(value);
+    if (!pipeline || !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'" << name << "' must be a dictionary on a function";
+    auto stages = pipeline.getAs<ArrayAttr>("stages");
+    if (!stages || stages.empty())
+      return op->emitOpError()
+             << "'" << name << "' must have a non-empty 'stages' array";
+    int64_t previous = -1;
+    for (auto [i, element] : llvm::enumerate(stages)) {
+      auto stage = dyn_cast<DictionaryAttr>(element);
+      auto first = stage ? stage.getAs<IntegerAttr>("first_layer") : nullptr;
+      auto last = stage ? stage.getAs<IntegerAttr>("last_layer") : nullptr;
+      auto replicas = stage ? stage.getAs<IntegerAttr>("replicas") : nullptr;
+      if (!first || !last || !replicas)
+        return op->emitOpError()
+               << "'" << name << "' stage " << i
+               << " must be {first_layer, last_layer, replicas} integers";
+      if (first.getInt() <= previous || last.getInt() < first.getInt() ||
+          replicas.getInt() < 1)
+        return op->emitOpError()
+               << "'" << name << "' stage " << i
+               << " must follow the previous stage, hold at least one layer "
+                  "and one replica";
+      previous = last.getInt();
+    }
+    return success();
+  }
   if (name == getReplicasAttrName()) {
     auto replicas = dyn_cast<IntegerAttr>(value);
     if (!replicas || replicas.getInt() < 1 || !isa<FunctionOpInterface>(op))
@@ -155,7 +184,7 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a non-negative integer";
     return success();
   }
-  if (name == getPipelineAttrName() || name == getPipelineScheduleAttrName()) {
+  if (name == getPipelineScheduleAttrName()) {
     if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitOpError()
              << "'" << name << "' must be a dictionary on a function";

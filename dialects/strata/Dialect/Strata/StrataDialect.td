@@ -103,15 +103,14 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getArenaBytesAttrName() {
       return ::llvm::StringLiteral("strata.arena_bytes");
     }
+    /// Function attribute: the pipeline partition of a training step
+    /// (`--strata-partition-pipeline`).
+    static constexpr ::llvm::StringLiteral getPipelineAttrName() {
+      return ::llvm::StringLiteral("strata.pipeline");
+    }
     /// Op attribute: the CPU GEMM tiling of a matmul.
     static constexpr ::llvm::StringLiteral getGemmTilingAttrName() {
       return ::llvm::StringLiteral("strata.gemm_tiling");
-    }
-    /// Function attribute: the partition of a step into pipeline stages
-    /// (`--strata-partition-pipeline`): `stages`, an array of
-    /// `{first_layer, last_layer, replicas}` dictionaries.
-    static constexpr ::llvm::StringLiteral getPipelineAttrName() {
-      return ::llvm::StringLiteral("strata.pipeline");
     }
     /// Function attribute: how `--strata-schedule-pipeline` scheduled the
     /// step (schedule, devices, replicas, micro-batches, virtual stages).

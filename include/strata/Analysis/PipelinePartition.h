@@ -1,0 +1,221 @@
+//===- PipelinePartition.h - Layers to pipeline stages x replicas -*- C++
+//-*-===//
+//
+// The pipeline partitioner (seed 002, first patent; PipeDream's optimizer): a
+// dynamic program over (contiguous layer range, stage count, device offset)
+// that chooses stage boundaries and a replication factor per stage for a
+// layer graph on a device topology, minimising the slowest stage. Pure C++
+// (no MLIR): the pass, `strata-partition` and the unit tests all use it.
+//
+// The cost model (the DP and `evaluatePartition` price a partition the same
+// way; the README's "Pipeline partitioning" section summarises it):
+//
+//   A step runs M micro-batches. Stage s = layers [a..b] on r replicas placed
+//   on devices [o, o + r) (stages contiguous in device order, numbered node
+//   by node; g devices per node). Each replica runs n = ceil(M / r) of the M
+//   micro-batches. Per micro-batch (amortised over the step):
+//     compute  = (F + B) * n / M                 F, B: forward, backward s
+//     sync     = allreduce(P, r) / M             once per step, ring:
+//                2 (r - 1) / r * P / bw + 2 (r - 1) * latency, on the
+//                intra-node link if [o, o + r) lies in one node, else on the
+//                inter-node link
+//     update   = U / M                           optimizer update, per step
+//     transfer = 2 * (latency + C / bw)          activations forward and
+//                gradients back over the cut after b (C: bytes of every
+//                tensor crossing it); intra-node link when the last device of
+//                s and the first of s + 1 share a node
+//     stage    = max(compute + sync + update, transfer)
+//   Memory per device of stage s at position p of S (k = S - p):
+//     2 P + O + stash * inflight,  inflight = n (gpipe), min(k, n) (1f1b,
+//     zb-h1), min(n, ceil(k (v + 1) / v)) (interleaved, v virtual stages).
+//   Step = T * (M + bubble slots), T the slowest stage; bubble slots S - 1
+//   (gpipe, 1f1b), (S - 1) / v (interleaved), (S - 1) * F / (F + B) (zb-h1:
+//   only the forward part of a warm-up slot stays idle). Bubble fraction =
+//   slots / (M + slots).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_ANALYSIS_PIPELINEPARTITION_H
+#define STRATA_ANALYSIS_PIPELINEPARTITION_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::strata {
+struct TargetDescription;
+
+/// One layer of the graph, in pipeline (topological) order.
+struct PartitionLayer {
+  /// The layer's id (`strata.layer`, or the profile's id).
+  int64_t id = 0;
+  std::string name;
+  /// Seconds of one micro-batch's forward and backward pass on one device.
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  /// Seconds of the optimizer update (once per step).
+  double updateSeconds = 0;
+  /// Bytes of the layer's parameters (gradients take as many again).
+  double paramBytes = 0;
+  /// Bytes of the layer's optimizer state.
+  double optimizerBytes = 0;
+  /// Bytes the layer keeps for its backward pass, per micro-batch in flight.
+  double stashBytes = 0;
+};
+
+/// A tensor produced by the layer at position `from` and last read by the
+/// layer at position `to` (from < to): it crosses every cut in between.
+struct PartitionEdge {
+  unsigned from = 0;
+  unsigned to = 0;
+  double bytes = 0;
+};
+
+/// Layers in topological order plus the tensors passed between them.
+struct LayerGraph {
+  std::vector<PartitionLayer> layers;
+  std::vector<PartitionEdge> edges;
+
+  /// Bytes crossing the cut after position j, for j in [0, layers - 1).
+  std::vector<double> cutBytes() const;
+  /// "" when every edge goes forward between existing layers.
+  std::string verify() const;
+};
+
+/// Devices numbered node by node, and the links between them.
+struct PartitionTopology {
+  int64_t devicesPerNode = 1;
+  int64_t nodes = 1;
+  /// Bytes per second and seconds.
+  double intraBandwidth = 1e9;
+  double intraLatency = 0;
+  double interBandwidth = 1e9;
+  double interLatency = 0;
+  /// Memory of one device in bytes.
+  double memoryBytes = 0;
+
+  static PartitionTopology fromTarget(const TargetDescription &target);
+  int64_t numDevices() const { return devicesPerNode * nodes; }
+};
+
+enum class PartitionObjective {
+  /// Minimise the slowest stage (compute + sync vs transfer).
+  Throughput,
+  /// Minimise the largest compute per device (equal work per worker).
+  Balance,
+  /// Minimise the bytes moved per step (transfers + all-reduces).
+  Communication,
+};
+
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+
+const char *stringifyObjective(PartitionObjective objective);
+const char *stringifySchedule(PipelineSchedule schedule);
+/// Parse "throughput|balance|communication" / "gpipe|1f1b|interleaved|zb-h1";
+/// false on an unknown name.
+bool parseObjective(const std::string &name, PartitionObjective &objective);
+bool parseSchedule(const std::string &name, PipelineSchedule &schedule);
+
+struct PartitionOptions {
+  /// Devices to use, all of them (0: all devices of the topology).
+  int64_t devices = 0;
+  /// Number of stages (0: chosen by the objective).
+  int64_t stages = 0;
+  /// Replicas of every stage (0: chosen per stage).
+  int64_t replicas = 0;
+  /// One device per stage (stages = devices).
+  bool straight = false;
+  PartitionObjective objective = PartitionObjective::Throughput;
+  /// Micro-batches per step (0: 4 per device).
+  int64_t microBatches = 0;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// Virtual stages per device of the interleaved schedule.
+  int64_t virtualStages = 2;
+  /// Memory per device (0: the topology's).
+  double memoryBytes = 0;
+};
+
+/// One stage of a partition with its predicted costs.
+struct StagePlan {
+  /// Positions (not ids) of the stage's first and last layer.
+  unsigned firstLayer = 0;
+  unsigned lastLayer = 0;
+  int64_t replicas = 1;
+  int64_t firstDevice = 0;
+  /// Per micro-batch, amortised over the step (see the file comment).
+  double computeSeconds = 0;
+  double syncSeconds = 0;
+  double updateSeconds = 0;
+  /// Transfer over the cut after this stage (0 for the last stage).
+  double transferSeconds = 0;
+  double seconds = 0;
+  /// Bytes moved per step by this stage's all-reduce and outgoing cut.
+  double commBytes = 0;
+  int64_t inFlight = 0;
+  double memoryBytes = 0;
+};
+
+struct PartitionEvaluation {
+  std::vector<StagePlan> stages;
+  /// The objective's value (slowest stage, largest compute, total bytes).
+  double objective = 0;
+  /// Slowest stage (max of StagePlan::seconds).
+  double stageSeconds = 0;
+  double bubbleFraction = 0;
+  double stepSeconds = 0;
+  double peakMemoryBytes = 0;
+  bool fitsMemory = false;
+};
+
+struct PartitionResult {
+  /// Empty on success; otherwise why nothing was produced.
+  std::string error;
+  /// With an error about memory: the smallest memory per device with which
+  /// some partition under the same constraints fits (0 when unknown).
+  double requiredMemoryBytes = 0;
+
+  /// The options after defaults were resolved.
+  PartitionOptions options;
+  PartitionEvaluation best;
+  /// The DP's optimum per stage count (index S; +inf where none exists).
+  std::vector<double> objectiveByStages;
+  /// Equal layer counts with the same number of stages, replicas spread as
+  /// evenly as the devices allow.
+  PartitionEvaluation uniform;
+  /// Pure data parallelism: one stage of every layer on every device.
+  PartitionEvaluation dataParallel;
+  double speedup = 0;
+  double uniformSpeedup = 0;
+  /// Replication factors the DP considered.
+  std::vector<int64_t> replicaCandidates;
+
+  bool ok() const { return error.empty(); }
+};
+
+/// Fills defaults (devices, micro-batches, memory) of `options`.
+PartitionOptions resolveOptions(const PartitionTopology &topology,
+                                const PartitionOptions &options);
+
+/// Replication factors a stage may take: 1 .. devicesPerNode, then multiples
+/// of devicesPerNode (whole nodes), up to `devices`; or just the one of
+/// `replicas=` / `straight`.
+std::vector<int64_t> replicaCandidates(const PartitionTopology &topology,
+                                       const PartitionOptions &resolved);
+
+/// Prices one partition: `bounds[s]` = (first, last) layer position of stage
+/// s, `replicas[s]` its replication factor. `resolved` must come from
+/// resolveOptions. Independent of the DP (used by tests and reports).
+PartitionEvaluation
+evaluatePartition(const LayerGraph &graph, const PartitionTopology &topology,
+                  const PartitionOptions &resolved,
+                  const std::vector<std::pair<unsigned, unsigned>> &bounds,
+                  const std::vector<int64_t> &replicas);
+
+/// Chooses the partition (see the file comment).
+PartitionResult partitionPipeline(const LayerGraph &graph,
+                                  const PartitionTopology &topology,
+                                  const PartitionOptions &options);
+
+} // namespace mlir::strata
+
+#endif // STRATA_ANALYSIS_PIPELINEPARTITION_H

@@ -1,0 +1,730 @@
+//===- PipelinePartition.cpp - Layers to pipeline stages x replicas -------===//
+//
+// The dynamic program of PipelinePartition.h. Suffix form: f(k, i, o) is the
+// best value of layers [i, L) split into k stages on devices [o, D), every
+// device used. The stage opened at (i, o) covers [i, j] on r replicas and the
+// rest is f(k - 1, j + 1, o + r); its memory depends on k (stages from it to
+// the end), which is why k is part of the state. The slowest-stage
+// objectives combine with max, the communication objective with +.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Analysis/PipelinePartition.h"
+#include "strata/Target/TargetDescription.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+using namespace mlir::strata;
+
+static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<double> LayerGraph::cutBytes() const {
+  size_t n = layers.size();
+  std::vector<double> cuts(n > 0 ? n - 1 : 0, 0.0);
+  if (cuts.empty())
+    return cuts;
+  // A difference array: an edge from a to b adds its bytes to cuts a..b-1.
+  std::vector<double> delta(n, 0.0);
+  for (const PartitionEdge &edge : edges) {
+    delta[edge.from] += edge.bytes;
+    delta[edge.to] -= edge.bytes;
+  }
+  double running = 0;
+  for (size_t j = 0; j + 1 < n; ++j) {
+    running += delta[j];
+    cuts[j] = std::max(0.0, running);
+  }
+  return cuts;
+}
+
+std::string LayerGraph::verify() const {
+  if (layers.empty())
+    return "the layer graph has no layers";
+  if (layers.size() > 65535)
+    return "the layer graph has more than 65535 layers";
+  for (const PartitionEdge &edge : edges) {
+    if (edge.from >= layers.size() || edge.to >= layers.size())
+      return "an edge refers to a layer position past the last layer";
+    if (edge.from >= edge.to) {
+      std::ostringstream os;
+      os << "edge from layer " << layers[edge.from].id << " to layer "
+         << layers[edge.to].id << " does not go forward in pipeline order";
+      return os.str();
+    }
+    if (edge.bytes < 0)
+      return "an edge has negative bytes";
+  }
+  for (const PartitionLayer &layer : layers)
+    if (layer.forwardSeconds < 0 || layer.backwardSeconds < 0 ||
+        layer.updateSeconds < 0 || layer.paramBytes < 0 ||
+        layer.optimizerBytes < 0 || layer.stashBytes < 0) {
+      std::ostringstream os;
+      os << "layer " << layer.id << " has a negative time or size";
+      return os.str();
+    }
+  return "";
+}
+
+PartitionTopology PartitionTopology::fromTarget(const TargetDescription &t) {
+  PartitionTopology topo;
+  topo.devicesPerNode = t.devicesPerNode;
+  topo.nodes = t.nodes;
+  topo.intraBandwidth = t.intraNode.bandwidth();
+  topo.intraLatency = t.intraNode.latency();
+  topo.interBandwidth = t.interNode.bandwidth();
+  topo.interLatency = t.interNode.latency();
+  topo.memoryBytes = t.memoryCapacity();
+  return topo;
+}
+
+const char *mlir::strata::stringifyObjective(PartitionObjective objective) {
+  switch (objective) {
+  case PartitionObjective::Throughput:
+    return "throughput";
+  case PartitionObjective::Balance:
+    return "balance";
+  case PartitionObjective::Communication:
+    return "communication";
+  }
+  return "throughput";
+}
+
+const char *mlir::strata::stringifySchedule(PipelineSchedule schedule) {
+  switch (schedule) {
+  case PipelineSchedule::GPipe:
+    return "gpipe";
+  case PipelineSchedule::OneFOneB:
+    return "1f1b";
+  case PipelineSchedule::Interleaved:
+    return "interleaved";
+  case PipelineSchedule::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  return "1f1b";
+}
+
+bool mlir::strata::parseObjective(const std::string &name,
+                                  PartitionObjective &objective) {
+  for (PartitionObjective o :
+       {PartitionObjective::Throughput, PartitionObjective::Balance,
+        PartitionObjective::Communication})
+    if (name == stringifyObjective(o)) {
+      objective = o;
+      return true;
+    }
+  return false;
+}
+
+bool mlir::strata::parseSchedule(const std::string &name,
+                                 PipelineSchedule &schedule) {
+  for (PipelineSchedule s :
+       {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB,
+        PipelineSchedule::Interleaved, PipelineSchedule::ZeroBubbleH1})
+    if (name == stringifySchedule(s)) {
+      schedule = s;
+      return true;
+    }
+  return false;
+}
+
+PartitionOptions mlir::strata::resolveOptions(const PartitionTopology &topology,
+                                              const PartitionOptions &options) {
+  PartitionOptions resolved = options;
+  if (resolved.devices == 0)
+    resolved.devices = topology.numDevices();
+  if (resolved.microBatches == 0)
+    resolved.microBatches = 4 * std::max<int64_t>(resolved.devices, 1);
+  if (resolved.memoryBytes == 0)
+    resolved.memoryBytes = topology.memoryBytes;
+  if (resolved.virtualStages < 1)
+    resolved.virtualStages = 1;
+  return resolved;
+}
+
+std::vector<int64_t>
+mlir::strata::replicaCandidates(const PartitionTopology &topology,
+                                const PartitionOptions &resolved) {
+  int64_t devices = resolved.devices;
+  if (resolved.straight)
+    return {1};
+  if (resolved.replicas > 0)
+    return {resolved.replicas};
+  int64_t g = std::max<int64_t>(topology.devicesPerNode, 1);
+  std::vector<int64_t> candidates;
+  for (int64_t r = 1; r <= std::min(g, devices); ++r)
+    candidates.push_back(r);
+  for (int64_t r = 2 * g; r <= devices; r += g)
+    candidates.push_back(r);
+  // Pure data parallelism over every device is always a candidate.
+  if (candidates.back() != devices)
+    candidates.push_back(devices);
+  return candidates;
+}
+
+//===----------------------------------------------------------------------===//
+// Shared formulas
+//===----------------------------------------------------------------------===//
+
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Micro-batches whose activations a replica of the stage `k` stages from
+/// the end keeps at once; `n` is the micro-batches the replica runs.
+static int64_t inFlight(const PartitionOptions &o, int64_t k, int64_t n) {
+  switch (o.schedule) {
+  case PipelineSchedule::GPipe:
+    return n;
+  case PipelineSchedule::OneFOneB:
+  case PipelineSchedule::ZeroBubbleH1:
+    return std::min(k, n);
+  case PipelineSchedule::Interleaved: {
+    int64_t v = o.virtualStages;
+    return std::min(n, ceilDiv(k * (v + 1), v));
+  }
+  }
+  return n;
+}
+
+/// Idle micro-batch slots of one step: the bubble.
+static double bubbleSlots(const PartitionOptions &o, int64_t stages,
+                          double forward, double backward) {
+  double s = static_cast<double>(stages - 1);
+  switch (o.schedule) {
+  case PipelineSchedule::GPipe:
+  case PipelineSchedule::OneFOneB:
+    return s;
+  case PipelineSchedule::Interleaved:
+    return s / static_cast<double>(o.virtualStages);
+  case PipelineSchedule::ZeroBubbleH1:
+    return forward + backward > 0 ? s * forward / (forward + backward) : 0.0;
+  }
+  return s;
+}
+
+static double ringAllReduce(double bytes, int64_t r, double bandwidth,
+                            double latency) {
+  if (r <= 1)
+    return 0.0;
+  double p = static_cast<double>(r);
+  return 2.0 * (p - 1.0) / p * bytes / bandwidth + 2.0 * (p - 1.0) * latency;
+}
+
+static double transfer(double bytes, double bandwidth, double latency) {
+  return bytes > 0 ? 2.0 * (latency + bytes / bandwidth) : 0.0;
+}
+
+//===----------------------------------------------------------------------===//
+// evaluatePartition: direct sums, independent of the DP
+//===----------------------------------------------------------------------===//
+
+PartitionEvaluation mlir::strata::evaluatePartition(
+    const LayerGraph &graph, const PartitionTopology &topology,
+    const PartitionOptions &o,
+    const std::vector<std::pair<unsigned, unsigned>> &bounds,
+    const std::vector<int64_t> &replicas) {
+  PartitionEvaluation eval;
+  int64_t g = std::max<int64_t>(topology.devicesPerNode, 1);
+  int64_t stages = static_cast<int64_t>(bounds.size());
+  double M = static_cast<double>(o.microBatches);
+  double totalForward = 0, totalBackward = 0;
+  for (const PartitionLayer &layer : graph.layers) {
+    totalForward += layer.forwardSeconds;
+    totalBackward += layer.backwardSeconds;
+  }
+  int64_t device = 0;
+  eval.fitsMemory = true;
+  for (int64_t s = 0; s < stages; ++s) {
+    auto [first, last] = bounds[s];
+    int64_t r = replicas[s];
+    StagePlan stage;
+    stage.firstLayer = first;
+    stage.lastLayer = last;
+    stage.replicas = r;
+    stage.firstDevice = device;
+    double work = 0, update = 0, params = 0, optimizer = 0, stash = 0;
+    for (unsigned l = first; l <= last; ++l) {
+      const PartitionLayer &layer = graph.layers[l];
+      work += layer.forwardSeconds + layer.backwardSeconds;
+      update += layer.updateSeconds;
+      params += layer.paramBytes;
+      optimizer += layer.optimizerBytes;
+      stash += layer.stashBytes;
+    }
+    int64_t n = ceilDiv(o.microBatches, r);
+    stage.computeSeconds = work * static_cast<double>(n) / M;
+    bool oneNode = device / g == (device + r - 1) / g;
+    stage.syncSeconds =
+        ringAllReduce(params, r,
+                      oneNode ? topology.intraBandwidth
+                              : topology.interBandwidth,
+                      oneNode ? topology.intraLatency : topology.interLatency) /
+        M;
+    stage.updateSeconds = update / M;
+    stage.commBytes = 2.0 * static_cast<double>(r - 1) * params;
+    if (s + 1 < stages) {
+      double crossing = 0;
+      for (const PartitionEdge &edge : graph.edges)
+        if (edge.from <= last && edge.to > last)
+          crossing += edge.bytes;
+      int64_t next = device + r;
+      bool sameNode = (next - 1) / g == next / g;
+      stage.transferSeconds =
+          transfer(crossing,
+                   sameNode ? topology.intraBandwidth : topology.interBandwidth,
+                   sameNode ? topology.intraLatency : topology.interLatency);
+      stage.commBytes += 2.0 * crossing * M;
+    }
+    stage.seconds =
+        std::max(stage.computeSeconds + stage.syncSeconds + stage.updateSeconds,
+                 stage.transferSeconds);
+    stage.inFlight = inFlight(o, stages - s, n);
+    stage.memoryBytes =
+        2.0 * params + optimizer + stash * static_cast<double>(stage.inFlight);
+    if (stage.memoryBytes > o.memoryBytes)
+      eval.fitsMemory = false;
+    eval.peakMemoryBytes = std::max(eval.peakMemoryBytes, stage.memoryBytes);
+    eval.stageSeconds = std::max(eval.stageSeconds, stage.seconds);
+    switch (o.objective) {
+    case PartitionObjective::Throughput:
+      eval.objective = std::max(eval.objective, stage.seconds);
+      break;
+    case PartitionObjective::Balance:
+      eval.objective = std::max(eval.objective, stage.computeSeconds);
+      break;
+    case PartitionObjective::Communication:
+      eval.objective += stage.commBytes;
+      break;
+    }
+    eval.stages.push_back(stage);
+    device += r;
+  }
+  double slots = bubbleSlots(o, stages, totalForward, totalBackward);
+  eval.bubbleFraction = slots / (M + slots);
+  eval.stepSeconds = eval.stageSeconds * (M + slots);
+  return eval;
+}
+
+//===----------------------------------------------------------------------===//
+// The dynamic program
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class Metric { Throughput, Balance, Communication, Memory };
+
+/// One run of the DP for a metric under a memory cap.
+class Solver {
+public:
+  Solver(const LayerGraph &graph, const PartitionTopology &topology,
+         const PartitionOptions &o, std::vector<int64_t> candidates)
+      : o(o), topology(topology), candidates(std::move(candidates)) {
+    numLayers = static_cast<int64_t>(graph.layers.size());
+    devices = o.devices;
+    g = std::max<int64_t>(topology.devicesPerNode, 1);
+    work.assign(numLayers + 1, 0.0);
+    update.assign(numLayers + 1, 0.0);
+    params.assign(numLayers + 1, 0.0);
+    resident.assign(numLayers + 1, 0.0);
+    stash.assign(numLayers + 1, 0.0);
+    for (int64_t l = 0; l < numLayers; ++l) {
+      const PartitionLayer &layer = graph.layers[l];
+      work[l + 1] = work[l] + layer.forwardSeconds + layer.backwardSeconds;
+      update[l + 1] = update[l] + layer.updateSeconds;
+      params[l + 1] = params[l] + layer.paramBytes;
+      resident[l + 1] =
+          resident[l] + 2.0 * layer.paramBytes + layer.optimizerBytes;
+      stash[l + 1] = stash[l] + layer.stashBytes;
+    }
+    cuts = graph.cutBytes();
+  }
+
+  /// Runs the DP for stage counts 1..maxStages; value(S) is the optimum with
+  /// exactly S stages (+inf if none).
+  void solve(Metric metric, double cap, int64_t maxStages, bool onlyLast);
+  double value(int64_t stages) const { return best[stages]; }
+  /// The optimal partition with `stages` stages (value(stages) finite).
+  void reconstruct(int64_t stages,
+                   std::vector<std::pair<unsigned, unsigned>> &bounds,
+                   std::vector<int64_t> &replicas) const;
+
+private:
+  size_t index(int64_t i, int64_t off) const {
+    return static_cast<size_t>(i) * (devices + 1) + off;
+  }
+
+  const PartitionOptions &o;
+  const PartitionTopology &topology;
+  std::vector<int64_t> candidates;
+  int64_t numLayers = 0, devices = 0, g = 1;
+  std::vector<double> work, update, params, resident, stash, cuts;
+  std::vector<double> best;
+  /// choice[k][i * (D + 1) + o] = (j << 16) | candidate index, or ~0u.
+  std::vector<std::vector<uint32_t>> choice;
+};
+} // namespace
+
+void Solver::solve(Metric metric, double cap, int64_t maxStages,
+                   bool onlyLast) {
+  const double M = static_cast<double>(o.microBatches);
+  const int64_t D = devices, L = numLayers;
+  const int64_t rmin = candidates.front();
+  const size_t cells = static_cast<size_t>(L + 1) * (D + 1);
+  std::vector<double> prev(cells, kInf), cur(cells, kInf);
+  // k = 0: nothing left, every device used.
+  prev[index(L, D)] = 0.0;
+  // The finite offsets of each row of the previous table lie in
+  // [prevLo[i], prevHi[i]] (empty when prevLo > prevHi).
+  std::vector<int64_t> prevLo(L + 1, D + 1), prevHi(L + 1, -1);
+  std::vector<int64_t> curLo(L + 1), curHi(L + 1);
+  prevLo[L] = prevHi[L] = D;
+  best.assign(maxStages + 1, kInf);
+  choice.assign(maxStages + 1, {});
+  const bool sum = metric == Metric::Communication;
+  const int64_t numCandidates = static_cast<int64_t>(candidates.size());
+  // Per candidate: micro-batches per replica and the all-reduce cost
+  // a * bytes + b on the intra-node (0) and inter-node (1) link.
+  std::vector<int64_t> perReplica(numCandidates);
+  std::vector<double> arScale[2], arFixed[2];
+  for (int link = 0; link < 2; ++link) {
+    arScale[link].resize(numCandidates);
+    arFixed[link].resize(numCandidates);
+  }
+  for (int64_t c = 0; c < numCandidates; ++c) {
+    int64_t r = candidates[c];
+    perReplica[c] = ceilDiv(o.microBatches, r);
+    double p = static_cast<double>(r);
+    arScale[0][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.intraBandwidth : 0;
+    arFixed[0][c] = r > 1 ? 2.0 * (p - 1.0) * topology.intraLatency : 0;
+    arScale[1][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.interBandwidth : 0;
+    arFixed[1][c] = r > 1 ? 2.0 * (p - 1.0) * topology.interLatency : 0;
+  }
+
+  for (int64_t k = 1; k <= maxStages; ++k) {
+    std::fill(cur.begin(), cur.end(), kInf);
+    std::fill(curLo.begin(), curLo.end(), D + 1);
+    std::fill(curHi.begin(), curHi.end(), -1);
+    std::vector<uint32_t> &choiceK = choice[k];
+    choiceK.assign(cells, ~0u);
+    bool last = onlyLast && k == maxStages;
+    for (int64_t i = 0; i + k <= L; ++i) {
+      if (last && i > 0)
+        break;
+      int64_t lastJ = k == 1 ? L - 1 : L - k;
+      for (int64_t j = k == 1 ? L - 1 : i; j <= lastJ; ++j) {
+        double residentBytes = resident[j + 1] - resident[i];
+        if (residentBytes > cap)
+          break;
+        if (prevLo[j + 1] > prevHi[j + 1])
+          continue;
+        double stageWork = work[j + 1] - work[i];
+        double stageUpdate = update[j + 1] - update[i];
+        double stageParams = params[j + 1] - params[i];
+        double stageStash = stash[j + 1] - stash[i];
+        bool hasNext = j + 1 < L;
+        double cut = hasNext ? cuts[j] : 0.0;
+        double xfer[2] = {hasNext ? transfer(cut, topology.intraBandwidth,
+                                             topology.intraLatency)
+                                  : 0.0,
+                          hasNext ? transfer(cut, topology.interBandwidth,
+                                             topology.interLatency)
+                                  : 0.0};
+        const double *restRow = &prev[index(j + 1, 0)];
+        for (int64_t c = 0; c < numCandidates; ++c) {
+          int64_t r = candidates[c];
+          // Offsets this stage may start at.
+          int64_t hi = D - r - (k - 1) * rmin;
+          if (hi < 0)
+            break; // Larger candidates leave even fewer offsets.
+          int64_t lo = k == 1 ? hi : 0;
+          if (last) {
+            if (lo > 0)
+              continue;
+            hi = 0;
+          }
+          // Only offsets whose rest can be finite.
+          lo = std::max(lo, prevLo[j + 1] - r);
+          hi = std::min(hi, prevHi[j + 1] - r);
+          if (hi < lo)
+            continue;
+          int64_t n = perReplica[c];
+          double memory = residentBytes +
+                          stageStash * static_cast<double>(inFlight(o, k, n));
+          if (memory > cap)
+            continue;
+          // term[oneNode][sameNode]: the stage's value by where it lies.
+          double term[2][2];
+          switch (metric) {
+          case Metric::Memory:
+            term[0][0] = term[0][1] = term[1][0] = term[1][1] = memory;
+            break;
+          case Metric::Balance:
+            term[0][0] = term[0][1] = term[1][0] = term[1][1] =
+                stageWork * static_cast<double>(n) / M;
+            break;
+          case Metric::Communication:
+            term[0][0] = term[0][1] = term[1][0] = term[1][1] =
+                2.0 * static_cast<double>(r - 1) * stageParams +
+                (hasNext ? 2.0 * cut * M : 0.0);
+            break;
+          case Metric::Throughput:
+            for (int one = 0; one < 2; ++one) {
+              int link = one ? 0 : 1;
+              double busy = stageWork * static_cast<double>(n) / M +
+                            (arScale[link][c] * stageParams + arFixed[link][c] +
+                             stageUpdate) /
+                                M;
+              term[one][1] = std::max(busy, xfer[0]);
+              term[one][0] = std::max(busy, xfer[1]);
+            }
+            break;
+          }
+          uint32_t code = static_cast<uint32_t>(j << 16 | c);
+          int64_t inNode = lo % g; // position of `off` within its node
+          int64_t nextInNode = (lo + r) % g;
+          for (int64_t off = lo; off <= hi; ++off) {
+            double rest = restRow[off + r];
+            if (rest != kInf) {
+              double t = term[inNode + r <= g][nextInNode != 0];
+              double v = sum ? t + rest : std::max(t, rest);
+              size_t cell = index(i, off);
+              if (v < cur[cell]) {
+                cur[cell] = v;
+                choiceK[cell] = code;
+              }
+            }
+            if (++inNode == g)
+              inNode = 0;
+            if (++nextInNode == g)
+              nextInNode = 0;
+          }
+        }
+      }
+      for (int64_t off = 0; off <= D; ++off)
+        if (cur[index(i, off)] < kInf) {
+          curLo[i] = std::min(curLo[i], off);
+          curHi[i] = off;
+        }
+    }
+    best[k] = cur[index(0, 0)];
+    std::swap(prev, cur);
+    std::swap(prevLo, curLo);
+    std::swap(prevHi, curHi);
+  }
+}
+
+void Solver::reconstruct(int64_t stages,
+                         std::vector<std::pair<unsigned, unsigned>> &bounds,
+                         std::vector<int64_t> &replicas) const {
+  int64_t i = 0, off = 0;
+  for (int64_t k = stages; k >= 1; --k) {
+    uint32_t c = choice[k][index(i, off)];
+    int64_t j = c >> 16;
+    int64_t r = candidates[c & 0xffff];
+    bounds.emplace_back(static_cast<unsigned>(i), static_cast<unsigned>(j));
+    replicas.push_back(r);
+    i = j + 1;
+    off += r;
+  }
+}
+
+static std::string formatBytes(double bytes) {
+  std::ostringstream os;
+  os.precision(4);
+  if (bytes >= 1024.0 * 1024 * 1024)
+    os << bytes / (1024.0 * 1024 * 1024) << " GiB";
+  else if (bytes >= 1024.0 * 1024)
+    os << bytes / (1024.0 * 1024) << " MiB";
+  else if (bytes >= 1024.0)
+    os << bytes / 1024.0 << " KiB";
+  else
+    os << static_cast<int64_t>(bytes) << " bytes";
+  return os.str();
+}
+
+/// Equal layer counts over `stages` stages and the devices spread as evenly
+/// as possible; false when a resulting factor is not a candidate.
+static bool evenSplit(int64_t layers, int64_t devices, int64_t stages,
+                      const std::vector<int64_t> &candidates,
+                      std::vector<std::pair<unsigned, unsigned>> &bounds,
+                      std::vector<int64_t> &replicas) {
+  int64_t base = layers / stages, extra = layers % stages;
+  int64_t rbase = devices / stages, rextra = devices % stages;
+  unsigned first = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    unsigned count = static_cast<unsigned>(base + (s < extra ? 1 : 0));
+    bounds.emplace_back(first, first + count - 1);
+    first += count;
+    replicas.push_back(rbase + (s < rextra ? 1 : 0));
+  }
+  for (int64_t r : replicas)
+    if (!std::binary_search(candidates.begin(), candidates.end(), r))
+      return false;
+  return rbase > 0;
+}
+
+PartitionResult
+mlir::strata::partitionPipeline(const LayerGraph &graph,
+                                const PartitionTopology &topology,
+                                const PartitionOptions &options) {
+  PartitionResult result;
+  PartitionOptions o = resolveOptions(topology, options);
+  result.options = o;
+  auto fail = [&](const std::string &message) {
+    result.error = message;
+    return result;
+  };
+  if (std::string problem = graph.verify(); !problem.empty())
+    return fail(problem);
+  int64_t L = static_cast<int64_t>(graph.layers.size());
+  int64_t D = o.devices;
+  std::ostringstream os;
+  if (D < 1) {
+    os << "devices must be at least 1, got " << D;
+    return fail(os.str());
+  }
+  if (o.microBatches < 1) {
+    os << "micro-batches must be at least 1, got " << o.microBatches;
+    return fail(os.str());
+  }
+  if (o.stages < 0 || o.replicas < 0) {
+    os << "stages and replicas must not be negative";
+    return fail(os.str());
+  }
+  if (o.straight && o.replicas > 1) {
+    os << "a straight pipeline has one replica per stage, but replicas="
+       << o.replicas << " was given";
+    return fail(os.str());
+  }
+  if (o.replicas > 0 && D % o.replicas != 0) {
+    os << D << " devices are not divisible into stages of " << o.replicas
+       << " replicas";
+    return fail(os.str());
+  }
+  int64_t fixedStages = o.stages;
+  if (o.straight || o.replicas > 0) {
+    int64_t implied = o.straight ? D : D / o.replicas;
+    if (fixedStages != 0 && fixedStages != implied) {
+      os << fixedStages << " stages";
+      if (o.straight)
+        os << " do not make a straight pipeline on " << D << " devices";
+      else
+        os << " of " << o.replicas << " replicas do not use " << D
+           << " devices";
+      return fail(os.str());
+    }
+    fixedStages = implied;
+  }
+  if (fixedStages > L) {
+    os << fixedStages << " stages but only " << L << " layers";
+    return fail(os.str());
+  }
+  if (fixedStages > D) {
+    os << fixedStages << " stages but only " << D << " devices";
+    return fail(os.str());
+  }
+
+  result.replicaCandidates = replicaCandidates(topology, o);
+  Solver solver(graph, topology, o, result.replicaCandidates);
+  int64_t maxStages = fixedStages ? fixedStages : std::min(L, D);
+  Metric metric = o.objective == PartitionObjective::Balance ? Metric::Balance
+                  : o.objective == PartitionObjective::Communication
+                      ? Metric::Communication
+                      : Metric::Throughput;
+  solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
+
+  double totalForward = 0, totalBackward = 0;
+  for (const PartitionLayer &layer : graph.layers) {
+    totalForward += layer.forwardSeconds;
+    totalBackward += layer.backwardSeconds;
+  }
+  result.objectiveByStages.assign(maxStages + 1, kInf);
+  int64_t chosen = 0;
+  double chosenScore = kInf;
+  for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s) {
+    double v = solver.value(s);
+    result.objectiveByStages[s] = v;
+    if (v == kInf)
+      continue;
+    double score = metric == Metric::Communication
+                       ? v
+                       : v * (static_cast<double>(o.microBatches) +
+                              bubbleSlots(o, s, totalForward, totalBackward));
+    if (score < chosenScore) {
+      chosenScore = score;
+      chosen = s;
+    }
+  }
+
+  if (chosen == 0) {
+    // Nothing fits: find the smallest memory with which something would.
+    // A cap prunes the search (stages past it are skipped) without changing
+    // the optimum when the optimum lies under it, so grow the cap from the
+    // device's memory until something fits under it; the last search is
+    // exact. Without any cap nothing can fit (no split uses the devices).
+    auto smallestMemory = [&](double bound) {
+      Solver memory(graph, topology, o, result.replicaCandidates);
+      memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0);
+      double need = kInf;
+      for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s)
+        need = std::min(need, memory.value(s));
+      return need;
+    };
+    double need = kInf;
+    double total = 0;
+    for (const PartitionLayer &layer : graph.layers)
+      total += 2 * layer.paramBytes + layer.optimizerBytes +
+               layer.stashBytes * static_cast<double>(o.microBatches);
+    for (double bound = std::max(o.memoryBytes, 1.0) * 1.5;; bound *= 1.5) {
+      if (bound >= total) {
+        need = smallestMemory(kInf);
+        break;
+      }
+      need = smallestMemory(bound);
+      if (need < kInf)
+        break;
+    }
+    if (need == kInf) {
+      os << "no partition of " << L << " layers into ";
+      if (fixedStages)
+        os << fixedStages;
+      else
+        os << "at most " << maxStages;
+      os << " stages uses exactly " << D << " devices";
+      return fail(os.str());
+    }
+    result.requiredMemoryBytes = need;
+    os << "no partition fits in " << formatBytes(o.memoryBytes)
+       << " per device; the smallest feasible memory per device is "
+       << formatBytes(need) << " (" << static_cast<int64_t>(std::ceil(need))
+       << " bytes)";
+    return fail(os.str());
+  }
+
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<int64_t> replicas;
+  solver.reconstruct(chosen, bounds, replicas);
+  result.best = evaluatePartition(graph, topology, o, bounds, replicas);
+
+  // Uniform partitioning with the same number of stages.
+  {
+    std::vector<std::pair<unsigned, unsigned>> ub;
+    std::vector<int64_t> ur;
+    evenSplit(L, D, chosen, result.replicaCandidates, ub, ur);
+    result.uniform = evaluatePartition(graph, topology, o, ub, ur);
+  }
+  // Pure data parallelism: gradient accumulation keeps one micro-batch.
+  {
+    PartitionOptions dp = o;
+    dp.schedule = PipelineSchedule::OneFOneB;
+    result.dataParallel = evaluatePartition(
+        graph, topology, dp, {{0u, static_cast<unsigned>(L - 1)}}, {D});
+  }
+  if (result.best.stepSeconds > 0) {
+    result.speedup = result.dataParallel.stepSeconds / result.best.stepSeconds;
+    if (result.uniform.stepSeconds > 0)
+      result.uniformSpeedup =
+          result.dataParallel.stepSeconds / result.uniform.stepSeconds;
+  }
+  return result;
+}

@@ -1,0 +1,389 @@
+//===- PartitionPipeline.cpp - Layers to pipeline stages x replicas -------===//
+//
+// Builds the layer graph of a training step (costs by phase from the cost
+// interface, or a measured profile), runs the partitioner of
+// strata/Analysis/PipelinePartition.h and records the result on the step as
+// `strata.pipeline` (Passes.td has the contract).
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Analysis/PipelinePartition.h"
+#include "strata/Analysis/PipelineProfile.h"
+#include "strata/Analysis/SavedValues.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Target/TargetDescription.h"
+#include "strata/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_PARTITIONPIPELINEPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// The phase of an op; forward when it carries none.
+static Phase phaseOf(Operation *op) {
+  if (auto attr =
+          op->getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName()))
+    return attr.getValue();
+  return Phase::forward;
+}
+
+/// The layer graph of `func`, costs from the cost interface on `target`.
+static FailureOr<LayerGraph> buildLayerGraph(func::FuncOp func,
+                                             const TargetDescription &target) {
+  std::map<int64_t, PartitionLayer> layers;
+  // Every op with a layer defines one; costed ops must have one.
+  WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
+    std::optional<int64_t> layer = getLayer(op);
+    auto costOp = dyn_cast<CostOpInterface>(op);
+    if (!layer) {
+      if (costOp)
+        return op->emitOpError()
+               << "has a cost but no strata.layer, so no stage can hold it";
+      return WalkResult::advance();
+    }
+    PartitionLayer &entry = layers[*layer];
+    entry.id = *layer;
+    if (!costOp)
+      return WalkResult::advance();
+    double seconds = costOp.estimateSeconds(target);
+    switch (phaseOf(op)) {
+    case Phase::forward:
+      entry.forwardSeconds += seconds;
+      break;
+    case Phase::backward:
+      entry.backwardSeconds += seconds;
+      break;
+    case Phase::update:
+      entry.updateSeconds += seconds;
+      break;
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  // Parameters and their optimizer state.
+  llvm::StringMap<int64_t> paramLayer;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto param = func.getArgAttrOfType<ParamAttr>(
+            i, StrataDialect::getParamAttrName())) {
+      PartitionLayer &entry = layers[param.getLayer()];
+      entry.id = param.getLayer();
+      entry.paramBytes +=
+          static_cast<double>(getTensorBytes(func.getArgumentTypes()[i]));
+      paramLayer[param.getName()] = param.getLayer();
+    }
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto state = func.getArgAttrOfType<StateAttr>(
+            i, StrataDialect::getStateAttrName())) {
+      auto it = paramLayer.find(state.getParam());
+      if (it == paramLayer.end())
+        continue;
+      layers[it->second].optimizerBytes +=
+          static_cast<double>(getTensorBytes(func.getArgumentTypes()[i]));
+    }
+
+  // Activations saved for backward stay on the stage of their producer; a
+  // saved data input on the stage of its first forward reader.
+  SavedValues saved(func);
+  for (Value value : saved.getActivations())
+    if (std::optional<int64_t> layer = getLayer(value.getDefiningOp()))
+      layers[*layer].stashBytes +=
+          static_cast<double>(getTensorBytes(value.getType()));
+  for (Value value : saved.getArguments()) {
+    auto arg = cast<BlockArgument>(value);
+    if (!func.getArgAttr(arg.getArgNumber(), StrataDialect::getInputAttrName()))
+      continue;
+    std::optional<int64_t> first;
+    for (Operation *user : value.getUsers())
+      if (phaseOf(user) == Phase::forward)
+        if (std::optional<int64_t> layer = getLayer(user))
+          first = first ? std::min(*first, *layer) : *layer;
+    if (first)
+      layers[*first].stashBytes +=
+          static_cast<double>(getTensorBytes(value.getType()));
+  }
+
+  LayerGraph graph;
+  std::map<int64_t, unsigned> position;
+  for (auto &[id, layer] : layers) {
+    position[id] = graph.layers.size();
+    graph.layers.push_back(layer);
+  }
+  // A forward value read by later layers crosses every cut up to its last
+  // forward reader (its gradient comes back the same way).
+  walk = func.walk([&](Operation *op) -> WalkResult {
+    if (phaseOf(op) != Phase::forward)
+      return WalkResult::advance();
+    std::optional<int64_t> layer = getLayer(op);
+    if (!layer)
+      return WalkResult::advance();
+    for (Value result : op->getResults()) {
+      int64_t last = *layer;
+      for (Operation *user : result.getUsers()) {
+        if (phaseOf(user) != Phase::forward)
+          continue;
+        std::optional<int64_t> userLayer = getLayer(user);
+        if (!userLayer)
+          continue;
+        if (*userLayer < *layer)
+          return user->emitOpError()
+                 << "in layer " << *userLayer << " reads a value of layer "
+                 << *layer << ", so layers are not in pipeline order";
+        last = std::max(last, *userLayer);
+      }
+      if (last > *layer)
+        graph.edges.push_back(
+            {position[*layer], position[last],
+             static_cast<double>(getTensorBytes(result.getType()))});
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  return graph;
+}
+
+/// Replaces the times (and the sizes it has) of `graph` by a profile's.
+static LogicalResult applyProfile(func::FuncOp func, LayerGraph &graph,
+                                  const LayerProfileSet &profile,
+                                  StringRef path) {
+  std::map<int64_t, unsigned> position;
+  for (auto [i, layer] : llvm::enumerate(graph.layers))
+    position[layer.id] = i;
+  std::map<int64_t, const LayerProfile *> byId;
+  for (const LayerProfile &p : profile.layers) {
+    if (!position.count(p.layer))
+      return emitError(func.getLoc())
+             << "training step @" << func.getName() << " has no layer "
+             << p.layer << ", but profile '" << path << "' describes it";
+    byId[p.layer] = &p;
+  }
+  for (PartitionLayer &layer : graph.layers) {
+    auto it = byId.find(layer.id);
+    if (it == byId.end())
+      return emitError(func.getLoc())
+             << "training step @" << func.getName() << " has layer " << layer.id
+             << ", but profile '" << path << "' does not describe it";
+    const LayerProfile &p = *it->second;
+    if (!p.name.empty())
+      layer.name = p.name;
+    layer.forwardSeconds = p.forwardSeconds;
+    layer.backwardSeconds = p.backwardSeconds;
+    layer.updateSeconds = p.updateSeconds.value_or(layer.updateSeconds);
+    layer.paramBytes = p.paramBytes.value_or(layer.paramBytes);
+    layer.optimizerBytes = p.optimizerBytes.value_or(layer.optimizerBytes);
+    layer.stashBytes = p.stashBytes.value_or(layer.stashBytes);
+  }
+  if (profile.edges) {
+    graph.edges.clear();
+    for (const ProfileEdge &e : *profile.edges) {
+      if (!position.count(e.from) || !position.count(e.to))
+        return emitError(func.getLoc())
+               << "training step @" << func.getName() << " has no layer "
+               << e.from << " or " << e.to << " of a profile edge";
+      graph.edges.push_back({position[e.from], position[e.to], e.bytes});
+    }
+  }
+  return success();
+}
+
+struct PartitionPipelinePass
+    : public strata::impl::PartitionPipelinePassBase<PartitionPipelinePass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+  LogicalResult runOnStep(func::FuncOp func, const TargetDescription &target,
+                          const PartitionOptions &options,
+                          const std::optional<LayerProfileSet> &profileSet);
+  LogicalResult writeReport(func::FuncOp func, const LayerGraph &graph,
+                            const PartitionResult &result);
+};
+
+} // namespace
+
+void PartitionPipelinePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto fail = [&](const Twine &message) {
+    emitError(module.getLoc()) << "--strata-partition-pipeline: " << message;
+    signalPassFailure();
+  };
+  PartitionOptions options;
+  if (!parseObjective(objective, options.objective))
+    return fail("objective must be throughput, balance or communication, "
+                "got '" +
+                objective + "'");
+  if (!parseSchedule(schedule, options.schedule))
+    return fail("schedule must be gpipe, 1f1b, interleaved or zb-h1, got '" +
+                schedule + "'");
+  if (stages != "auto") {
+    int64_t n;
+    if (StringRef(stages).getAsInteger(10, n) || n < 1)
+      return fail("stages must be auto or a positive number, got '" + stages +
+                  "'");
+    options.stages = n;
+  }
+  if (devices < 0)
+    return fail("devices must be positive, got " + Twine(devices));
+  if (replicas < 0)
+    return fail("replicas must be positive, got " + Twine(replicas));
+  if (microBatches < 0)
+    return fail("micro-batches must be positive, got " + Twine(microBatches));
+  if (memoryBytes < 0)
+    return fail("memory-bytes must be positive, got " + Twine(memoryBytes));
+  options.devices = devices;
+  options.replicas = replicas;
+  options.straight = straight;
+  options.microBatches = microBatches;
+  options.memoryBytes = static_cast<double>(memoryBytes);
+
+  std::string name = targetName;
+  if (name.empty())
+    if (auto attr = module->getAttrOfType<StringAttr>(
+            StrataDialect::getTargetAttrName()))
+      name = attr.getValue().str();
+  if (name.empty())
+    return fail("needs a target (target=NAME or target=FILE.json)");
+  llvm::Expected<TargetDescription> target =
+      loadTargetDescription(name, getDefaultTargetSearchPath());
+  if (!target) {
+    emitError(module.getLoc()) << llvm::toString(target.takeError());
+    return signalPassFailure();
+  }
+  if (options.devices > target->numDevices())
+    return fail("devices=" + Twine(devices) + " but target '" + target->name +
+                "' has " + Twine(target->numDevices()));
+
+  std::optional<LayerProfileSet> profileSet;
+  if (!profile.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getFile(profile);
+    if (!buffer)
+      return fail("cannot read profile '" + profile +
+                  "': " + buffer.getError().message());
+    llvm::Expected<LayerProfileSet> parsed =
+        parseLayerProfile((*buffer)->getBuffer(), profile);
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    profileSet = std::move(*parsed);
+  }
+
+  bool found = false;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
+      continue;
+    found = true;
+    if (failed(runOnStep(func, *target, options, profileSet)))
+      return signalPassFailure();
+  }
+  if (!found)
+    fail("no training step to partition (run --strata-autodiff first)");
+}
+
+LogicalResult PartitionPipelinePass::runOnStep(
+    func::FuncOp func, const TargetDescription &target,
+    const PartitionOptions &options,
+    const std::optional<LayerProfileSet> &profileSet) {
+  FailureOr<LayerGraph> graph = buildLayerGraph(func, target);
+  if (failed(graph))
+    return failure();
+  if (graph->layers.empty())
+    return emitError(func.getLoc()) << "training step @" << func.getName()
+                                    << " has no ops with a strata.layer";
+  if (profileSet && failed(applyProfile(func, *graph, *profileSet, profile)))
+    return failure();
+  if (auto names = func->getAttrOfType<ArrayAttr>(
+          StrataDialect::getLayerNamesAttrName()))
+    for (PartitionLayer &layer : graph->layers)
+      if (layer.name.empty() && layer.id >= 0 &&
+          layer.id < static_cast<int64_t>(names.size()))
+        if (auto name = dyn_cast<StringAttr>(names[layer.id]))
+          layer.name = name.getValue().str();
+
+  PartitionResult result =
+      partitionPipeline(*graph, PartitionTopology::fromTarget(target), options);
+  if (!result.ok())
+    return emitError(func.getLoc())
+           << "training step @" << func.getName()
+           << " cannot be partitioned: " << result.error;
+
+  Builder b(func.getContext());
+  const PartitionEvaluation &best = result.best;
+  SmallVector<Attribute> stageAttrs;
+  SmallVector<int64_t> firstDevices, memory;
+  SmallVector<double> stageSeconds;
+  for (const StagePlan &stage : best.stages) {
+    stageAttrs.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("first_layer",
+                       b.getI64IntegerAttr(graph->layers[stage.firstLayer].id)),
+        b.getNamedAttr("last_layer",
+                       b.getI64IntegerAttr(graph->layers[stage.lastLayer].id)),
+        b.getNamedAttr("replicas", b.getI64IntegerAttr(stage.replicas)),
+    }));
+    firstDevices.push_back(stage.firstDevice);
+    memory.push_back(static_cast<int64_t>(stage.memoryBytes));
+    stageSeconds.push_back(stage.seconds);
+  }
+  const PartitionOptions &o = result.options;
+  func->setAttr(
+      StrataDialect::getPipelineAttrName(),
+      b.getDictionaryAttr({
+          b.getNamedAttr("stages", b.getArrayAttr(stageAttrs)),
+          b.getNamedAttr("devices", b.getI64IntegerAttr(o.devices)),
+          b.getNamedAttr("micro_batches", b.getI64IntegerAttr(o.microBatches)),
+          b.getNamedAttr("schedule",
+                         b.getStringAttr(stringifySchedule(o.schedule))),
+          b.getNamedAttr("objective",
+                         b.getStringAttr(stringifyObjective(o.objective))),
+          b.getNamedAttr("first_devices", b.getDenseI64ArrayAttr(firstDevices)),
+          b.getNamedAttr("predicted_stage_seconds",
+                         b.getDenseF64ArrayAttr(stageSeconds)),
+          b.getNamedAttr("predicted_step_seconds",
+                         b.getF64FloatAttr(best.stepSeconds)),
+          b.getNamedAttr("bubble_fraction",
+                         b.getF64FloatAttr(best.bubbleFraction)),
+          b.getNamedAttr("speedup_over_data_parallel",
+                         b.getF64FloatAttr(result.speedup)),
+          b.getNamedAttr("memory_bytes_per_device",
+                         b.getDenseI64ArrayAttr(memory)),
+      }));
+  numStages += best.stages.size();
+  return writeReport(func, *graph, result);
+}
+
+LogicalResult
+PartitionPipelinePass::writeReport(func::FuncOp func, const LayerGraph &graph,
+                                   const PartitionResult &result) {
+  if (report.empty())
+    return success();
+  bool json = StringRef(report).ends_with(".json");
+  // writeToOutput writes a temporary file and renames it into place.
+  llvm::Error error =
+      llvm::writeToOutput(report, [&](llvm::raw_ostream &os) -> llvm::Error {
+        if (json)
+          os << llvm::formatv("{0:2}", partitionReportToJSON(graph, result))
+             << "\n";
+        else
+          printPartitionReport(os, graph, result);
+        return llvm::Error::success();
+      });
+  if (error)
+    return emitError(func.getLoc())
+           << "cannot write report '" << report
+           << "': " << llvm::toString(std::move(error));
+  return success();
+}

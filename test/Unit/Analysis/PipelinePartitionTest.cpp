@@ -1,0 +1,536 @@
+//===- PipelinePartitionTest.cpp - DP vs brute force ----------------------===//
+//
+// The partitioner's dynamic program against exhaustive enumeration of every
+// contiguous partition and every replication vector (from the same candidate
+// factors, using exactly the devices given) under the same cost function
+// (evaluatePartition, which sums directly instead of using the DP's prefix
+// sums) and the same memory constraint, on thousands of random chains and
+// DAGs; plus the modes and diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Analysis/PipelinePartition.h"
+#include "strata/Analysis/PipelineProfile.h"
+
+#include "gtest/gtest.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mlir::strata;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool near(double a, double b) {
+  if (a == b)
+    return true;
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
+
+/// The best feasible objective per stage count and the best overall, by
+/// enumeration.
+struct Brute {
+  std::vector<double> byStages;
+  double minMemory = kInf;
+};
+
+void enumerate(const LayerGraph &graph, const PartitionTopology &topo,
+               const PartitionOptions &o, const std::vector<int64_t> &cands,
+               int64_t stages, Brute &brute) {
+  unsigned L = graph.layers.size();
+  // Every composition of L layers into `stages` non-empty contiguous parts.
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<int64_t> replicas;
+  std::function<void(unsigned)> cut = [&](unsigned first) {
+    if (bounds.size() + 1 == static_cast<size_t>(stages)) {
+      bounds.emplace_back(first, L - 1);
+      // Every replication vector summing to the devices.
+      std::function<void(size_t, int64_t)> rep = [&](size_t s, int64_t used) {
+        if (s == bounds.size()) {
+          if (used != o.devices)
+            return;
+          PartitionEvaluation e =
+              evaluatePartition(graph, topo, o, bounds, replicas);
+          brute.minMemory = std::min(brute.minMemory, e.peakMemoryBytes);
+          if (e.fitsMemory)
+            brute.byStages[stages] =
+                std::min(brute.byStages[stages], e.objective);
+          return;
+        }
+        for (int64_t r : cands) {
+          if (used + r > o.devices)
+            break;
+          replicas.push_back(r);
+          rep(s + 1, used + r);
+          replicas.pop_back();
+        }
+      };
+      rep(0, 0);
+      bounds.pop_back();
+      return;
+    }
+    for (unsigned last = first; last + (stages - bounds.size() - 1) < L;
+         ++last) {
+      bounds.emplace_back(first, last);
+      cut(last + 1);
+      bounds.pop_back();
+    }
+  };
+  cut(0);
+}
+
+double bubbleScore(const PartitionOptions &o, const LayerGraph &graph,
+                   int64_t stages, double value) {
+  if (o.objective == PartitionObjective::Communication)
+    return value;
+  // Score through a one-stage evaluation's bubble rule: build a trivial
+  // partition with `stages` stages to read the bubble fraction.
+  double f = 0, b = 0;
+  for (const PartitionLayer &l : graph.layers) {
+    f += l.forwardSeconds;
+    b += l.backwardSeconds;
+  }
+  double s = stages - 1, slots = s;
+  if (o.schedule == PipelineSchedule::Interleaved)
+    slots = s / o.virtualStages;
+  if (o.schedule == PipelineSchedule::ZeroBubbleH1)
+    slots = f + b > 0 ? s * f / (f + b) : 0;
+  return value * (o.microBatches + slots);
+}
+
+LayerGraph randomGraph(std::mt19937 &rng, unsigned layers, bool dag) {
+  std::uniform_real_distribution<double> time(0.0, 10.0), bytes(0.0, 100.0);
+  std::uniform_int_distribution<int> coin(0, 3);
+  LayerGraph graph;
+  for (unsigned l = 0; l < layers; ++l) {
+    PartitionLayer layer;
+    layer.id = 10 + 2 * l;
+    layer.forwardSeconds = time(rng);
+    layer.backwardSeconds = 2 * time(rng);
+    layer.updateSeconds = coin(rng) == 0 ? time(rng) : 0.0;
+    layer.paramBytes = coin(rng) == 0 ? 0.0 : bytes(rng);
+    layer.optimizerBytes = coin(rng) == 0 ? 0.0 : 2 * bytes(rng);
+    layer.stashBytes = bytes(rng);
+    graph.layers.push_back(layer);
+  }
+  for (unsigned l = 0; l + 1 < layers; ++l)
+    graph.edges.push_back({l, l + 1, bytes(rng)});
+  if (dag)
+    for (unsigned l = 0; l + 2 < layers; ++l)
+      if (coin(rng) == 0) {
+        std::uniform_int_distribution<unsigned> to(l + 2, layers - 1);
+        graph.edges.push_back({l, to(rng), bytes(rng)});
+      }
+  return graph;
+}
+
+PartitionTopology randomTopology(std::mt19937 &rng, int64_t devices) {
+  std::uniform_int_distribution<int64_t> perNode(1, 4);
+  std::uniform_real_distribution<double> bw(1.0, 50.0), lat(0.0, 0.5);
+  PartitionTopology topo;
+  topo.devicesPerNode = perNode(rng);
+  topo.nodes = (devices + topo.devicesPerNode - 1) / topo.devicesPerNode;
+  topo.intraBandwidth = bw(rng);
+  topo.intraLatency = lat(rng);
+  topo.interBandwidth = bw(rng) / 4;
+  topo.interLatency = lat(rng) * 3;
+  topo.memoryBytes = 1e30;
+  return topo;
+}
+
+/// Returns whether a partition was found (the brute force agreeing).
+bool checkAgainstBruteForce(const LayerGraph &graph,
+                            const PartitionTopology &topo,
+                            const PartitionOptions &options,
+                            const std::string &what) {
+  PartitionResult result = partitionPipeline(graph, topo, options);
+  PartitionOptions o = resolveOptions(topo, options);
+  std::vector<int64_t> cands = replicaCandidates(topo, o);
+  int64_t L = graph.layers.size();
+  int64_t fixed = o.stages;
+  if (o.straight)
+    fixed = o.devices;
+  if (o.replicas > 0)
+    fixed = o.devices / o.replicas;
+  int64_t maxStages = fixed ? fixed : std::min<int64_t>(L, o.devices);
+  Brute brute;
+  brute.byStages.assign(maxStages + 1, kInf);
+  for (int64_t s = fixed ? fixed : 1; s <= maxStages; ++s)
+    enumerate(graph, topo, o, cands, s, brute);
+  double bestScore = kInf, bestValue = kInf;
+  for (int64_t s = fixed ? fixed : 1; s <= maxStages; ++s) {
+    if (brute.byStages[s] == kInf)
+      continue;
+    double score = bubbleScore(o, graph, s, brute.byStages[s]);
+    if (score < bestScore) {
+      bestScore = score;
+      bestValue = brute.byStages[s];
+    }
+  }
+  if (bestValue == kInf) {
+    EXPECT_FALSE(result.ok()) << what;
+    if (brute.minMemory < kInf) {
+      EXPECT_TRUE(near(result.requiredMemoryBytes, brute.minMemory))
+          << what << ": required " << result.requiredMemoryBytes << " brute "
+          << brute.minMemory;
+      // With exactly that much memory, something fits.
+      PartitionOptions enough = options;
+      enough.memoryBytes = brute.minMemory * (1 + 1e-12);
+      EXPECT_TRUE(partitionPipeline(graph, topo, enough).ok()) << what;
+    }
+    return false;
+  }
+  EXPECT_TRUE(result.ok()) << what << ": " << result.error;
+  if (!result.ok())
+    return false;
+  for (int64_t s = fixed ? fixed : 1; s <= maxStages; ++s) {
+    double dp = result.objectiveByStages[s];
+    if (brute.byStages[s] == kInf)
+      EXPECT_EQ(dp, kInf) << what << " S=" << s;
+    else
+      EXPECT_TRUE(near(dp, brute.byStages[s]))
+          << what << " S=" << s << ": dp " << dp << " brute "
+          << brute.byStages[s];
+  }
+  const PartitionEvaluation &best = result.best;
+  EXPECT_TRUE(near(best.objective, bestValue))
+      << what << ": dp " << best.objective << " brute " << bestValue;
+  EXPECT_TRUE(best.fitsMemory) << what;
+  // Contiguous, non-empty, covering, every device used.
+  unsigned next = 0;
+  int64_t devices = 0;
+  for (const StagePlan &st : best.stages) {
+    EXPECT_EQ(st.firstLayer, next) << what;
+    EXPECT_LE(st.firstLayer, st.lastLayer) << what;
+    EXPECT_GE(st.replicas, 1) << what;
+    next = st.lastLayer + 1;
+    devices += st.replicas;
+  }
+  EXPECT_EQ(next, graph.layers.size()) << what;
+  EXPECT_EQ(devices, o.devices) << what;
+  if (fixed)
+    EXPECT_EQ(static_cast<int64_t>(best.stages.size()), fixed) << what;
+  if (o.straight)
+    for (const StagePlan &st : best.stages)
+      EXPECT_EQ(st.replicas, 1) << what;
+  if (o.replicas)
+    for (const StagePlan &st : best.stages)
+      EXPECT_EQ(st.replicas, o.replicas) << what;
+  return true;
+}
+
+PartitionOptions randomOptions(std::mt19937 &rng, int64_t devices,
+                               unsigned layers) {
+  std::uniform_int_distribution<int> pick(0, 3), micro(1, 8);
+  PartitionOptions o;
+  o.devices = devices;
+  o.objective = static_cast<PartitionObjective>(pick(rng) % 3);
+  o.schedule = static_cast<PipelineSchedule>(pick(rng));
+  o.microBatches = micro(rng);
+  switch (pick(rng)) {
+  case 0: { // fixed stages
+    std::uniform_int_distribution<int64_t> s(
+        1, std::min<int64_t>(layers, devices));
+    o.stages = s(rng);
+    break;
+  }
+  case 1: // straight, when the devices allow one
+    if (devices <= layers)
+      o.straight = true;
+    break;
+  case 2: { // uniform replicas dividing the devices
+    std::vector<int64_t> divisors;
+    for (int64_t r = 1; r <= devices; ++r)
+      if (devices % r == 0 && devices / r <= layers)
+        divisors.push_back(r);
+    std::uniform_int_distribution<size_t> d(0, divisors.size() - 1);
+    o.replicas = divisors[d(rng)];
+    break;
+  }
+  default:
+    break;
+  }
+  return o;
+}
+
+/// 1500 random instances of `layers` x `devices`; returns how many had a
+/// partition (both the DP and the brute force agreeing).
+int bruteForceTrials(unsigned seed, std::pair<unsigned, unsigned> layers,
+                     std::pair<int64_t, int64_t> devices, bool dag,
+                     const std::string &name) {
+  std::mt19937 rng(seed);
+  int found = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    unsigned L = std::uniform_int_distribution<unsigned>(layers.first,
+                                                         layers.second)(rng);
+    int64_t D = std::uniform_int_distribution<int64_t>(devices.first,
+                                                       devices.second)(rng);
+    LayerGraph graph = randomGraph(rng, L, dag);
+    PartitionTopology topo = randomTopology(rng, D);
+    PartitionOptions o = randomOptions(rng, D, L);
+    found += checkAgainstBruteForce(graph, topo, o,
+                                    name + " trial " + std::to_string(trial));
+  }
+  return found;
+}
+
+TEST(PipelinePartition, MatchesBruteForceOnChains) {
+  // Not vacuous: most trials have a partition to compare.
+  EXPECT_GT(bruteForceTrials(1234, {1, 6}, {1, 6}, /*dag=*/false, "chain"),
+            1000);
+}
+
+TEST(PipelinePartition, MatchesBruteForceOnDAGs) {
+  EXPECT_GT(bruteForceTrials(99, {3, 7}, {1, 5}, /*dag=*/true, "dag"), 1000);
+}
+
+TEST(PipelinePartition, MatchesBruteForceUnderMemoryPressure) {
+  std::mt19937 rng(7);
+  int infeasible = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    std::uniform_int_distribution<unsigned> layers(2, 6);
+    std::uniform_int_distribution<int64_t> devices(1, 6);
+    unsigned L = layers(rng);
+    int64_t D = devices(rng);
+    LayerGraph graph = randomGraph(rng, L, trial % 2 == 0);
+    PartitionTopology topo = randomTopology(rng, D);
+    std::uniform_real_distribution<double> cap(50.0, 900.0);
+    topo.memoryBytes = cap(rng);
+    PartitionOptions o = randomOptions(rng, D, L);
+    if (!partitionPipeline(graph, topo, o).ok())
+      ++infeasible;
+    checkAgainstBruteForce(graph, topo, o,
+                           "memory trial " + std::to_string(trial));
+  }
+  // The caps exercise both outcomes.
+  EXPECT_GT(infeasible, 100);
+  EXPECT_LT(infeasible, 1400);
+}
+
+TEST(PipelinePartition, CutPricesEveryCrossingTensor) {
+  LayerGraph graph;
+  graph.layers.resize(4);
+  graph.edges = {{0, 1, 1}, {1, 2, 2}, {2, 3, 4}, {0, 3, 8}, {1, 3, 16}};
+  std::vector<double> cuts = graph.cutBytes();
+  ASSERT_EQ(cuts.size(), 3u);
+  EXPECT_EQ(cuts[0], 1 + 8);
+  EXPECT_EQ(cuts[1], 2 + 8 + 16);
+  EXPECT_EQ(cuts[2], 4 + 8 + 16);
+}
+
+TEST(PipelinePartition, PrefersTheCheapCutOfAResidualGraph) {
+  // Four equal layers on two devices; a residual from 0 to 2 makes the
+  // middle cut carry far more than the cut after layer 2.
+  LayerGraph graph;
+  for (int l = 0; l < 4; ++l) {
+    PartitionLayer layer;
+    layer.id = l;
+    layer.forwardSeconds = 1;
+    layer.backwardSeconds = 2;
+    graph.layers.push_back(layer);
+  }
+  graph.edges = {{0, 1, 1e3}, {1, 2, 1e3}, {2, 3, 1e3}, {0, 2, 1e12}};
+  PartitionTopology topo;
+  topo.devicesPerNode = 2;
+  topo.intraBandwidth = 1e9;
+  topo.memoryBytes = 1e12;
+  PartitionOptions o;
+  o.straight = true;
+  o.microBatches = 8;
+  PartitionResult r = partitionPipeline(graph, topo, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.best.stages.size(), 2u);
+  EXPECT_EQ(r.best.stages[0].lastLayer, 2u);
+}
+
+TEST(PipelinePartition, Diagnostics) {
+  std::mt19937 rng(3);
+  LayerGraph graph = randomGraph(rng, 3, false);
+  PartitionTopology topo;
+  topo.devicesPerNode = 4;
+  topo.memoryBytes = 1e30;
+  PartitionOptions o;
+  o.stages = 4;
+  EXPECT_EQ(partitionPipeline(graph, topo, o).error,
+            "4 stages but only 3 layers");
+  o = PartitionOptions();
+  o.replicas = 3;
+  EXPECT_EQ(partitionPipeline(graph, topo, o).error,
+            "4 devices are not divisible into stages of 3 replicas");
+  o = PartitionOptions();
+  o.devices = 5;
+  o.straight = true;
+  topo.nodes = 2;
+  EXPECT_EQ(partitionPipeline(graph, topo, o).error,
+            "5 stages but only 3 layers");
+  o = PartitionOptions();
+  o.replicas = 2;
+  o.stages = 3;
+  EXPECT_EQ(partitionPipeline(graph, topo, o).error,
+            "3 stages of 2 replicas do not use 8 devices");
+  o = PartitionOptions();
+  o.microBatches = -1;
+  EXPECT_EQ(partitionPipeline(graph, topo, o).error,
+            "micro-batches must be at least 1, got -1");
+  LayerGraph backwards = graph;
+  backwards.edges.push_back({2, 1, 1});
+  EXPECT_NE(partitionPipeline(backwards, topo, PartitionOptions())
+                .error.find("does not go forward"),
+            std::string::npos);
+}
+
+TEST(PipelinePartition, NothingFitsNamesTheSmallestMemory) {
+  LayerGraph graph;
+  for (int l = 0; l < 3; ++l) {
+    PartitionLayer layer;
+    layer.id = l;
+    layer.forwardSeconds = 1;
+    layer.backwardSeconds = 1;
+    layer.paramBytes = 1024.0 * 1024 * 1024;
+    graph.layers.push_back(layer);
+  }
+  PartitionTopology topo;
+  topo.devicesPerNode = 3;
+  topo.memoryBytes = 1024.0 * 1024 * 1024; // 2 GiB needed per layer
+  PartitionResult r = partitionPipeline(graph, topo, PartitionOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.requiredMemoryBytes, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(r.error, "no partition fits in 1 GiB per device; the smallest "
+                     "feasible memory per device is 2 GiB (2147483648 bytes)");
+}
+
+TEST(PipelinePartition, UniformAndDataParallelComparisons) {
+  std::mt19937 rng(11);
+  LayerGraph graph = randomGraph(rng, 8, true);
+  PartitionTopology topo;
+  topo.devicesPerNode = 4;
+  topo.memoryBytes = 1e30;
+  PartitionOptions o;
+  o.stages = 2;
+  PartitionResult r = partitionPipeline(graph, topo, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.uniform.stages.size(), 2u);
+  EXPECT_EQ(r.uniform.stages[0].lastLayer, 3u);
+  EXPECT_EQ(r.uniform.stages[0].replicas, 2);
+  ASSERT_EQ(r.dataParallel.stages.size(), 1u);
+  EXPECT_EQ(r.dataParallel.stages[0].replicas, 4);
+  // The DP is at least as good as uniform under its own objective.
+  EXPECT_LE(r.best.objective, r.uniform.objective * (1 + 1e-12));
+  EXPECT_NEAR(r.speedup, r.dataParallel.stepSeconds / r.best.stepSeconds,
+              1e-12);
+}
+
+TEST(PipelinePartition, LargeModelIsFast) {
+  // gpt3-175b-like: 98 layers, 96 of them equal blocks, on 1024 devices of
+  // 8-device nodes with 80 GiB each.
+  LayerGraph graph;
+  for (int l = 0; l < 98; ++l) {
+    PartitionLayer layer;
+    layer.id = l;
+    bool block = l > 0 && l < 97;
+    layer.forwardSeconds = block ? 0.11 : 0.02;
+    layer.backwardSeconds = 2 * layer.forwardSeconds;
+    layer.paramBytes = block ? 7.2e9 : 2.5e9;
+    layer.optimizerBytes = 2 * layer.paramBytes;
+    layer.stashBytes = 0.2e9;
+    graph.layers.push_back(layer);
+    if (l > 0)
+      graph.edges.push_back(
+          {static_cast<unsigned>(l - 1), static_cast<unsigned>(l), 1e8});
+  }
+  PartitionTopology topo;
+  topo.devicesPerNode = 8;
+  topo.nodes = 128;
+  topo.intraBandwidth = 450e9;
+  topo.intraLatency = 2e-6;
+  topo.interBandwidth = 50e9;
+  topo.interLatency = 5e-6;
+  topo.memoryBytes = 80.0 * 1024 * 1024 * 1024;
+  auto start = std::chrono::steady_clock::now();
+  PartitionResult r = partitionPipeline(graph, topo, PartitionOptions());
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(r.best.fitsMemory);
+  // Generous against a loaded CI machine; bench/partition.md has timings.
+  EXPECT_LT(seconds, 10.0);
+}
+
+TEST(PipelineProfile, ReadsPipeDreamGraphs) {
+  const char *text =
+      "node1 -- Input0 -- forward_compute_time=0.000, "
+      "backward_compute_time=0.000, activation_size=0.0, "
+      "parameter_size=0.000\n"
+      "node3 -- Conv2d(3, 64) -- forward_compute_time=2.000, "
+      "backward_compute_time=4.000, activation_size=100.0, "
+      "parameter_size=10.000\n"
+      "node2 -- LSTM(2, 2) -- forward_compute_time=1.000, "
+      "backward_compute_time=1.000, activation_size=[10.0; 5.0], "
+      "parameter_size=20.000\n"
+      "\tnode1 -- node3\n"
+      "\tnode3 -- node2\n"
+      "\tnode1 -- node2\n";
+  llvm::Expected<LayerGraph> graph = parsePipeDreamGraph(text, "graph.txt");
+  ASSERT_TRUE(static_cast<bool>(graph)) << llvm::toString(graph.takeError());
+  ASSERT_EQ(graph->layers.size(), 3u);
+  // Topological: node1, node3, node2 (node2 reads node3).
+  EXPECT_EQ(graph->layers[1].name, "node3 Conv2d(3, 64)");
+  EXPECT_DOUBLE_EQ(graph->layers[1].forwardSeconds, 2e-3);
+  EXPECT_DOUBLE_EQ(graph->layers[2].stashBytes, 15.0);
+  EXPECT_DOUBLE_EQ(graph->layers[2].optimizerBytes, 20.0);
+  // node1's output has no bytes; node3 -> node2 carries 100.
+  ASSERT_EQ(graph->edges.size(), 1u);
+  EXPECT_EQ(graph->edges[0].from, 1u);
+  EXPECT_EQ(graph->edges[0].to, 2u);
+
+  llvm::Expected<LayerGraph> bad = parsePipeDreamGraph(
+      "node1 -- Foo -- forward_compute_time=x\n", "bad.txt");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "bad.txt:1: expected forward_compute_time, backward_compute_time, "
+            "activation_size and parameter_size");
+}
+
+TEST(PipelineProfile, StrataProfileRoundTrips) {
+  const char *text = R"({"format": "strata-profile", "version": 1,
+    "layers": [
+      {"layer": 1, "name": "b", "forward_seconds": 2, "backward_seconds": 3,
+       "activation_bytes": 7, "parameter_bytes": 11},
+      {"layer": 0, "name": "a", "forward_seconds": 1, "backward_seconds": 1,
+       "activation_bytes": 5, "stash_bytes": 6}]})";
+  llvm::Expected<LayerProfileSet> profile = parseLayerProfile(text, "p.json");
+  ASSERT_TRUE(static_cast<bool>(profile))
+      << llvm::toString(profile.takeError());
+  llvm::Expected<LayerGraph> graph = profileToGraph(*profile);
+  ASSERT_TRUE(static_cast<bool>(graph)) << llvm::toString(graph.takeError());
+  ASSERT_EQ(graph->layers.size(), 2u);
+  EXPECT_EQ(graph->layers[0].name, "a");
+  EXPECT_EQ(graph->layers[0].stashBytes, 6);
+  EXPECT_EQ(graph->layers[1].stashBytes, 7);
+  ASSERT_EQ(graph->edges.size(), 1u);
+  EXPECT_EQ(graph->edges[0].bytes, 5);
+
+  std::string written;
+  llvm::raw_string_ostream os(written);
+  os << layerGraphToProfile(*graph);
+  llvm::Expected<LayerProfileSet> again = parseLayerProfile(written, "w");
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  llvm::Expected<LayerGraph> graph2 = profileToGraph(*again);
+  ASSERT_TRUE(static_cast<bool>(graph2));
+  EXPECT_EQ(graph2->layers[1].paramBytes, 11);
+  EXPECT_EQ(graph2->edges.size(), 1u);
+
+  llvm::Expected<LayerProfileSet> missing =
+      parseLayerProfile(R"({"layers": [{"layer": 0}]})", "m.json");
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_EQ(llvm::toString(missing.takeError()),
+            "m.json: layers[0] needs \"forward_seconds\" and "
+            "\"backward_seconds\"");
+}
+
+} // namespace
