@@ -88,6 +88,12 @@ struct KernelContext {
   std::map<int64_t, BucketTransfer> buckets = {};
   /// Transfers completed by `all_reduce_wait` in the current step.
   std::vector<TransferSpan> spans = {};
+  /// Lagging gradients (a plan with staleness > 0): the collectives are left
+  /// to the lagging aggregator (Lagging.h). `all_reduce` only copies its
+  /// input (the rank's own loss), `all_reduce_start` only packs its bucket
+  /// into the bucket's staging buffer, and `all_reduce_wait` unpacks whatever
+  /// the staging buffer holds (the aggregate the trainer put there).
+  bool deferCollectives = false;
 };
 
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).

@@ -160,6 +160,9 @@ struct Plan {
   /// Communicator groups; a plan without any has one implicit group of every
   /// rank (index 0).
   std::vector<CommGroup> groups;
+  /// Lagging gradients: the `staleness` of the plan's all_reduce_start
+  /// instructions (every one carries the same; 0: synchronous).
+  int64_t staleness = 0;
 
   /// The input with `role`, or nullptr (a plan has at most one per role).
   const Input *findInput(InputRole role) const;
