@@ -17,6 +17,7 @@
 
 #include "strata-rt/Comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -125,7 +126,12 @@ Status LaggingAggregator::Impl::aggregate(int64_t step,
       // than s steps old when applied; the last step takes every set.
       bool mustWait =
           step == options.lastStep || computing + options.staleness <= step;
-      if (!mustWait) {
+      if (mustWait) {
+        // submit (or takeFinished, which may end the need) notifies.
+        cv.wait(lock);
+        continue;
+      }
+      {
         while (seen < receives.size() && receives[seen]->test()) {
           if (Status s = receives[seen]->wait(); !s.ok())
             return s;
@@ -149,7 +155,17 @@ Status LaggingAggregator::Impl::aggregate(int64_t step,
           break;
         }
       }
-      cv.wait_for(lock, std::chrono::microseconds(100));
+      // Requests cannot notify: poll the notices, at 2% of the time the
+      // step has taken so far (50 us to 2 ms), or sooner when submit
+      // notifies.
+      auto poll = std::clamp<Clock::duration>((Clock::now() - previousEnd) / 50,
+                                              std::chrono::microseconds(50),
+                                              std::chrono::milliseconds(2));
+      if (deadlineSet)
+        poll = std::min<Clock::duration>(
+            poll, std::max<Clock::duration>(deadline - Clock::now(),
+                                            Clock::duration::zero()));
+      cv.wait_for(lock, poll);
     }
     if (holding) {
       std::copy(held.begin(), held.end(), buffer.begin());
@@ -254,6 +270,7 @@ Status LaggingAggregator::takeFinished(std::vector<LaggingAggregate> &ready,
   impl->finished.clear();
   version = impl->lastFinished + 1;
   impl->computing = version;
+  impl->cv.notify_all();
   return Status::success();
 }
 
