@@ -4,6 +4,8 @@
 // step by buckets of gradients whose asynchronous all-reduce starts as soon
 // as the backward pass produced the bucket's last gradient and is waited for
 // right before the first update that needs it (Passes.td has the rule).
+// With staleness=s > 0 every start carries `staleness = s` for the runtime's
+// lagging-gradient aggregation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,6 +147,18 @@ void InsertGradSyncPass::runOnOperation() {
     emitError(module.getLoc())
         << "--strata-insert-grad-sync needs chunk-bytes >= 4, got "
         << static_cast<int64_t>(chunkBytes);
+    return signalPassFailure();
+  }
+  if (staleness < 0) {
+    emitError(module.getLoc())
+        << "--strata-insert-grad-sync needs staleness >= 0, got "
+        << static_cast<int64_t>(staleness);
+    return signalPassFailure();
+  }
+  if (staleness > 0 && accumulate == "host") {
+    emitError(module.getLoc())
+        << "--strata-insert-grad-sync: staleness > 0 cannot be combined with "
+           "accumulate=host";
     return signalPassFailure();
   }
   // The cost model is only needed to choose the bucket size.
@@ -316,7 +330,10 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
         builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
         host,
         host ? builder.getI64IntegerAttr(static_cast<int64_t>(chunkBytes))
-             : IntegerAttr());
+             : IntegerAttr(),
+        staleness > 0
+            ? builder.getI64IntegerAttr(static_cast<int64_t>(staleness))
+            : IntegerAttr());
     start->setAttr(StrataDialect::getPhaseAttrName(), backward);
     if (producer) {
       lastStartAfter[producer] = start;
@@ -336,5 +353,17 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
   for (Operation *average : averages)
     if (average->use_empty())
       average->erase();
-  return success();
+  if (staleness == 0)
+    return success();
+  // A lagging replica contributes its gradients and its loss, nothing else:
+  // any other collective would need every replica at the same iteration.
+  Value loss = body.getTerminator()->getOperands().back();
+  WalkResult walk = func.walk([&](AllReduceOp op) {
+    if (op.getResult() == loss && op.getResult().hasOneUse())
+      return WalkResult::advance();
+    op.emitOpError() << "cannot run with staleness > 0: only gradient "
+                        "averages and the returned loss may be all-reduced";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
 }

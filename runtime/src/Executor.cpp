@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <thread>
 
 #include <sys/mman.h>
 
@@ -211,21 +212,45 @@ Status Executor::runStep(int64_t step, float &loss) {
 }
 
 Status Executor::runStep(int64_t step, float &loss, StepPart part) {
-  auto included = [part](const std::string &phase) {
-    if (part == StepPart::All)
+  auto included = [part](const Instruction &inst) {
+    const std::string &phase = inst.phase;
+    bool wait = inst.op == "all_reduce_wait";
+    switch (part) {
+    case StepPart::All:
       return true;
-    if (phase == "update")
-      return false;
-    return part == StepPart::ForwardBackward || phase != "backward";
+    case StepPart::Gradients:
+      return phase != "update" && !wait;
+    case StepPart::Apply:
+      return phase == "update" || wait;
+    case StepPart::Forward:
+      return phase != "update" && phase != "backward";
+    case StepPart::ForwardBackward:
+      return phase != "update";
+    }
+    return true;
   };
   if (const Input *stepInput = plan.findInput(InputRole::Step))
     tensors[stepInput->buffer].i32()[0] = static_cast<int32_t>(step);
   const std::vector<Instruction> &program = *this->program;
   std::vector<bool> selected(program.size());
   for (size_t i = 0; i < program.size(); ++i)
-    selected[i] = included(program[i].phase);
+    selected[i] = included(program[i]);
+  // The injected straggler sleeps before the first backward instruction.
+  size_t delayAt = program.size();
+  double delayMs = backwardDelayMs;
+  for (size_t i = 0; i < program.size() && delayMs > 0; ++i)
+    if (selected[i] && program[i].phase == "backward") {
+      delayAt = i;
+      backwardDelayMs = 0;
+      break;
+    }
+  auto delay = [delayAt, delayMs](size_t i) {
+    if (i == delayAt)
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(delayMs));
+  };
   if (backend)
-    return runOnDevice(step, loss, selected);
+    return runOnDevice(step, loss, selected, delay);
   // A failed step may have left transfers in flight: finish them first.
   for (auto &[bucket, transfer] : context.buckets) {
     if (transfer.request)
@@ -250,6 +275,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       inputs.push_back(tensors[id]);
     for (int64_t id : inst.out)
       outputs.push_back(tensors[id]);
+    delay(i);
     // A send may still read a buffer that an update is about to overwrite.
     if (!inst.kernel->inPlace.empty() && !context.pendingSends.empty())
       if (Status sent = finishSends(); !sent.ok())
@@ -292,7 +318,8 @@ std::vector<Executor::TransferTime> Executor::getLastStepTransfers() const {
 }
 
 Status Executor::runOnDevice(int64_t step, float &loss,
-                             const std::vector<bool> &included) {
+                             const std::vector<bool> &included,
+                             const std::function<void(size_t)> &delay) {
   auto fail = [step](const Status &status) {
     return Status::failure("step " + std::to_string(step) + ": " +
                            status.message());
@@ -308,10 +335,13 @@ Status Executor::runOnDevice(int64_t step, float &loss,
   }
   if (Status status = backend->upload(inputBuffers); !status.ok())
     return fail(status);
-  for (size_t i = 0; i < included.size(); ++i)
-    if (included[i])
-      if (Status status = backend->enqueue(i); !status.ok())
-        return fail(status);
+  for (size_t i = 0; i < included.size(); ++i) {
+    if (!included[i])
+      continue;
+    delay(i);
+    if (Status status = backend->enqueue(i); !status.ok())
+      return fail(status);
+  }
   if (Status status = backend->download({plan.loss}); !status.ok())
     return fail(status);
   if (Status status = backend->finish(lastStepTimes, originNs); !status.ok())

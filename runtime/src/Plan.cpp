@@ -274,6 +274,7 @@ public:
       if (programs[r])
         parseProgram(*programs[r], static_cast<int64_t>(r));
     checkPipeline();
+    checkStaleness();
   }
 
 private:
@@ -307,6 +308,9 @@ private:
   /// all_reduce_wait of the same bucket on the same buffers.
   void checkBuckets(const std::vector<Instruction> &program,
                     const std::string &context);
+  /// Every all_reduce_start carries the same `staleness`; with s > 0 the
+  /// lagging aggregation's preconditions hold (see docs/plan-format.md).
+  void checkStaleness();
 
   /// Reads a buffer id and checks it names a `kind` buffer of `dtype`.
   const Buffer &readBufferRef(const json &value, const std::string &where,
@@ -857,6 +861,54 @@ void PlanParser::checkBuckets(const std::vector<Instruction> &program,
              " (all_reduce_start)",
          "bucket " + std::to_string(open.begin()->first) +
              " is never waited for (no all_reduce_wait in the step)");
+}
+
+void PlanParser::checkStaleness() {
+  bool seen = false;
+  for (const RankPlan &rank : plan.ranks) {
+    std::string context =
+        rank.rank == 0 ? "" : element("ranks", rank.rank) + ": ";
+    for (size_t i = 0; i < rank.program.size(); ++i) {
+      const Instruction &inst = rank.program[i];
+      if (inst.op != "all_reduce_start")
+        continue;
+      std::string where =
+          context + "instruction #" + std::to_string(i) + " (" + inst.op + ")";
+      int64_t staleness = inst.attrs.integer("staleness", 0);
+      if (seen && staleness != plan.staleness)
+        fail(where, "attribute 'staleness' is " + std::to_string(staleness) +
+                        " but an earlier all_reduce_start has " +
+                        std::to_string(plan.staleness) +
+                        " (every bucket of a plan lags alike)");
+      seen = true;
+      plan.staleness = staleness;
+    }
+  }
+  if (plan.staleness == 0)
+    return;
+  for (const RankPlan &rank : plan.ranks) {
+    std::string context =
+        rank.rank == 0 ? "" : element("ranks", rank.rank) + ": ";
+    for (size_t i = 0; i < rank.program.size(); ++i) {
+      const Instruction &inst = rank.program[i];
+      std::string where =
+          context + "instruction #" + std::to_string(i) + " (" + inst.op + ")";
+      bool start = inst.op == "all_reduce_start";
+      if (!start && inst.op != "all_reduce")
+        continue;
+      if (start && inst.attrs.flag("host"))
+        fail(where, "host accumulation cannot be combined with staleness > 0");
+      if (start && !inst.attrs.flag("mean"))
+        fail(where, "with staleness > 0 a bucket must be averaged (mean 1)");
+      if (!start && (inst.out.size() != 1 || inst.out[0] != plan.loss))
+        fail(where, "with staleness > 0 the only all_reduce may be the "
+                    "loss's (a lagging replica cannot join any other)");
+      if (inst.attrs.number("group", 0) != 0 ||
+          static_cast<int64_t>(plan.groups[0].ranks.size()) != plan.worldSize())
+        fail(where, "with staleness > 0 collectives must run over one group "
+                    "of every rank");
+    }
+  }
 }
 
 void PlanParser::checkCollective(const Instruction &inst, int64_t rank,

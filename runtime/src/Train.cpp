@@ -12,12 +12,17 @@
 #include "strata-rt/Device.h"
 #include "strata-rt/Executor.h"
 #include "strata-rt/GradCheck.h"
+#include "strata-rt/Lagging.h"
 #include "strata-rt/Plan.h"
 #include "strata-rt/Trace.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 
 namespace strata::rt {
@@ -53,7 +58,18 @@ Status checkOptions(const TrainOptions &options) {
   if (options.logEvery < 1)
     return Status::usage("--log-every must be at least 1, got " +
                          std::to_string(options.logEvery));
+  if (!(options.lagGrace >= 0))
+    return Status::usage("--lag-grace must be non-negative");
+  if (options.saveAllRanks && options.savePath.empty())
+    return Status::usage("--save-all-ranks needs --save FILE");
   return Status::success();
+}
+
+/// Whether `straggler` delays the `computed`-th gradient set (1-based) of
+/// `rank`.
+bool delays(const Straggler &straggler, int rank, int64_t computed) {
+  return straggler.enabled() && straggler.rank == rank &&
+         computed % straggler.every == 0;
 }
 
 /// Resolves --device against the plan's choice for `rank`.
@@ -206,13 +222,15 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
 }
 
 /// Runs the steps; stops at the first failure or non-finite loss.
-Status runSteps(const TrainOptions &options, Executor &executor,
-                const DataSource &data, TrainResult &result,
+Status runSteps(const TrainOptions &options, const Straggler &straggler,
+                Executor &executor, const DataSource &data, TrainResult &result,
                 TraceWriter *trace) {
   std::FILE *log = options.quiet ? nullptr : options.log;
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
     data.fill(step, executor.getTensors(), &executor.getPool());
+    if (delays(straggler, result.rank, i))
+      executor.setBackwardDelay(straggler.delayMs);
     float loss = 0;
     auto start = std::chrono::steady_clock::now();
     Status status = executor.runStep(step, loss);
@@ -237,6 +255,122 @@ Status runSteps(const TrainOptions &options, Executor &executor,
   return Status::success();
 }
 
+/// Lagging gradients (Lagging.h): the main thread computes gradient sets on
+/// the newest parameters it has and applies every finished aggregate in step
+/// order; the aggregator thread joins each step's aggregate for it.
+Status runLaggingSteps(const TrainOptions &options, const Straggler &straggler,
+                       Executor &executor, const DataSource &data,
+                       Communicator &comm, int64_t samplesPerSet,
+                       TrainResult &result) {
+  std::FILE *log = options.quiet ? nullptr : options.log;
+  const Plan &plan = executor.getPlan();
+  int64_t setFloats = 0;
+  for (const Instruction &inst : executor.getProgram())
+    if (inst.op == "all_reduce_start")
+      for (int64_t id : inst.in)
+        setFloats += plan.buffers[id].desc.numel();
+  std::FILE *lagLog = nullptr;
+  if (!options.lagLogPath.empty()) {
+    std::string path = result.rank == 0 ? options.lagLogPath
+                                        : options.lagLogPath + ".rank" +
+                                              std::to_string(result.rank);
+    lagLog = std::fopen(path.c_str(), "w");
+    if (!lagLog)
+      return Status::failure("cannot write " + path + ": " +
+                             std::strerror(errno));
+  }
+  struct Closer {
+    std::FILE *file;
+    ~Closer() {
+      if (file)
+        std::fclose(file);
+    }
+  } closer{lagLog};
+  LaggingOptions lagging;
+  lagging.staleness = plan.staleness;
+  lagging.firstStep = result.startStep + 1;
+  lagging.lastStep = result.startStep + options.steps;
+  lagging.setFloats = setFloats;
+  lagging.grace = options.lagGrace;
+  lagging.log = lagLog;
+  std::unique_ptr<LaggingAggregator> aggregator;
+  if (Status s = LaggingAggregator::create(comm, lagging, aggregator); !s.ok())
+    return s;
+  executor.setDeferCollectives(true);
+  std::map<int64_t, BucketTransfer> &buckets = executor.getBuckets();
+  std::vector<float> set(static_cast<size_t>(setFloats));
+  int64_t computed = 0, staleSets = 0, maxStaleness = 0;
+  for (;;) {
+    std::vector<LaggingAggregate> ready;
+    int64_t version = 0;
+    if (Status s = aggregator->takeFinished(ready, version); !s.ok())
+      return s;
+    for (LaggingAggregate &aggregate : ready) {
+      // The aggregate goes where the waits unpack it from.
+      const float *from = aggregate.gradients.data();
+      for (auto &[id, bucket] : buckets) {
+        std::copy(from, from + bucket.staging.size(), bucket.staging.begin());
+        from += bucket.staging.size();
+      }
+      float unused = 0;
+      if (Status s = executor.runStep(aggregate.step, unused,
+                                      Executor::StepPart::Apply);
+          !s.ok())
+        return s;
+      int64_t stale = 0;
+      for (auto [rank, setVersion] : aggregate.sets) {
+        stale += setVersion < aggregate.step;
+        maxStaleness = std::max(maxStaleness, aggregate.step - setVersion);
+      }
+      staleSets += stale;
+      int64_t samples =
+          static_cast<int64_t>(aggregate.sets.size()) * samplesPerSet;
+      result.steps.push_back(
+          {aggregate.step, aggregate.loss, aggregate.milliseconds, samples});
+      int64_t i = aggregate.step - result.startStep;
+      bool finite = std::isfinite(aggregate.loss);
+      if (!finite || i % options.logEvery == 0 || i == options.steps)
+        logLine(log,
+                "step %lld loss %.6f samples/s %.1f ms %.3f sets %zu "
+                "(%lld stale)\n",
+                static_cast<long long>(aggregate.step), aggregate.loss,
+                perSecond(samples, aggregate.milliseconds),
+                aggregate.milliseconds, aggregate.sets.size(),
+                static_cast<long long>(stale));
+      if (!finite)
+        return Status::failure(
+            "step " + std::to_string(aggregate.step) + ": the loss is " +
+            (std::isnan(aggregate.loss) ? "nan" : "infinite") + "; stopping");
+    }
+    if (version > lagging.lastStep)
+      break;
+    data.fill(version, executor.getTensors(), &executor.getPool());
+    if (delays(straggler, result.rank, ++computed))
+      executor.setBackwardDelay(straggler.delayMs);
+    float loss = 0;
+    if (Status s =
+            executor.runStep(version, loss, Executor::StepPart::Gradients);
+        !s.ok())
+      return s;
+    float *to = set.data();
+    for (auto &[id, bucket] : buckets)
+      to = std::copy(bucket.staging.begin(), bucket.staging.end(), to);
+    if (Status s = aggregator->submit(version, set.data(), loss); !s.ok())
+      return s;
+  }
+  int64_t sets = 0;
+  for (const StepRecord &record : result.steps)
+    sets += record.samples / std::max<int64_t>(samplesPerSet, 1);
+  logLine(log,
+          "lagging gradients: staleness bound %lld, %lld steps, %lld gradient "
+          "sets applied (%lld stale, largest staleness %lld)\n",
+          static_cast<long long>(plan.staleness),
+          static_cast<long long>(result.steps.size()),
+          static_cast<long long>(sets), static_cast<long long>(staleSets),
+          static_cast<long long>(maxStaleness));
+  return Status::success();
+}
+
 void summarize(const TrainOptions &options, TrainResult &result) {
   const std::vector<StepRecord> &steps = result.steps;
   if (steps.empty()) {
@@ -245,14 +379,19 @@ void summarize(const TrainOptions &options, TrainResult &result) {
   }
   size_t first = steps.size() > 1 ? 1 : 0;
   double total = 0;
-  for (size_t i = first; i < steps.size(); ++i)
+  int64_t samples = 0;
+  for (size_t i = first; i < steps.size(); ++i) {
     total += steps[i].milliseconds;
+    samples += steps[i].samples ? steps[i].samples : result.samplesPerStep;
+  }
   result.meanMilliseconds = total / static_cast<double>(steps.size() - first);
   std::string tokens;
   if (result.tokensPerStep > 0) {
     char buffer[64];
     std::snprintf(buffer, sizeof(buffer), " tokens/s %.1f",
-                  perSecond(result.tokensPerStep, result.meanMilliseconds));
+                  perSecond(result.tokensPerStep * samples /
+                                std::max<int64_t>(result.samplesPerStep, 1),
+                            total));
     tokens = buffer;
   }
   logLine(options.log,
@@ -260,18 +399,70 @@ void summarize(const TrainOptions &options, TrainResult &result) {
           "loss %.9g\n",
           static_cast<long long>(steps.front().step),
           static_cast<long long>(steps.back().step), result.meanMilliseconds,
-          first ? " (excluding the first step)" : "",
-          perSecond(result.samplesPerStep, result.meanMilliseconds),
+          first ? " (excluding the first step)" : "", perSecond(samples, total),
           tokens.c_str(), static_cast<double>(steps.back().loss));
 }
 
 } // namespace
+
+Status Straggler::parse(const std::string &text, Straggler &straggler) {
+  straggler = Straggler();
+  auto bad = [&](const std::string &why) {
+    return Status::usage("--straggler: " + why + " (expected " +
+                         "rank=R,delay-ms=D[,every=K], got '" + text + "')");
+  };
+  bool haveRank = false, haveDelay = false;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(begin, end - begin);
+    begin = end + 1;
+    size_t equals = item.find('=');
+    if (equals == std::string::npos)
+      return bad("'" + item + "' is not key=value");
+    std::string key = item.substr(0, equals), value = item.substr(equals + 1);
+    char *stop = nullptr;
+    errno = 0;
+    double number = std::strtod(value.c_str(), &stop);
+    if (value.empty() || *stop != '\0' || errno != 0 || !std::isfinite(number))
+      return bad("invalid number '" + value + "' for " + key);
+    bool integral = number == std::floor(number);
+    if (key == "rank") {
+      if (!integral || number < 0 || number > 1e9)
+        return bad("rank must be a non-negative integer");
+      straggler.rank = static_cast<int64_t>(number);
+      haveRank = true;
+    } else if (key == "delay-ms") {
+      if (number < 0 || number > 3.6e6)
+        return bad("delay-ms must be between 0 and 3600000");
+      straggler.delayMs = number;
+      haveDelay = true;
+    } else if (key == "every") {
+      if (!integral || number < 1 || number > 1e9)
+        return bad("every must be a positive integer");
+      straggler.every = static_cast<int64_t>(number);
+    } else {
+      return bad("unknown key '" + key + "'");
+    }
+  }
+  if (!haveRank || !haveDelay)
+    return bad(haveRank ? "missing delay-ms" : "missing rank");
+  return Status::success();
+}
 
 Status train(const TrainOptions &options, TrainResult &result) {
   result = TrainResult();
   Status status = checkOptions(options);
   if (!status.ok())
     return status;
+  Straggler straggler;
+  if (!options.straggler.empty()) {
+    status = Straggler::parse(options.straggler, straggler);
+    if (!status.ok())
+      return status;
+  }
   Plan plan;
   status = loadPlan(options.planPath, plan);
   if (!status.ok())
@@ -301,6 +492,18 @@ Status train(const TrainOptions &options, TrainResult &result) {
   } else if (!options.emulateLink.empty()) {
     return Status::usage("--emulate-link needs a multi-rank run");
   }
+  if (straggler.rank >= result.ranks)
+    return Status::usage("--straggler: rank " + std::to_string(straggler.rank) +
+                         " is not a rank of this " +
+                         std::to_string(result.ranks) + "-rank run");
+  // Lagging gradients need ranks to lag: a one-rank run is synchronous.
+  bool lagging = plan.staleness > 0 && comm && result.ranks > 1;
+  if (!lagging && !options.lagLogPath.empty())
+    return Status::usage("--lag-log needs a multi-rank plan with staleness > "
+                         "0 (--strata-insert-grad-sync staleness=s)");
+  if (lagging && !options.tracePath.empty())
+    return Status::usage("--trace is not supported with lagging gradients "
+                         "(a plan with staleness > 0) yet");
   int64_t perReplicaBatch = 0;
   if (const Input *input = plan.findInput(InputRole::Data))
     if (!plan.buffers[input->buffer].desc.shape.empty())
@@ -322,6 +525,12 @@ Status train(const TrainOptions &options, TrainResult &result) {
                          std::to_string(plan.stages) +
                          " stages; pipelines run on CPU ranks only so far "
                          "(use --device=cpu)");
+  if (executorOptions.device == DeviceKind::Cuda && lagging)
+    return Status::usage(
+        "lagging gradients (a plan with staleness " +
+        std::to_string(plan.staleness) +
+        ") run on CPU ranks only; this rank would run on a GPU (use "
+        "--device=cpu, or compile with staleness=0)");
   if (executorOptions.device == DeviceKind::Cuda) {
     // A step waiting on a dead peer's collective fails like a CPU rank's
     // wait does.
@@ -418,8 +627,12 @@ Status train(const TrainOptions &options, TrainResult &result) {
 
   TraceWriter trace;
   bool tracing = !options.tracePath.empty();
-  status = runSteps(rankOptions, *executor, *data, result,
-                    tracing ? &trace : nullptr);
+  if (lagging)
+    status = runLaggingSteps(rankOptions, straggler, *executor, *data, *comm,
+                             data->getSamplesPerStep(), result);
+  else
+    status = runSteps(rankOptions, straggler, *executor, *data, result,
+                      tracing ? &trace : nullptr);
   // A trace of the steps that ran is useful even when a step failed.
   if (tracing) {
     Status written = trace.write(rankOptions.tracePath);
@@ -428,16 +641,20 @@ Status train(const TrainOptions &options, TrainResult &result) {
   }
   if (!status.ok())
     return status;
-  // Replicas hold identical parameters: rank 0 writes the checkpoint, after
-  // gathering the parameters and states of the other pipeline stages.
+  // Replicas hold identical parameters: rank 0 writes the checkpoint (every
+  // rank with --save-all-ranks), after gathering the parameters and states
+  // of the other pipeline stages.
   if (!options.savePath.empty() && loaded.stages > 1) {
     status = gatherStages(*executor, *comm, result.rank);
     if (!status.ok())
       return status;
   }
-  if (!options.savePath.empty() && result.rank == 0) {
-    status = saveCheckpoint(*executor, options.savePath,
-                            result.startStep + options.steps, result.seed);
+  if (!options.savePath.empty() && (result.rank == 0 || options.saveAllRanks)) {
+    std::string path = result.rank == 0 ? options.savePath
+                                        : options.savePath + ".rank" +
+                                              std::to_string(result.rank);
+    status = saveCheckpoint(*executor, path, result.startStep + options.steps,
+                            result.seed);
     if (!status.ok())
       return status;
   }

@@ -5,7 +5,7 @@
 //
 //   strata-run PLAN [--steps N] [--seed S] [--threads T] [--init FILE]
 //              [--save FILE] [--resume FILE] [--data FILE] [--trace FILE]
-//              [--log-every K] [--quiet]
+//              [--log-every K] [--quiet] [--straggler ...] ... (--help)
 //
 // Exit codes: 0 success, 1 run-time failure (I/O, an id out of range, a
 // non-finite loss), 2 bad command line, 3 invalid plan, checkpoint or data
@@ -47,6 +47,19 @@ options:
   --emulate-link bandwidth=GB/s,latency=us
                     multi-rank runs: delay every transfer to what such a
                     link would take
+  --straggler rank=R,delay-ms=D[,every=K]
+                    inject a straggler: rank R sleeps D ms before the
+                    backward pass of every K-th step it computes (default
+                    every step)
+  --lag-grace F     lagging gradients (a plan with staleness > 0): a rank
+                    that has no gradient set when half of the other ranks
+                    have joined a step's aggregate, plus F times the time
+                    they took, joins without it (default 0.25)
+  --lag-log FILE    lagging gradients: log the sets each rank computed and
+                    the (rank, version) sets of every aggregate (rank R > 0
+                    writes FILE.rankR)
+  --save-all-ranks  with --save FILE, every rank writes its checkpoint (rank
+                    R > 0 to FILE.rankR)
   --check-gradients K
                     instead of training, compare K gradient elements per
                     parameter with finite differences of the loss (exit 1
@@ -132,7 +145,8 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
 
 Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
-  std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm;
+  std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
+      grace;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -148,6 +162,10 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--emulate-link", &o.emulateLink},
       {"--device", &o.device},
       {"--gemm", &gemm},
+      {"--straggler", &o.straggler},
+      {"--lag-grace", &grace},
+      {"--lag-log", &o.lagLogPath},
+      {"--save-all-ranks", nullptr},
       {"--devices", nullptr},
       {"--help", nullptr},
       {"-h", nullptr},
@@ -181,6 +199,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
         o.quiet = true;
       else if (name == "--devices")
         cl.devices = true;
+      else if (name == "--save-all-ranks")
+        o.saveAllRanks = true;
       else
         cl.help = true;
       continue;
@@ -203,6 +223,14 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   if (!gemm.empty() && gemm != "cublas" && gemm != "strata")
     return Status::usage("--gemm must be cublas or strata, got '" + gemm + "'");
   o.strataGemm = gemm == "strata";
+  if (!grace.empty()) {
+    errno = 0;
+    char *end = nullptr;
+    o.lagGrace = std::strtod(grace.c_str(), &end);
+    if (errno != 0 || *end != '\0' || !(o.lagGrace >= 0) || o.lagGrace > 1e6)
+      return Status::usage("--lag-grace: invalid non-negative number '" +
+                           grace + "'");
+  }
   return parseNumbers(steps, seed, threads, logEvery, o);
 }
 

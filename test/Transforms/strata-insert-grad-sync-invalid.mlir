@@ -5,6 +5,8 @@
 // RUN: not strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync="bucket-bytes=1024 replicas=3" 2>&1 | FileCheck %s --check-prefix=MISMATCH
 // RUN: not strata-opt %s --split-input-file --strata-insert-grad-sync="bucket-bytes=64 accumulate=nic" 2>&1 | FileCheck %s --check-prefix=ACCUMULATE
 // RUN: not strata-opt %s --split-input-file --strata-insert-grad-sync="bucket-bytes=64 accumulate=host chunk-bytes=2" 2>&1 | FileCheck %s --check-prefix=CHUNK
+// RUN: not strata-opt %s --split-input-file --strata-insert-grad-sync="bucket-bytes=64 staleness=-1" 2>&1 | FileCheck %s --check-prefix=STALENESS
+// RUN: not strata-opt %s --split-input-file --strata-insert-grad-sync="bucket-bytes=64 accumulate=host staleness=1" 2>&1 | FileCheck %s --check-prefix=STALEHOST
 
 // Option errors are reported at the module, before any step is touched.
 // NOTARGET: error: --strata-insert-grad-sync needs bucket-bytes=N or a target for its cost model (target=NAME or target=FILE.json)
@@ -40,3 +42,6 @@ module {
 
 // ACCUMULATE: error: --strata-insert-grad-sync: accumulate must be device or host, got 'nic'
 // CHUNK: error: --strata-insert-grad-sync needs chunk-bytes >= 4, got 2
+// STALENESS: error: --strata-insert-grad-sync needs staleness >= 0, got -1
+// STALEHOST: error: --strata-insert-grad-sync: staleness > 0 cannot be combined with accumulate=host
+

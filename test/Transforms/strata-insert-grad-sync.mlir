@@ -3,6 +3,8 @@
 // RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync=target=cpu-local | FileCheck %s --check-prefix=ONE
 // RUN: strata-opt %s --split-input-file --strata-insert-grad-sync="replicas=2 bucket-bytes=64" | FileCheck %s --check-prefix=ALONE
 // RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync="bucket-bytes=64 accumulate=host chunk-bytes=4096" | FileCheck %s --check-prefix=HOST
+// RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync="bucket-bytes=64 staleness=2" | FileCheck %s --check-prefix=STALE
+// RUN: strata-opt %s --split-input-file --strata-data-parallel=replicas=2 --strata-insert-grad-sync="bucket-bytes=64 staleness=0" | FileCheck %s
 
 // Buckets of at least 64 bytes in the order the backward pass produces the
 // gradients (the last layer's first): each start right after the bucket's
@@ -14,10 +16,19 @@
 // HOST-NOT: strata.all_reduce_start {{.*}}replicas = 2 bucket = 0 {
 // HOST: strata.all_reduce_start %{{.+}} mean host replicas = 2 bucket = 1 {chunk_bytes = 4096 : i64
 
+// Lagging gradients: every start carries the staleness bound; the buckets,
+// waits and the loss's all-reduce are those of the synchronous plan
+// (staleness=0 gives exactly the CHECK output, without the attribute).
+// STALE-LABEL: func.func @mlp
+// STALE: strata.all_reduce_start %{{.+}}, %{{.+}} mean replicas = 2 bucket = 0 staleness = 2 {
+// STALE: strata.all_reduce_start %{{.+}}, %{{.+}} mean replicas = 2 bucket = 1 staleness = 2 {
+// STALE: strata.all_reduce %{{.+}} mean replicas = 2 {strata.layer = 1 : i64} : tensor<f32>
+
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[DB1:.+]] = strata.bias_add_grad
 // CHECK: %[[DW1:.+]] = strata.matmul %{{.+}}, %{{.+}} transpose_a
 // CHECK-NEXT: strata.all_reduce_start %[[DB1]], %[[DW1]] mean replicas = 2 bucket = 0 {strata.layer = 1 : i64, strata.phase = #strata<phase backward>}
+// CHECK-NOT: staleness
 // CHECK: %[[DB0:.+]] = strata.bias_add_grad
 // CHECK-NEXT: %[[DW0:.+]] = strata.matmul %arg0, %{{.+}} transpose_a
 // CHECK-NEXT: strata.all_reduce_start %[[DB0]], %[[DW0]] mean replicas = 2 bucket = 1

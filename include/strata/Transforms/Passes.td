@@ -130,6 +130,16 @@ def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
     sends the bucket chunk by chunk to rank 0's host, which sums every
     replica's chunk and sends each finished chunk back to every replica.
 
+    With `staleness=s` (s > 0; seed 000's lagging gradients) every
+    `all_reduce_start` carries `staleness = s`, and the runtime lets a
+    replica that misses a step's deadline contribute the gradient set it
+    computed in an earlier iteration (at most s iterations old) instead of
+    holding the others up; the step's aggregate is the mean of the sets it
+    holds, and every set is applied exactly once (docs/plan-format.md,
+    "Lagging gradients"). The loss must then be the step's only other
+    collective. `staleness=0` (the default) leaves the IR exactly as without
+    the option: synchronous training. Host accumulation cannot lag.
+
     Example:
 
     ```
@@ -137,6 +147,8 @@ def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
       --strata-insert-grad-sync="target=h100-sxm-8x"
     strata-opt step.mlir --strata-data-parallel=replicas=4 \
       --strata-insert-grad-sync="bucket-bytes=1048576"
+    strata-opt step.mlir --strata-data-parallel=replicas=4 \
+      --strata-insert-grad-sync="bucket-bytes=1048576 staleness=1"
     ```
   }];
   let options = [
@@ -154,6 +166,9 @@ def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
            "and sent back)">,
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"1048576",
            "accumulate=host: bytes per chunk sent to the host">,
+    Option<"staleness", "staleness", "int64_t", /*default=*/"0",
+           "Lagging gradients: how many iterations old a replica's gradient "
+           "set may be when it is applied (0: synchronous)">,
   ];
   let statistics = [
     Statistic<"numBuckets", "buckets", "Gradient buckets">,

@@ -26,6 +26,9 @@ namespace strata::rt {
 
 enum class ReduceOp { Sum, Mean };
 
+/// startRecv's peer for a message from any rank.
+constexpr int kAnySource = -1;
+
 /// Delays every transfer to what a link of this bandwidth and latency would
 /// take: a message of b bytes completes no sooner than latency + b /
 /// bandwidth after it starts. Zero bandwidth means no emulation.
@@ -77,6 +80,8 @@ public:
                                                   int root) = 0;
   virtual std::unique_ptr<Request> startSend(const float *data, int64_t count,
                                              int peer, int tag) = 0;
+  /// `peer` may be kAnySource: the first message with `tag` from any rank
+  /// (receives posted in order match messages in the order they arrive).
   virtual std::unique_ptr<Request> startRecv(float *data, int64_t count,
                                              int peer, int tag) = 0;
   /// `input` holds size() * count floats; rank r receives the reduction of

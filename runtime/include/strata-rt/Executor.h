@@ -25,6 +25,8 @@
 #include "strata-rt/ThreadPool.h"
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -99,10 +101,27 @@ public:
     ForwardBackward,
     /// The whole step.
     All,
+    /// Lagging gradients: forward and backward without `all_reduce_wait`
+    /// (the gradient set, packed into the bucket staging buffers).
+    Gradients,
+    /// Lagging gradients: only `all_reduce_wait` and the updates (applies
+    /// the aggregate the bucket staging buffers hold).
+    Apply,
   };
   /// Like runStep, restricted to the instructions of `part` (selected by
   /// their phase).
   Status runStep(int64_t step, float &loss, StepPart part);
+
+  /// Lagging gradients: leave the collectives to the lagging aggregator
+  /// (KernelContext::deferCollectives).
+  void setDeferCollectives(bool defer) { context.deferCollectives = defer; }
+  /// The bucket staging buffers, by bucket number (the packed gradient set
+  /// after a Gradients part; what an Apply part unpacks).
+  std::map<int64_t, BucketTransfer> &getBuckets() { return context.buckets; }
+  /// The next runStep sleeps this long before its first backward
+  /// instruction (an injected straggler, `strata-run --straggler`); reset
+  /// to 0 by that step.
+  void setBackwardDelay(double milliseconds) { backwardDelayMs = milliseconds; }
 
   /// Start and duration of each instruction of the last runStep.
   const std::vector<InstructionTime> &getLastStepTimes() const {
@@ -137,7 +156,8 @@ private:
   };
 
   Status runOnDevice(int64_t step, float &loss,
-                     const std::vector<bool> &included);
+                     const std::vector<bool> &included,
+                     const std::function<void(size_t)> &delay);
 
   Plan plan;
   const std::vector<Instruction> *program = nullptr;
@@ -156,6 +176,7 @@ private:
   /// The clock origin of the instruction times, in ns since the epoch of
   /// std::chrono::steady_clock.
   int64_t originNs = 0;
+  double backwardDelayMs = 0;
 };
 
 } // namespace strata::rt

@@ -94,6 +94,12 @@ struct KernelContext {
   /// Sends of this step still in flight; the executor completes them before
   /// an instruction updates a buffer in place and at the end of the step.
   std::vector<std::unique_ptr<Request>> pendingSends = {};
+  /// Lagging gradients (a plan with staleness > 0): the collectives are left
+  /// to the lagging aggregator (Lagging.h). `all_reduce` only copies its
+  /// input (the rank's own loss), `all_reduce_start` only packs its bucket
+  /// into the bucket's staging buffer, and `all_reduce_wait` unpacks whatever
+  /// the staging buffer holds (the aggregate the trainer put there).
+  bool deferCollectives = false;
 };
 
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).

@@ -163,6 +163,9 @@ struct Plan {
   /// Communicator groups; a plan without any has one implicit group of every
   /// rank (index 0).
   std::vector<CommGroup> groups;
+  /// Lagging gradients: the `staleness` of the plan's all_reduce_start
+  /// instructions (every one carries the same; 0: synchronous).
+  int64_t staleness = 0;
 
   /// Pipeline stages (1 when the plan is not a pipeline); every (stage,
   /// replica) pair has exactly one rank.

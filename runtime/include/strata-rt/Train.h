@@ -63,12 +63,41 @@ struct TrainOptions {
   std::string device;
   /// On a GPU, matmuls through Strata's own CUDA GEMM instead of cuBLAS.
   bool strataGemm = false;
+  /// "rank=R,delay-ms=D[,every=K]": an injected straggler (see Straggler;
+  /// "" for none).
+  std::string straggler;
+  /// Lagging gradients (a plan with staleness > 0): the deadline's grace as a
+  /// fraction of the time half of the other ranks took (Lagging.h).
+  double lagGrace = 0.25;
+  /// Lagging gradients: where each rank logs the sets it computed, how it
+  /// joined each step's aggregate and the (rank, version) sets each
+  /// aggregate held; rank r > 0 writes lagLogPath + ".rankR" ("" for none).
+  std::string lagLogPath;
+  /// Every rank writes its checkpoint: rank 0 to savePath, rank r > 0 to
+  /// savePath + ".rankR" (to check that the replicas agree).
+  bool saveAllRanks = false;
+};
+
+/// A deterministic straggler: rank `rank` sleeps `delayMs` before the first
+/// backward instruction of every `every`-th step it computes (the 1st, 2nd,
+/// ... gradient set of this run; with lagging gradients a late rank computes
+/// fewer sets than there are steps).
+struct Straggler {
+  int64_t rank = -1;
+  double delayMs = 0;
+  int64_t every = 1;
+  bool enabled() const { return rank >= 0; }
+  /// Parses "rank=R,delay-ms=D[,every=K]" (R >= 0, D >= 0, K >= 1).
+  static Status parse(const std::string &text, Straggler &straggler);
 };
 
 struct StepRecord {
   int64_t step = 0;
   float loss = 0;
   double milliseconds = 0;
+  /// Samples of the step's gradients (all replicas); 0: the plan's global
+  /// batch. With lagging gradients a step holds the sets it aggregated.
+  int64_t samples = 0;
 };
 
 struct TrainResult {

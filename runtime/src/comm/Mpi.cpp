@@ -551,19 +551,22 @@ public:
                                      int tag) override {
     if (Status s = checkCount("recv", count, data); !s.ok())
       return done(s);
-    if (Status s = checkRank("recv peer", peer); !s.ok())
-      return done(s);
+    if (peer != kAnySource)
+      if (Status s = checkRank("recv peer", peer); !s.ok())
+        return done(s);
     if (Status s = checkTag(tag); !s.ok())
       return done(s);
     int n = static_cast<int>(count);
     std::shared_ptr<CommState> state = state_;
-    auto o =
-        makeOp("recv of " + std::to_string(count) + " floats from rank " +
-               std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+    auto o = makeOp("recv of " + std::to_string(count) + " floats from " +
+                    (peer == kAnySource ? std::string("any rank")
+                                        : "rank " + std::to_string(peer)) +
+                    " (tag " + std::to_string(tag) + ")");
     o->bytes = 4.0 * count;
     o->cancellable = true;
-    o->start = [state, data, n, peer, tag](MPI_Request *r) {
-      return MPI_Irecv(data, n, MPI_FLOAT, peer, tag, state->comm, r);
+    int source = peer == kAnySource ? MPI_ANY_SOURCE : peer;
+    o->start = [state, data, n, source, tag](MPI_Request *r) {
+      return MPI_Irecv(data, n, MPI_FLOAT, source, tag, state->comm, r);
     };
     return submit(std::move(o));
   }

@@ -10,7 +10,9 @@
 // buffer (KernelContext::buckets), starts one asynchronous all-reduce on it
 // and returns; the communicator's progress thread moves it while later
 // instructions compute. `all_reduce_wait` of the same bucket waits for it
-// and unpacks the reduced tensors into its outputs.
+// and unpacks the reduced tensors into its outputs. With lagging gradients
+// (KernelContext::deferCollectives) none of them communicates: the lagging
+// aggregator moves the packed buckets (Lagging.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,7 +71,7 @@ void runAllReduce(KernelContext &ctx, const Tensors &inputs,
     std::memcpy(out.data, in.data, static_cast<size_t>(in.desc.bytes()));
   Communicator *comm = resolveGroup(ctx, attrs, "all_reduce");
   int size = comm ? comm->size() : 1;
-  if (size == 1)
+  if (size == 1 || ctx.deferCollectives)
     return;
   ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
   Status status = comm->startAllReduce(out.f32(), out.numel(), op)->wait();
@@ -104,6 +106,11 @@ std::string verifyBucket(const Descs &inputs, const Descs &outputs,
   if (start && v.ok() && v.number("chunk_bytes", false, chunk, 1 << 20) &&
       chunk < 4)
     v.fail("attribute 'chunk_bytes' must be at least 4");
+  double staleness = 0;
+  if (start && v.ok() && v.number("staleness", false, staleness, 0) &&
+      (staleness < 0 ||
+       staleness != static_cast<double>(static_cast<int64_t>(staleness))))
+    v.fail("attribute 'staleness' must be a non-negative integer");
   return v.error();
 }
 
@@ -197,7 +204,7 @@ void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
   int64_t bucket = attrs.integer("bucket", 0);
   Communicator *comm = resolveGroup(ctx, attrs, "all_reduce_start");
   BucketTransfer &transfer = ctx.buckets[bucket];
-  if (transfer.inFlight)
+  if (transfer.inFlight && !ctx.deferCollectives)
     throw std::runtime_error("bucket " + std::to_string(bucket) +
                              " is already in flight");
   int64_t count = 0;
@@ -212,7 +219,7 @@ void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
   transfer.inFlight = true;
   transfer.startNs = steadyNowNs();
   transfer.doneNs = 0;
-  if (!comm || comm->size() == 1)
+  if (!comm || comm->size() == 1 || ctx.deferCollectives)
     return;
   if (attrs.flag("host")) {
     // Earlier host buckets send their sums back now (same point on every
@@ -235,7 +242,8 @@ void runAllReduceWait(KernelContext &ctx, const Tensors &,
                       const Tensors &outputs, const Attrs &attrs) {
   int64_t bucket = attrs.integer("bucket", 0);
   auto it = ctx.buckets.find(bucket);
-  if (it == ctx.buckets.end() || !it->second.inFlight)
+  if (it == ctx.buckets.end() ||
+      (!it->second.inFlight && !ctx.deferCollectives))
     throw std::runtime_error("bucket " + std::to_string(bucket) +
                              " was not started");
   BucketTransfer &transfer = it->second;
@@ -248,6 +256,14 @@ void runAllReduceWait(KernelContext &ctx, const Tensors &,
   }
   if (transfer.doneNs == 0)
     transfer.doneNs = steadyNowNs();
+  int64_t count = 0;
+  for (const Tensor &t : outputs)
+    count += t.numel();
+  if (static_cast<int64_t>(transfer.staging.size()) != count)
+    throw std::runtime_error("bucket " + std::to_string(bucket) + " holds " +
+                             std::to_string(transfer.staging.size()) +
+                             " floats, the wait unpacks " +
+                             std::to_string(count));
   const float *packed = transfer.staging.data();
   int64_t bytes = 0;
   for (const Tensor &t : outputs) {

@@ -51,3 +51,21 @@ func.func @empty_wait() {
   "strata.all_reduce_wait"() <{bucket = 0 : i64}> : () -> ()
   return
 }
+
+// -----
+
+// Host accumulation cannot lag.
+func.func @host_staleness(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.all_reduce_start' op cannot combine host accumulation with staleness > 0}}
+  strata.all_reduce_start %a mean host replicas = 2 bucket = 0 staleness = 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A lagging aggregate is a mean over the sets it holds.
+func.func @sum_staleness(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.all_reduce_start' op with staleness > 0 must average (mean)}}
+  strata.all_reduce_start %a replicas = 2 bucket = 0 staleness = 1 : tensor<4xf32>
+  return
+}

@@ -22,6 +22,15 @@ func.func @sum(%g: tensor<4xf32>) -> tensor<4xf32> {
   return %r : tensor<4xf32>
 }
 
+// Lagging gradients: the staleness bound round-trips.
+// CHECK-LABEL: func.func @lagging
+// CHECK: strata.all_reduce_start %arg0 mean replicas = 4 bucket = 0 staleness = 1 : tensor<4xf32>
+func.func @lagging(%g: tensor<4xf32>) -> tensor<4xf32> {
+  strata.all_reduce_start %g mean replicas = 4 bucket = 0 staleness = 1 : tensor<4xf32>
+  %r = strata.all_reduce_wait %g bucket = 0 : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
 // The start is not dead code: it has effects on the communication resource
 // and survives canonicalization and CSE.
 // RUN: strata-opt %s --canonicalize --cse | FileCheck %s --check-prefix=KEEP

@@ -50,6 +50,10 @@ static int64_t getBucketBytes(ValueRange inputs) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllReduceStartOp::verify() {
+  if (getHost() && getStaleness().value_or(0) > 0)
+    return emitOpError("cannot combine host accumulation with staleness > 0");
+  if (getStaleness().value_or(0) > 0 && !getMean())
+    return emitOpError("with staleness > 0 must average (mean)");
   return verifyBucket(*this, getInputs());
 }
 

@@ -71,19 +71,30 @@ def Strata_AllReduceStartOp : Strata_Op<"all_reduce_start", [
     a broadcast of the bucket, `2 (p - 1)` bytes per byte of bucket through
     the host's link.
 
+    With `staleness` s > 0 (lagging gradients, `--strata-insert-grad-sync
+    staleness=s`) a replica that misses the deadline of a step's aggregate
+    may contribute a gradient set it computed in one of the s previous
+    iterations instead of the current one, and the aggregate is the mean of
+    the sets it holds (each set applied exactly once); docs/plan-format.md
+    gives the runtime's deadline rule and weighting. Every start of a step
+    carries the same s; s = 0 (the attribute absent) is synchronous.
+
     ```mlir
     strata.all_reduce_start %dw1, %db1 mean replicas = 4 bucket = 0
         : tensor<256x10xf32>, tensor<10xf32>
+    strata.all_reduce_start %dw0 mean replicas = 4 bucket = 1 staleness = 1
+        : tensor<784x256xf32>
     ```
   }];
   let arguments = (ins Variadic<Strata_FloatTensor>:$inputs, UnitAttr:$mean,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$replicas,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket,
                        UnitAttr:$host,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<4>]>>:$chunk_bytes);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<4>]>>:$chunk_bytes,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$staleness);
   let assemblyFormat = [{
     $inputs (`mean` $mean^)? (`host` $host^)? `replicas` `=` $replicas
-    `bucket` `=` $bucket attr-dict `:` type($inputs)
+    `bucket` `=` $bucket (`staleness` `=` $staleness^)? attr-dict `:` type($inputs)
   }];
   let hasVerifier = 1;
 }
