@@ -15,9 +15,11 @@
 #include "strata/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include <map>
 
 namespace mlir::strata {
 #define GEN_PASS_DEF_INSERTGRADSYNCPASS
@@ -255,100 +257,123 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
   if (byValue.empty())
     return success();
 
-  SmallVector<Gradient> grads;
+  // A pipelined step syncs each stage's gradients among that stage's
+  // replicas: bucket every stage on its own.
+  auto stageOf = [](Operation *op) -> int64_t {
+    auto stage =
+        op->getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+    return stage ? stage.getInt() : -1;
+  };
+  std::map<int64_t, SmallVector<Gradient>> byStage;
   for (auto &entry : byValue)
-    grads.push_back(std::move(entry.second));
-  llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
-    return a.producedAt < b.producedAt;
-  });
+    byStage[stageOf(entry.second.users.front().first)].push_back(
+        std::move(entry.second));
+  if (staleness > 0 && (byStage.size() > 1 || byStage.begin()->first >= 0))
+    return func.emitOpError()
+           << "is a pipeline; lagging gradients (staleness > 0) need a "
+              "data-parallel step without stages";
+  int64_t nextBucket = 0;
+  for (auto &[stage, grads] : byStage) {
+    llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
+      return a.producedAt < b.producedAt;
+    });
 
-  int64_t threshold = bucketBytes;
-  if (threshold == 0) {
-    // Gradient g is ready once every op up to its producer has run; the
-    // synchronous averages being replaced run on the link, not in compute.
-    CostModel model(func, *target);
-    DenseMap<Operation *, double> doneAt;
-    double clock = 0;
-    for (Operation &op : body) {
-      if (auto costed = dyn_cast<CostOpInterface>(&op);
-          costed && !isa<AllReduceOp, AllReduceStartOp>(op))
-        clock += model.getOpCost(&op).seconds;
-      doneAt[&op] = clock;
-    }
-    int64_t total = 0;
-    for (Gradient &grad : grads) {
-      total += grad.bytes;
-      if (Operation *def = grad.local.getDefiningOp())
-        grad.readyAt = doneAt[body.findAncestorOpInBlock(*def)];
-    }
-    double best = 0;
-    for (int64_t size = 4096;; size *= 2) {
-      int64_t candidate = std::min(size, total);
-      double end =
-          simulateBuckets(grads, formBuckets(grads, candidate), p, *target);
-      // Ties go to the larger bucket (fewer messages).
-      if (threshold == 0 || end <= best * (1.0 + 1e-9)) {
-        best = end;
-        threshold = candidate;
+    int64_t threshold = bucketBytes;
+    if (threshold == 0) {
+      // Gradient g is ready once every op up to its producer has run; the
+      // synchronous averages being replaced run on the link, not in compute.
+      CostModel model(func, *target);
+      DenseMap<Operation *, double> doneAt;
+      double clock = 0;
+      for (Operation &op : body) {
+        if (auto costed = dyn_cast<CostOpInterface>(&op);
+            costed && !isa<AllReduceOp, AllReduceStartOp>(op) &&
+            (stage < 0 || stageOf(&op) == stage))
+          clock += model.getOpCost(&op).seconds;
+        doneAt[&op] = clock;
       }
-      if (candidate >= total)
-        break;
+      int64_t total = 0;
+      for (Gradient &grad : grads) {
+        total += grad.bytes;
+        if (Operation *def = grad.local.getDefiningOp())
+          grad.readyAt = doneAt[body.findAncestorOpInBlock(*def)];
+      }
+      double best = 0;
+      for (int64_t size = 4096;; size *= 2) {
+        int64_t candidate = std::min(size, total);
+        double end =
+            simulateBuckets(grads, formBuckets(grads, candidate), p, *target);
+        // Ties go to the larger bucket (fewer messages).
+        if (threshold == 0 || end <= best * (1.0 + 1e-9)) {
+          best = end;
+          threshold = candidate;
+        }
+        if (candidate >= total)
+          break;
+      }
     }
-  }
-  SmallVector<Bucket> buckets = formBuckets(grads, threshold);
-  numBuckets += buckets.size();
+    SmallVector<Bucket> buckets = formBuckets(grads, threshold);
+    numBuckets += buckets.size();
 
-  OpBuilder builder(func.getContext());
-  auto backward = PhaseAttr::get(func.getContext(), Phase::backward);
-  // Starts that follow the same producer go in bucket order.
-  DenseMap<Operation *, Operation *> lastStartAfter;
-  for (auto [index, bucket] : llvm::enumerate(buckets)) {
-    SmallVector<Value> locals;
-    const Gradient *last = nullptr;
-    Operation *firstUser = nullptr;
-    for (unsigned g : bucket.gradients) {
-      locals.push_back(grads[g].local);
-      if (!last || grads[g].producedAt >= last->producedAt)
-        last = &grads[g];
-      for (auto [user, operand] : grads[g].users)
-        if (!firstUser || position[user] < position[firstUser])
-          firstUser = user;
+    OpBuilder builder(func.getContext());
+    auto backward = PhaseAttr::get(func.getContext(), Phase::backward);
+    // Starts that follow the same producer go in bucket order.
+    DenseMap<Operation *, Operation *> lastStartAfter;
+    for (Bucket &bucket : buckets) {
+      SmallVector<Value> locals;
+      const Gradient *last = nullptr;
+      Operation *firstUser = nullptr;
+      for (unsigned g : bucket.gradients) {
+        locals.push_back(grads[g].local);
+        if (!last || grads[g].producedAt >= last->producedAt)
+          last = &grads[g];
+        for (auto [user, operand] : grads[g].users)
+          if (!firstUser || position[user] < position[firstUser])
+            firstUser = user;
+      }
+      Operation *producer =
+          last->producedAt < 0
+              ? nullptr
+              : body.findAncestorOpInBlock(*last->local.getDefiningOp());
+      if (!producer)
+        builder.setInsertionPointToStart(&body);
+      else if (Operation *prev = lastStartAfter.lookup(producer))
+        builder.setInsertionPointAfter(prev);
+      else
+        builder.setInsertionPointAfter(producer);
+      Location loc = last->local.getLoc();
+      int64_t index = nextBucket++;
+      bool host = accumulate == "host";
+      auto start = AllReduceStartOp::create(
+          builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
+          host,
+          host ? builder.getI64IntegerAttr(static_cast<int64_t>(chunkBytes))
+               : IntegerAttr(),
+          staleness > 0
+              ? builder.getI64IntegerAttr(static_cast<int64_t>(staleness))
+              : IntegerAttr());
+      start->setAttr(StrataDialect::getPhaseAttrName(), backward);
+      if (stage >= 0)
+        start->setAttr(StrataDialect::getStageAttrName(),
+                       builder.getI64IntegerAttr(stage));
+      if (producer) {
+        lastStartAfter[producer] = start;
+        if (std::optional<int64_t> layer = getLayer(producer))
+          setLayer(start, *layer);
+      }
+      builder.setInsertionPoint(firstUser);
+      auto wait = AllReduceWaitOp::create(builder, loc, locals,
+                                          static_cast<int64_t>(index));
+      wait->setAttr(StrataDialect::getPhaseAttrName(), backward);
+      if (stage >= 0)
+        wait->setAttr(StrataDialect::getStageAttrName(),
+                      builder.getI64IntegerAttr(stage));
+      if (std::optional<int64_t> layer = getLayer(firstUser))
+        setLayer(wait, *layer);
+      for (auto [i, g] : llvm::enumerate(bucket.gradients))
+        for (auto [user, operand] : grads[g].users)
+          user->setOperand(operand, wait.getResult(i));
     }
-    Operation *producer =
-        last->producedAt < 0
-            ? nullptr
-            : body.findAncestorOpInBlock(*last->local.getDefiningOp());
-    if (!producer)
-      builder.setInsertionPointToStart(&body);
-    else if (Operation *prev = lastStartAfter.lookup(producer))
-      builder.setInsertionPointAfter(prev);
-    else
-      builder.setInsertionPointAfter(producer);
-    Location loc = last->local.getLoc();
-    bool host = accumulate == "host";
-    auto start = AllReduceStartOp::create(
-        builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
-        host,
-        host ? builder.getI64IntegerAttr(static_cast<int64_t>(chunkBytes))
-             : IntegerAttr(),
-        staleness > 0
-            ? builder.getI64IntegerAttr(static_cast<int64_t>(staleness))
-            : IntegerAttr());
-    start->setAttr(StrataDialect::getPhaseAttrName(), backward);
-    if (producer) {
-      lastStartAfter[producer] = start;
-      if (std::optional<int64_t> layer = getLayer(producer))
-        setLayer(start, *layer);
-    }
-    builder.setInsertionPoint(firstUser);
-    auto wait = AllReduceWaitOp::create(builder, loc, locals,
-                                        static_cast<int64_t>(index));
-    wait->setAttr(StrataDialect::getPhaseAttrName(), backward);
-    if (std::optional<int64_t> layer = getLayer(firstUser))
-      setLayer(wait, *layer);
-    for (auto [i, g] : llvm::enumerate(bucket.gradients))
-      for (auto [user, operand] : grads[g].users)
-        user->setOperand(operand, wait.getResult(i));
   }
   for (Operation *average : averages)
     if (average->use_empty())

@@ -87,6 +87,8 @@ private:
   void tag(Operation *op, int64_t chunk, int64_t micro);
   Value accumulate(Value acc, Value next, Operation *like, int64_t chunk,
                    int64_t micro, bool backward);
+  /// Scales an accumulated value by 1/M and averages it over the replicas.
+  Value average(Value value, Operation *like, int64_t chunk, bool backward);
 
   func::FuncOp func;
   ScheduleShape shape;
@@ -430,10 +432,16 @@ void Scheduler::emitAction(const ActionKey &key) {
       cloned[{result, micro}] = copy;
     emitSends(op, clone, micro);
     for (Value result : op->getResults()) {
-      if (Operation *update = updateOfGrad.lookup(result))
+      if (Operation *update = updateOfGrad.lookup(result)) {
         gradAcc[result] =
             accumulate(gradAcc.lookup(result), cloned[{result, micro}], update,
                        chunk, micro, /*backward=*/true);
+        // After the last micro-batch the gradient is final: average it now,
+        // so that its all-reduce can overlap the rest of the backward pass.
+        if (micro == shape.microBatches - 1)
+          gradAcc[result] =
+              average(gradAcc[result], update, chunk, /*backward=*/true);
+      }
       if (result == loss)
         lossAcc = accumulate(lossAcc, cloned[{result, micro}], op, chunk, micro,
                              /*backward=*/false);
@@ -441,37 +449,37 @@ void Scheduler::emitAction(const ActionKey &key) {
   }
 }
 
-void Scheduler::emitUpdates(int64_t device) {
-  double inverse = 1.0 / static_cast<double>(shape.microBatches);
-  auto average = [&](Value value, Operation *like, int64_t chunk,
-                     bool backward) {
-    auto setPhase = [&](Operation *op) {
-      if (backward)
-        op->setAttr(StrataDialect::getPhaseAttrName(),
-                    PhaseAttr::get(builder.getContext(), Phase::backward));
-      setLayer(op, *getLayer(like));
-      tag(op, chunk, -1);
-    };
-    if (shape.microBatches > 1) {
-      auto scale = ScaleOp::create(builder, like->getLoc(), value,
-                                   builder.getF64FloatAttr(inverse));
-      setPhase(scale);
-      value = scale.getResult();
-    }
-    if (replicas > 1) {
-      auto reduce = AllReduceOp::create(builder, like->getLoc(), value,
-                                        /*mean=*/true, replicas);
-      setPhase(reduce);
-      value = reduce.getResult();
-    }
-    return value;
+Value Scheduler::average(Value value, Operation *like, int64_t chunk,
+                         bool backward) {
+  auto finish = [&](Operation *op) {
+    if (backward)
+      op->setAttr(StrataDialect::getPhaseAttrName(),
+                  PhaseAttr::get(builder.getContext(), Phase::backward));
+    setLayer(op, *getLayer(like));
+    tag(op, chunk, -1);
   };
+  if (shape.microBatches > 1) {
+    auto scale = ScaleOp::create(
+        builder, like->getLoc(), value,
+        builder.getF64FloatAttr(1.0 / static_cast<double>(shape.microBatches)));
+    finish(scale);
+    value = scale.getResult();
+  }
+  if (replicas > 1) {
+    auto reduce = AllReduceOp::create(builder, like->getLoc(), value,
+                                      /*mean=*/true, replicas);
+    finish(reduce);
+    value = reduce.getResult();
+  }
+  return value;
+}
+
+void Scheduler::emitUpdates(int64_t device) {
   for (Operation *update : updates) {
     int64_t chunk = chunkOf[update];
     if (deviceOf(chunk) != device)
       continue;
-    Value grad = average(gradAcc.lookup(update->getOperand(1)), update, chunk,
-                         /*backward=*/true);
+    Value grad = gradAcc.lookup(update->getOperand(1));
     IRMapping mapping;
     for (auto [i, operand] : llvm::enumerate(update->getOperands()))
       mapping.map(operand,

@@ -29,10 +29,11 @@
 // CHECK: %[[LOSSES:.*]] = strata.add %[[LOSS0]], %[[LOSS1]]
 // CHECK: %[[DW1:.*]] = strata.bias_add_grad
 // CHECK: %[[DW:.*]] = strata.add %[[DW0]], %[[DW1]]
-// The updates run once, on the mean over micro-batches; the mean loss goes
+// After the last micro-batch a gradient is averaged at once; the updates
+// run once, at the end, on the mean over micro-batches; the mean loss goes
 // to stage 0.
+// CHECK-NEXT: %[[MEANDW:.*]] = strata.scale %[[DW]] by 5.000000e-01
 // CHECK: strata.sgd_update %arg4
-// CHECK: %[[MEANDW:.*]] = strata.scale %[[DW]] by 5.000000e-01
 // CHECK: strata.sgd_update %arg5, %[[MEANDW]]
 // CHECK: %[[MEAN:.*]] = strata.scale %[[LOSSES]] by 5.000000e-01
 // CHECK: strata.send %[[MEAN]] to 0 tag 4

@@ -327,11 +327,13 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
       gradients backward; a parameter that another stage reads, e.g. a tied
       embedding, once per step).
     - Each parameter's gradient is summed over the micro-batches in
-      micro-batch order (so every schedule gives bit-identical results),
-      scaled by 1/M, averaged over the stage's replicas with an
-      `all_reduce` when the stages are replicated, and applied once, after
-      the device's last micro-batch. The loss is averaged the same way and
-      sent to device 0, which reports it.
+      micro-batch order (so every schedule gives bit-identical results);
+      right after the last micro-batch's gradient it is scaled by 1/M and,
+      when the stages are replicated, averaged over the stage's replicas
+      with an `all_reduce` (which `--strata-insert-grad-sync` then turns
+      into per-stage buckets overlapping the rest of the backward pass); the
+      update runs once, after the device's last pass. The loss is averaged
+      the same way and sent to device 0, which reports it.
     - The order of each device's passes is the schedule's: `gpipe` (all
       forwards, then all backwards), `1f1b` (PipeDream-Flush: warm-up
       forwards, then one forward and one backward; device d holds at most
