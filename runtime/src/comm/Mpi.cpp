@@ -11,8 +11,9 @@
 // thread, which starts the nonblocking MPI call (MPI_Iallreduce, ...) at once
 // and polls all in-flight operations with MPI_Test, yielding and then
 // sleeping between polls; the caller's thread keeps computing. Operations are
-// started and completed in issue order (an operation's Request completes only
-// after every earlier one of that thread). With MPI_THREAD_MULTIPLE each
+// started in issue order; collectives complete in issue order (a collective's
+// Request completes only after every earlier collective of that thread),
+// sends and receives as soon as they are done. With MPI_THREAD_MULTIPLE each
 // communicator has its own progress thread; with less, every MPI call of the
 // process goes through the engine thread (the one that called
 // MPI_Init_thread), so FUNNELED and SERIALIZED are honoured.
@@ -172,6 +173,8 @@ struct Op {
   double bytes = 0;
   /// A receive: a timed-out one is cancelled instead of breaking the comm.
   bool cancellable = false;
+  /// A send or receive: completes as soon as it is done, not in issue order.
+  bool pointToPoint = false;
   std::shared_ptr<Completion> completion;
 
   /// When `start...` was called: the emulated link starts then.
@@ -351,16 +354,21 @@ private:
       for (auto &op : inflight)
         progressed |= poll(*op, now);
       now = Clock::now();
-      while (!inflight.empty()) {
-        Op &front = *inflight.front();
-        if (front.failed) {
-          front.completion->complete(front.status);
-        } else if (front.transferred && now >= front.readyAt) {
-          front.completion->complete(Status::success());
-        } else {
-          break;
+      // Collectives complete in issue order; a send or receive completes as
+      // soon as it is done: a receive must not wait for an earlier send
+      // whose peer is itself waiting for that receive's data (pipeline
+      // stages exchange activations and gradients in both directions).
+      bool collectivePending = false;
+      for (auto it = inflight.begin(); it != inflight.end();) {
+        Op &op = **it;
+        bool done = op.failed || (op.transferred && now >= op.readyAt);
+        if (!done || (!op.pointToPoint && collectivePending)) {
+          collectivePending |= !op.pointToPoint;
+          ++it;
+          continue;
         }
-        inflight.pop_front();
+        op.completion->complete(op.failed ? op.status : Status::success());
+        it = inflight.erase(it);
         progressed = true;
       }
       if (inflight.empty())
@@ -377,8 +385,10 @@ private:
       if (!queue_.empty())
         continue;
       if (!transferring) {
-        cv_.wait_until(lock, inflight.front()->readyAt,
-                       [&] { return !queue_.empty(); });
+        Clock::time_point first = inflight.front()->readyAt;
+        for (auto &op : inflight)
+          first = std::min(first, op->readyAt);
+        cv_.wait_until(lock, first, [&] { return !queue_.empty(); });
         continue;
       }
       auto idle = now - lastProgress;
@@ -540,6 +550,7 @@ public:
         makeOp("send of " + std::to_string(count) + " floats to rank " +
                std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
     o->bytes = 4.0 * count;
+    o->pointToPoint = true;
     o->start = [state, data, n, peer, tag](MPI_Request *r) {
       return MPI_Isend(const_cast<float *>(data), n, MPI_FLOAT, peer, tag,
                        state->comm, r);
@@ -564,6 +575,7 @@ public:
                     " (tag " + std::to_string(tag) + ")");
     o->bytes = 4.0 * count;
     o->cancellable = true;
+    o->pointToPoint = true;
     int source = peer == kAnySource ? MPI_ANY_SOURCE : peer;
     o->start = [state, data, n, source, tag](MPI_Request *r) {
       return MPI_Irecv(data, n, MPI_FLOAT, source, tag, state->comm, r);

@@ -242,6 +242,40 @@ void checkIssueOrder(Communicator &comm) {
   record("three operations in flight, completed in issue order", ok, detail);
 }
 
+/// Pipeline stages cross transfers: rank 0 has a large send to rank 1 in
+/// flight (rank 1 posts its receive only later) while it waits for a message
+/// from rank 1, which rank 1 sent before waiting for rank 0's next message.
+/// The receive must complete although the earlier send has not: completing
+/// operations strictly in issue order would deadlock here.
+void checkCrossedTransfers(Communicator &comm) {
+  ++gCheckId;
+  if (comm.size() < 2 || comm.rank() > 1) {
+    record("crossed send/recv between two ranks", true, "");
+    return;
+  }
+  const int64_t big = 1 << 20; // above every eager limit
+  std::vector<float> first = dataOf(0, big, 7), answer(16), next(16);
+  std::vector<float> reply = dataOf(1, 16, 8), late(big), got(16);
+  std::string detail;
+  bool ok = true;
+  if (comm.rank() == 0) {
+    auto pending = comm.startSend(first.data(), big, 1, 101);
+    ok = waitOk(comm.startRecv(answer.data(), 16, 1, 102), detail);
+    next = dataOf(0, 16, 9);
+    ok = ok && waitOk(comm.startSend(next.data(), 16, 1, 103), detail);
+    ok = waitOk(std::move(pending), detail) && ok;
+    ok = ok && equal(answer, dataOf(1, 16, 8), detail);
+  } else {
+    auto sent = comm.startSend(reply.data(), 16, 0, 102);
+    ok = waitOk(comm.startRecv(got.data(), 16, 0, 103), detail);
+    ok = ok && waitOk(comm.startRecv(late.data(), big, 0, 101), detail);
+    ok = waitOk(std::move(sent), detail) && ok;
+    ok = ok && equal(got, dataOf(0, 16, 9), detail) &&
+         equal(late, dataOf(0, big, 7), detail);
+  }
+  record("crossed send/recv between two ranks", ok, detail);
+}
+
 void checkBarrier(Communicator &comm) {
   Status s = comm.barrier();
   record("barrier", s.ok(), s.message());
@@ -408,6 +442,7 @@ int main(int argc, char **argv) {
   for (int64_t count : {5, 100000})
     checkSendRecv(*comm, count);
   checkIssueOrder(*comm);
+  checkCrossedTransfers(*comm);
   checkBarrier(*comm);
   if (timing)
     checkEmulation(timeout);
