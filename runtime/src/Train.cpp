@@ -14,6 +14,7 @@
 #include "strata-rt/GradCheck.h"
 #include "strata-rt/Lagging.h"
 #include "strata-rt/Plan.h"
+#include "strata-rt/Profile.h"
 #include "strata-rt/Trace.h"
 
 #include <algorithm>
@@ -224,7 +225,7 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
 /// Runs the steps; stops at the first failure or non-finite loss.
 Status runSteps(const TrainOptions &options, const Straggler &straggler,
                 Executor &executor, const DataSource &data, TrainResult &result,
-                TraceWriter *trace) {
+                TraceWriter *trace, ProfileRecorder *profile) {
   std::FILE *log = options.quiet ? nullptr : options.log;
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
@@ -240,6 +241,8 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       return status;
     if (trace)
       recordTrace(executor, step, *trace);
+    if (profile)
+      profile->record(executor.getLastStepTimes());
     result.steps.push_back({step, loss, elapsed.count()});
     bool finite = std::isfinite(loss);
     if (!finite || i % options.logEvery == 0 || i == options.steps)
@@ -504,6 +507,9 @@ Status train(const TrainOptions &options, TrainResult &result) {
   if (lagging && !options.tracePath.empty())
     return Status::usage("--trace is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
+  if (lagging && !options.profilePath.empty())
+    return Status::usage("--profile is not supported with lagging gradients "
+                         "(a plan with staleness > 0) yet");
   int64_t perReplicaBatch = 0;
   if (const Input *input = plan.findInput(InputRole::Data))
     if (!plan.buffers[input->buffer].desc.shape.empty())
@@ -627,12 +633,22 @@ Status train(const TrainOptions &options, TrainResult &result) {
 
   TraceWriter trace;
   bool tracing = !options.tracePath.empty();
+  ProfileRecorder profile;
+  bool profiling = !options.profilePath.empty();
   if (lagging)
     status = runLaggingSteps(rankOptions, straggler, *executor, *data, *comm,
                              data->getSamplesPerStep(), result);
   else
-    status = runSteps(rankOptions, straggler, *executor, *data, result,
-                      tracing ? &trace : nullptr);
+    status =
+        runSteps(rankOptions, straggler, *executor, *data, result,
+                 tracing ? &trace : nullptr, profiling ? &profile : nullptr);
+  if (status.ok() && profiling) {
+    std::string path = result.rank == 0
+                           ? options.profilePath
+                           : options.profilePath + ".rank" +
+                                 std::to_string(result.rank) + ".json";
+    status = profile.write(executor->getPlan(), executor->getProgram(), path);
+  }
   // A trace of the steps that ran is useful even when a step failed.
   if (tracing) {
     Status written = trace.write(rankOptions.tracePath);

@@ -5,6 +5,7 @@
 //
 //   strata-run PLAN [--steps N] [--seed S] [--threads T] [--init FILE]
 //              [--save FILE] [--resume FILE] [--data FILE] [--trace FILE]
+//              [--profile FILE]
 //              [--log-every K] [--quiet] [--straggler ...] ... (--help)
 //
 // Exit codes: 0 success, 1 run-time failure (I/O, an id out of range, a
@@ -42,6 +43,10 @@ options:
   --data FILE       byte-level text for a language model (default:
                     synthetic data)
   --trace FILE      write a Chrome trace (Perfetto) of every instruction
+  --profile FILE    write the per-layer profile of the steps (forward,
+                    backward and update seconds, activation, stash,
+                    parameter and optimizer bytes; the input of
+                    --strata-partition-pipeline profile=FILE)
   --log-every K     print every K-th step (default 1)
   --quiet           print only the summary
   --emulate-link bandwidth=GB/s,latency=us
@@ -156,6 +161,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--resume", &o.resumePath},
       {"--data", &o.dataPath},
       {"--trace", &o.tracePath},
+      {"--profile", &o.profilePath},
       {"--log-every", &logEvery},
       {"--quiet", nullptr},
       {"--check-gradients", &gradients},

@@ -3,7 +3,7 @@
 // Readers for per-layer profiles the pipeline partitioner consumes, and the
 // partition report. Depends on LLVM Support only (no MLIR).
 //
-// Strata's profile (JSON, what `strata-run --profile` is meant to write and
+// Strata's profile (JSON, what `strata-run --profile` writes and
 // `--strata-partition-pipeline=profile=FILE` / `strata-partition` read):
 //
 //   {"format": "strata-profile", "version": 1,

@@ -43,6 +43,8 @@ struct TrainOptions {
   std::string dataPath;
   /// Where to write a Chrome trace of every executed instruction.
   std::string tracePath;
+  /// Where to write the per-layer profile of the steps (Profile.h).
+  std::string profilePath;
   /// Print every logEvery-th step (and the last).
   int64_t logEvery = 1;
   /// Where progress goes: one line per logged step and a summary; nullptr

@@ -1,0 +1,54 @@
+//===- Profile.h - Per-layer profiles of real steps --------------*- C++
+//-*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// `strata-run --profile FILE` records every instruction's time over the
+// steps it runs and writes Strata's per-layer profile (the format that
+// `--strata-partition-pipeline profile=FILE` and `strata-partition` read,
+// include/strata/Analysis/PipelineProfile.h):
+//
+//   {"format": "strata-profile", "version": 1,
+//    "layers": [{"layer", "name", "forward_seconds", "backward_seconds",
+//                "update_seconds", "activation_bytes", "stash_bytes",
+//                "parameter_bytes", "optimizer_bytes"}, ...],
+//    "edges": [{"from", "to", "bytes"}, ...]}
+//
+// Times are the median over the steps (the first step, which warms caches
+// and commits arena pages, is left out when there are more) of the sum of
+// the layer's instructions of each phase. `activation_bytes` is what a
+// layer's forward instructions write that a later layer's forward reads
+// (the edges), `stash_bytes` what they write that backward reads, and the
+// parameter and optimizer bytes are the layer's parameters and their states.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_PROFILE_H
+#define STRATA_RT_PROFILE_H
+
+#include "strata-rt/Device.h"
+#include "strata-rt/Plan.h"
+#include "strata-rt/Support.h"
+
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+
+class ProfileRecorder {
+public:
+  /// Records one step's instruction times.
+  void record(const std::vector<InstructionTime> &times);
+  /// Writes the profile of `program` (the instructions whose times were
+  /// recorded) to `path`, atomically.
+  Status write(const Plan &plan, const std::vector<Instruction> &program,
+               const std::string &path) const;
+
+private:
+  /// Per step, per instruction, microseconds.
+  std::vector<std::vector<double>> steps;
+};
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_PROFILE_H

@@ -1,0 +1,152 @@
+//===- Profile.cpp - Per-layer profiles of real steps ---------------------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace strata::rt {
+
+using json = nlohmann::json;
+
+void ProfileRecorder::record(const std::vector<InstructionTime> &times) {
+  std::vector<double> us;
+  us.reserve(times.size());
+  for (const InstructionTime &t : times)
+    us.push_back(t.durationUs);
+  steps.push_back(std::move(us));
+}
+
+namespace {
+
+struct LayerEntry {
+  double forward = 0, backward = 0, update = 0;
+  int64_t activation = 0, stash = 0, params = 0, optimizer = 0;
+  bool seen = false;
+};
+
+/// Transfers and collectives: waiting, not the layer's compute (the
+/// partitioner prices communication itself).
+bool isCommunication(const std::string &op) {
+  return op == "send" || op == "recv" || op == "all_reduce" ||
+         op == "all_reduce_start" || op == "all_reduce_wait";
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+} // namespace
+
+Status ProfileRecorder::write(const Plan &plan,
+                              const std::vector<Instruction> &program,
+                              const std::string &path) const {
+  if (steps.empty())
+    return Status::failure(path + ": no step ran, so there is no profile");
+  // Per layer and phase, the per-step sums; then their median.
+  size_t first = steps.size() > 1 ? 1 : 0;
+  std::map<int64_t, LayerEntry> layers;
+  std::map<int64_t, std::vector<double>> forward, backward, update;
+  for (size_t s = first; s < steps.size(); ++s) {
+    std::map<int64_t, double> f, b, u;
+    for (size_t i = 0; i < program.size() && i < steps[s].size(); ++i) {
+      const Instruction &inst = program[i];
+      if (inst.layer < 0 || isCommunication(inst.op))
+        continue;
+      double seconds = steps[s][i] * 1e-6;
+      if (inst.phase == "backward")
+        b[inst.layer] += seconds;
+      else if (inst.phase == "update")
+        u[inst.layer] += seconds;
+      else
+        f[inst.layer] += seconds;
+      layers[inst.layer].seen = true;
+    }
+    for (auto &[layer, entry] : layers) {
+      forward[layer].push_back(f[layer]);
+      backward[layer].push_back(b[layer]);
+      update[layer].push_back(u[layer]);
+    }
+  }
+  for (auto &[layer, entry] : layers) {
+    entry.forward = median(forward[layer]);
+    entry.backward = median(backward[layer]);
+    entry.update = median(update[layer]);
+  }
+  // Tensors: who writes each buffer in forward, who reads it.
+  std::map<int64_t, int64_t> forwardWriter;
+  for (const Instruction &inst : program)
+    if (inst.layer >= 0 && inst.phase != "backward" && inst.phase != "update")
+      for (int64_t out : inst.out)
+        forwardWriter[out] = inst.layer;
+  std::map<std::pair<int64_t, int64_t>, int64_t> edges;
+  std::set<std::pair<int64_t, int64_t>> counted; // (buffer, consumer layer)
+  std::set<int64_t> stashed;
+  for (const Instruction &inst : program) {
+    if (inst.layer < 0 || isCommunication(inst.op))
+      continue;
+    for (int64_t in : inst.in) {
+      auto it = forwardWriter.find(in);
+      if (it == forwardWriter.end())
+        continue;
+      int64_t from = it->second, bytes = plan.buffers[in].bytes;
+      if (!layers.count(from))
+        continue;
+      if (inst.phase == "backward") {
+        if (stashed.insert(in).second)
+          layers[from].stash += bytes;
+      } else if (inst.phase != "update" && inst.layer != from &&
+                 counted.insert({in, inst.layer}).second) {
+        edges[{from, inst.layer}] += bytes;
+      }
+    }
+  }
+  for (auto &[key, bytes] : edges)
+    if (layers.count(key.first))
+      layers[key.first].activation += bytes;
+  std::map<std::string, int64_t> layerOfParam;
+  for (const Parameter &param : plan.parameters) {
+    layerOfParam[param.name] = param.layer;
+    // Only the layers this rank's program computes (a pipeline stage's).
+    if (layers.count(param.layer))
+      layers[param.layer].params += plan.buffers[param.buffer].bytes;
+  }
+  for (const State &state : plan.states) {
+    auto it = layerOfParam.find(state.param);
+    if (it != layerOfParam.end() && layers.count(it->second))
+      layers[it->second].optimizer += plan.buffers[state.buffer].bytes;
+  }
+  json list = json::array();
+  for (auto &[layer, e] : layers)
+    list.push_back({{"layer", layer},
+                    {"forward_seconds", e.forward},
+                    {"backward_seconds", e.backward},
+                    {"update_seconds", e.update},
+                    {"activation_bytes", e.activation},
+                    {"stash_bytes", e.stash},
+                    {"parameter_bytes", e.params},
+                    {"optimizer_bytes", e.optimizer}});
+  json edgeList = json::array();
+  for (auto &[key, bytes] : edges)
+    edgeList.push_back(
+        {{"from", key.first}, {"to", key.second}, {"bytes", bytes}});
+  json root = {
+      {"format", "strata-profile"},         {"version", 1},
+      {"producer", "strata-run --profile"}, {"model", plan.model},
+      {"steps", steps.size() - first},      {"layers", std::move(list)},
+      {"edges", std::move(edgeList)}};
+  return writeFileAtomically(path, root.dump(1) + "\n");
+}
+
+} // namespace strata::rt
