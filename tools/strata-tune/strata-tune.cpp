@@ -523,6 +523,8 @@ int main(int argc, char **argv) {
           *saveTable << "inf\n";
         else
           *saveTable << llvm::formatv("{0:e}", trial.cost) << "\n";
+        // An interrupted exhaustive run keeps what it measured.
+        saveTable->flush();
       }
       auto now = std::chrono::steady_clock::now();
       if (quiet || std::chrono::duration<double>(now - lastReport).count() < 2)

@@ -125,6 +125,7 @@ TEST(TuneSpace, LegalStatesMapToValidTilings) {
       EXPECT_LE(t.mc * t.kc * 4, c.l2 / 2);
       EXPECT_LE(t.kc * t.nc * 4, c.l3 / 2);
       EXPECT_LE(t.kc, p.k);
+      EXPECT_GE(t.kc, std::min<int64_t>(p.k, space.options().minKc));
     }
     EXPECT_GT(legal, 0u) << text;
     bool found = false;
@@ -132,6 +133,45 @@ TEST(TuneSpace, LegalStatesMapToValidTilings) {
     EXPECT_TRUE(found) << text;
     EXPECT_TRUE(space.isLegal(init)) << text;
   }
+}
+
+// Degenerate k blocks (kc below min(k, minKc)) are illegal; minKc = 1 keeps
+// them, and a k below minKc allows only kc = k.
+TEST(TuneSpace, SmallKcIsPruned) {
+  GemmProblem p = problem("128x768x768");
+  TileSpace pruned(p);
+  SpaceOptions all;
+  all.minKc = 1;
+  TileSpace full(p, all);
+  uint64_t legalPruned = 0, legalFull = 0, smallKc = 0;
+  for (uint64_t i = 0, e = full.size(); i < e; i += 7) {
+    TileState s = full.stateAt(i);
+    bool legal = full.isLegal(s);
+    legalFull += legal;
+    std::string why;
+    bool legalHere = pruned.isLegal(s, &why);
+    legalPruned += legalHere;
+    if (legal && full.cpuTiling(s).kc < 16) {
+      ++smallKc;
+      EXPECT_FALSE(legalHere) << s.str();
+      EXPECT_NE(why.find("below min(k, 16)"), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(legal, legalHere) << s.str();
+    }
+  }
+  EXPECT_GT(smallKc, 0u);
+  EXPECT_EQ(legalPruned + smallKc, legalFull);
+
+  TileSpace tiny(problem("256x256x8"));
+  uint64_t legal = 0;
+  for (uint64_t i = 0, e = tiny.size(); i < e; ++i) {
+    TileState s = tiny.stateAt(i);
+    if (!tiny.isLegal(s))
+      continue;
+    ++legal;
+    EXPECT_EQ(tiny.cpuTiling(s).kc, 8) << s.str();
+  }
+  EXPECT_GT(legal, 0u);
 }
 
 TEST(TuneSpace, CudaStatesMapToLegalCudaTilings) {
