@@ -5,7 +5,7 @@
 //               [--seed S] [--threads T] [--repeats R] [--samples P]
 //               [--levels M,N,K] [--cost measured|model] [--force]
 //               [--history FILE] [--list] [--quiet]
-//               [--save-cost-table FILE] [--cost-table FILE]
+//               [--save-cost-table FILE] [--cost-table FILE] [--shuffle]
 //
 // Collects the distinct GEMMs of the models' matmuls (forward and backward
 // of a training step alike; a SHAPE is MxNxK[:bB][:ta][:tb]) and searches the
@@ -18,7 +18,10 @@
 //
 // A cost table (--save-cost-table) keeps the time of every state a search
 // measured, one line "GEMM mc,nc,kc,mr,nr SECONDS" per kernel configuration
-// (the format --measure prints; '#' starts a comment). --cost-table replays
+// (the format --measure prints; '#' starts a comment; a tiling listed more
+// than once counts with its least time, so passes of --shuffle exhaustive
+// runs appended to one table give the minimum of repeated measurements of
+// every state). --cost-table replays
 // a search over such a table instead of measuring: every trial looks up the
 // time of the state the search asks for, so different algorithms and seeds
 // see exactly the same costs. A replay prints one result line per GEMM and
@@ -123,6 +126,11 @@ static cl::opt<std::string> costTablePath(
     cl::desc("Replay the search over this cost table instead of measuring; "
              "no database"),
     cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool> shuffle(
+    "shuffle",
+    cl::desc("Exhaustive: measure the legal states in an order shuffled by "
+             "--seed (spreads a changing machine load over the space)"),
+    cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
                            cl::cat(category));
 
@@ -199,9 +207,11 @@ static CostTable loadCostTable(StringRef path) {
       seconds = HUGE_VAL;
     else if (fields[2].getAsDouble(seconds) || !(seconds > 0))
       corrupt("invalid time '" + fields[2] + "'");
+    // A tiling measured more than once (several exhaustive passes appended
+    // to one table) keeps its least time.
     auto [it, inserted] = table[problem.str()].try_emplace(key, seconds);
-    if (!inserted && it->second != seconds)
-      corrupt("two different times for " + fields[0] + " " + fields[1]);
+    if (!inserted)
+      it->second = std::min(it->second, seconds);
   }
   return table;
 }
@@ -258,6 +268,7 @@ int main(int argc, char **argv) {
                 "' (gbfs, na2c, random, exhaustive)");
   search.seed = seed;
   search.gbfsSamples = samples;
+  search.exhaustiveShuffle = shuffle;
   search.maxTrials = 0;
   for (StringRef part : llvm::split(StringRef(budget), ',')) {
     part = part.trim();

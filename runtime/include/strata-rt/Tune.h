@@ -227,6 +227,10 @@ struct SearchOptions {
   double a2cCriticRate = 0.05;
   double a2cDiscount = 0.9;
   double a2cEpsilon = 0.3;
+  /// Exhaustive: measure the legal states in an order shuffled by `seed`
+  /// (spreads a changing machine load over the space) instead of in index
+  /// order.
+  bool exhaustiveShuffle = false;
   /// Called after every trial (progress reports).
   std::function<void(const Trial &)> onTrial;
 };

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -240,6 +241,38 @@ TEST(TuneSearch, ExhaustiveMeasuresEveryLegalStateOnce) {
   ASSERT_TRUE(r.found);
   EXPECT_EQ(r.bestCost, 1.0);
   EXPECT_EQ(space.key(r.best), (std::array<int64_t, 5>{64, 128, 64, 8, 32}));
+}
+
+// A shuffled exhaustive search measures the same states, each once, in a
+// different order that depends on the seed, and finds the same optimum.
+TEST(TuneSearch, ShuffledExhaustiveCoversTheSpaceInAnotherOrder) {
+  TileSpace space(problem("256x256x256"));
+  CostFunction cost = syntheticCost(space, {64, 128, 64, 8, 32});
+  SearchOptions options;
+  options.algorithm = Algorithm::Exhaustive;
+  options.maxTrials = 0;
+  SearchResult inOrder = search(space, cost, options);
+  options.exhaustiveShuffle = true;
+  options.seed = 1;
+  SearchResult shuffled = search(space, cost, options);
+  options.seed = 2;
+  SearchResult other = search(space, cost, options);
+  EXPECT_TRUE(shuffled.complete);
+  ASSERT_EQ(shuffled.trials, inOrder.trials);
+  EXPECT_EQ(shuffled.bestCost, inOrder.bestCost);
+  EXPECT_EQ(space.key(shuffled.best), space.key(inOrder.best));
+  std::vector<TileState> a, b, c;
+  for (const Trial &t : inOrder.history)
+    a.push_back(t.state);
+  for (const Trial &t : shuffled.history)
+    b.push_back(t.state);
+  for (const Trial &t : other.history)
+    c.push_back(t.state);
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, c);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
 }
 
 TEST(TuneSearch, GbfsAndNa2cFindTheKnownOptimum) {
