@@ -103,7 +103,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--remeasure", action="store_true")
-    ap.add_argument("--passes", type=int, default=2,
+    ap.add_argument("--passes", type=int, default=3,
                     help="exhaustive measurements of every state; the "
                     "replay uses the least time of each")
     ap.add_argument("--gemms", nargs="*", default=[g for g, _ in GEMMS])
@@ -254,7 +254,7 @@ def main():
       "`within 5% @1%`: seeds whose best after 1% of the space is within 5% "
       "of the exhaustive best. `random (exact)` is the probability that "
       "uniform sampling without replacement of 1% of the space hits one of "
-      "the configurations within 5%, computed from the table.\n")
+      "the configurations within 5% (10%), computed from the table.\n")
     header = " | ".join(f"{f * 100:g}% ({t})" for f, t in
                         zip(FRACTIONS, rows[0][6]))
     for gemm, meta, n, best, best_tiling, good, budgets, times in rows:
@@ -262,17 +262,21 @@ def main():
           + ", ".join(f"{f * 100:g}%: {t}" for f, t in zip(FRACTIONS, budgets))
           + ")\n")
         w("| algorithm | " + " | ".join(f"{f * 100:g}%" for f in FRACTIONS)
-          + " | within 5% @1% |")
-        w("| --- | " + " | ".join("---:" for _ in FRACTIONS) + " | ---: |")
+          + " | within 5% @1% | within 10% @1% |")
+        w("| --- | " + " | ".join("---:" for _ in FRACTIONS)
+          + " | ---: | ---: |")
         for algorithm in ALGORITHMS:
             r = curves[(gemm, algorithm)]
             cells = [f"{sum(r[f]) / len(r[f]):.3f} ({max(r[f]):.2f})"
                      for f in FRACTIONS]
             hit = sum(1 for x in r[0.01] if x <= GOAL)
+            hit10 = sum(1 for x in r[0.01] if x <= 1.10)
             w(f"| {algorithm} | " + " | ".join(cells)
-              + f" | {hit}/{len(r[0.01])} |")
+              + f" | {hit}/{len(r[0.01])} | {hit10}/{len(r[0.01])} |")
         p = hit_probability(n, good, budgets[1])
-        w(f"| random (exact) | | | | | {p:.2f} |")
+        good10 = sum(1 for x in times if x <= 1.10 * best)
+        p10 = hit_probability(n, good10, budgets[1])
+        w(f"| random (exact) | | | | | {p:.2f} | {p10:.2f} |")
         w("")
     w("## Summary: goal \"within 5% of the exhaustive best after 1% of the "
       "space\"\n")
