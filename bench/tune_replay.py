@@ -103,7 +103,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--remeasure", action="store_true")
-    ap.add_argument("--passes", type=int, default=3,
+    ap.add_argument("--passes", type=int, default=2,
                     help="exhaustive measurements of every state; the "
                     "replay uses the least time of each")
     ap.add_argument("--gemms", nargs="*", default=[g for g, _ in GEMMS])
