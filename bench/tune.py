@@ -200,6 +200,13 @@ def main():
     w("")
 
     # Per-GEMM table.
+    w("**Superseded comparison.** The best-vs-trials tables below compare "
+      "searches measured at different times under a changing load; the "
+      "sound comparison is [`tune-replay.md`](tune-replay.md) "
+      "(`bench/tune_replay.py`): every legal state of three gpt2-small GEMMs "
+      "measured once, then G-BFS, N-A2C and random replayed over that one "
+      "table (`strata-tune --cost-table`) for ten seeds each, against the "
+      "exact exhaustive best.\n")
     w("**Reading these numbers.** Each search measures its tilings while "
       "other jobs use the same two cores, and that load changes over the "
       "run: a search's times (and the best-vs-trials curves, which compare "

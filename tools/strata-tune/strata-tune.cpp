@@ -5,6 +5,7 @@
 //               [--seed S] [--threads T] [--repeats R] [--samples P]
 //               [--levels M,N,K] [--cost measured|model] [--force]
 //               [--history FILE] [--list] [--quiet]
+//               [--save-cost-table FILE] [--cost-table FILE] [--shuffle]
 //
 // Collects the distinct GEMMs of the models' matmuls (forward and backward
 // of a training step alike; a SHAPE is MxNxK[:bB][:ta][:tb]) and searches the
@@ -14,6 +15,17 @@
 // The database (JSON, include/strata/Target/TuningDatabase.h) is rewritten
 // atomically after every GEMM, so an interrupted run keeps what it finished
 // and a second run skips the GEMMs already in it.
+//
+// A cost table (--save-cost-table) keeps the time of every state a search
+// measured, one line "GEMM mc,nc,kc,mr,nr SECONDS" per kernel configuration
+// (the format --measure prints; '#' starts a comment; a tiling listed more
+// than once counts with its least time, so passes of --shuffle exhaustive
+// runs appended to one table give the minimum of repeated measurements of
+// every state). --cost-table replays
+// a search over such a table instead of measuring: every trial looks up the
+// time of the state the search asks for, so different algorithms and seeds
+// see exactly the same costs. A replay prints one result line per GEMM and
+// writes no database; a state missing from the table is an error.
 //
 // Exit codes: 0 success, 1 tuning failure, 2 usage error, 3 unreadable or
 // invalid model or database (or one tuned for another target or machine).
@@ -105,6 +117,20 @@ static cl::list<std::string>
                    cl::value_desc("tiling"), cl::cat(category));
 static cl::opt<int> rounds("rounds", cl::desc("--measure: round-robin passes"),
                            cl::init(3), cl::cat(category));
+static cl::opt<std::string> saveCostTablePath(
+    "save-cost-table",
+    cl::desc("Append the time of every measured state to this cost table"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> costTablePath(
+    "cost-table",
+    cl::desc("Replay the search over this cost table instead of measuring; "
+             "no database"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool> shuffle(
+    "shuffle",
+    cl::desc("Exhaustive: measure the legal states in an order shuffled by "
+             "--seed (spreads a changing machine load over the space)"),
+    cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
                            cl::cat(category));
 
@@ -130,6 +156,64 @@ static void collectModel(MLIRContext &ctx, StringRef path,
   if (!module)
     fail(3, "cannot parse '" + path + "'");
   module->walk([&](MatmulOp op) { ++keys[getGemmKey(op)]; });
+}
+
+/// A tiling (the five numbers of TileSpace::key) as "mc,nc,kc,mr,nr".
+static std::string tilingText(const std::array<int64_t, 5> &key) {
+  return llvm::formatv("{0},{1},{2},{3},{4}", key[0], key[1], key[2], key[3],
+                       key[4])
+      .str();
+}
+
+/// Measured seconds per GEMM (GemmKey::str()) and tiling.
+using CostTable =
+    std::map<std::string, std::map<std::array<int64_t, 5>, double>>;
+
+/// Reads a cost table written by --save-cost-table; exits with code 3 when
+/// the file cannot be read or a line is malformed.
+static CostTable loadCostTable(StringRef path) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
+  if (!file)
+    fail(3, "cannot read cost table '" + path + "': " + error);
+  CostTable table;
+  int lineNo = 0;
+  for (StringRef line : llvm::split(file->getBuffer(), '\n')) {
+    ++lineNo;
+    line = line.split('#').first.trim();
+    if (line.empty())
+      continue;
+    auto corrupt = [&](const llvm::Twine &why) {
+      fail(3, "corrupt cost table '" + path + "' line " + llvm::Twine(lineNo) +
+                  ": " + why + " (expected 'GEMM mc,nc,kc,mr,nr SECONDS')");
+    };
+    SmallVector<StringRef> fields;
+    line.split(fields, ' ', -1, /*KeepEmpty=*/false);
+    if (fields.size() != 3)
+      corrupt("expected three fields, got " + llvm::Twine(fields.size()));
+    tune::GemmProblem problem;
+    if (!tune::parseGemmProblem(fields[0].str(), problem).empty())
+      corrupt("invalid GEMM '" + fields[0] + "'");
+    SmallVector<StringRef> numbers;
+    fields[1].split(numbers, ',');
+    std::array<int64_t, 5> key = {};
+    if (numbers.size() != 5)
+      corrupt("invalid tiling '" + fields[1] + "'");
+    for (int i = 0; i < 5; ++i)
+      if (numbers[i].getAsInteger(10, key[i]) || key[i] <= 0)
+        corrupt("invalid tiling '" + fields[1] + "'");
+    double seconds = 0;
+    if (fields[2] == "inf")
+      seconds = HUGE_VAL;
+    else if (fields[2].getAsDouble(seconds) || !(seconds > 0))
+      corrupt("invalid time '" + fields[2] + "'");
+    // A tiling measured more than once (several exhaustive passes appended
+    // to one table) keeps its least time.
+    auto [it, inserted] = table[problem.str()].try_emplace(key, seconds);
+    if (!inserted)
+      it->second = std::min(it->second, seconds);
+  }
+  return table;
 }
 
 static tune::GemmProblem toProblem(const GemmKey &key) {
@@ -184,6 +268,7 @@ int main(int argc, char **argv) {
                 "' (gbfs, na2c, random, exhaustive)");
   search.seed = seed;
   search.gbfsSamples = samples;
+  search.exhaustiveShuffle = shuffle;
   search.maxTrials = 0;
   for (StringRef part : llvm::split(StringRef(budget), ',')) {
     part = part.trim();
@@ -308,9 +393,22 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  // Replay over a cost table instead of measuring (no database).
+  bool replay = !costTablePath.empty();
+  CostTable costTable;
+  if (replay) {
+    if (!saveCostTablePath.empty())
+      fail(2, "--cost-table replays a table; it cannot be combined with "
+              "--save-cost-table");
+    if (gpuTarget || costKind != "measured")
+      fail(2, "--cost-table replays measured CPU times; it cannot be "
+              "combined with a GPU target or --cost model");
+    costTable = loadCostTable(costTablePath);
+  }
+
   // Database.
   TuningDatabase db = fresh;
-  if (llvm::sys::fs::exists(dbPath)) {
+  if (!replay && llvm::sys::fs::exists(dbPath)) {
     llvm::Expected<TuningDatabase> loaded = loadTuningDatabase(dbPath);
     if (!loaded)
       fail(3, "corrupt tuning database: " + llvm::toString(loaded.takeError()) +
@@ -334,6 +432,15 @@ int main(int argc, char **argv) {
     if (ec)
       fail(1, "cannot write '" + historyPath + "': " + ec.message());
   }
+  std::unique_ptr<llvm::raw_fd_ostream> saveTable;
+  if (!saveCostTablePath.empty()) {
+    std::error_code ec;
+    saveTable = std::make_unique<llvm::raw_fd_ostream>(
+        saveCostTablePath, ec,
+        llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
+    if (ec)
+      fail(1, "cannot write '" + saveCostTablePath + "': " + ec.message());
+  }
 
   int index = 0, tuned = 0, skipped = 0;
   for (const auto &entryOfKeys : keys) {
@@ -342,7 +449,7 @@ int main(int argc, char **argv) {
     std::string label = llvm::formatv("[{0}/{1}] {2} {3}", index, keys.size(),
                                       key.dtype, key.str())
                             .str();
-    if (!force && db.find(key)) {
+    if (!replay && !force && db.find(key)) {
       ++skipped;
       if (!quiet)
         llvm::errs() << label << ": in the database, skipped\n";
@@ -356,7 +463,14 @@ int main(int argc, char **argv) {
     tune::GemmProblem problem = toProblem(key);
     tune::TileSpace tileSpace(problem, space);
     std::unique_ptr<tune::GemmMeasurer> measurer;
-    if (measured) {
+    const std::map<std::array<int64_t, 5>, double> *replayCosts = nullptr;
+    if (replay) {
+      auto it = costTable.find(problem.str());
+      if (it == costTable.end())
+        fail(1, label + ": cost table '" + costTablePath +
+                    "' has no times for this GEMM");
+      replayCosts = &it->second;
+    } else if (measured) {
       tune::MeasureOptions mo;
       mo.threads = threads;
       mo.repeats = repeats;
@@ -368,6 +482,16 @@ int main(int argc, char **argv) {
     tune::CostFunction cost = [&](const tune::TileState &s) {
       if (gpuTarget)
         return tune::modelCudaSeconds(problem, tileSpace.cudaTiling(s), gpu);
+      if (replayCosts) {
+        auto it = replayCosts->find(tileSpace.key(s));
+        if (it == replayCosts->end())
+          fail(1, label + ": cost table '" + costTablePath +
+                      "' has no time for tiling " +
+                      tilingText(tileSpace.key(s)) + " (state " + s.str() +
+                      "); measure every legal state with --algorithm "
+                      "exhaustive --budget 0 --save-cost-table");
+        return it->second;
+      }
       GemmTiling t = tileSpace.cpuTiling(s);
       if (measurer)
         return measurer->measure(t);
@@ -375,7 +499,7 @@ int main(int argc, char **argv) {
                                    cpuPeakGflops, cpuBandwidth);
     };
     double defaultSeconds = -1;
-    if (!gpuTarget) {
+    if (!gpuTarget && !replay) {
       GemmTiling d;
       defaultSeconds =
           measurer
@@ -403,6 +527,16 @@ int main(int argc, char **argv) {
             "\"elapsed\": {6:F3}}\n",
             key.str(), tune::algorithmName(search.algorithm), search.seed,
             trial.index, trial.cost, trial.bestCost, trial.elapsed);
+      if (saveTable) {
+        *saveTable << problem.str() << " "
+                   << tilingText(tileSpace.key(trial.state)) << " ";
+        if (std::isinf(trial.cost))
+          *saveTable << "inf\n";
+        else
+          *saveTable << llvm::formatv("{0:e}", trial.cost) << "\n";
+        // An interrupted exhaustive run keeps what it measured.
+        saveTable->flush();
+      }
       auto now = std::chrono::steady_clock::now();
       if (quiet || std::chrono::duration<double>(now - lastReport).count() < 2)
         return;
@@ -415,6 +549,18 @@ int main(int argc, char **argv) {
     tune::SearchResult result = tune::search(tileSpace, cost, search);
     if (!result.found)
       fail(1, label + ": no legal tiling could be measured");
+    if (saveTable)
+      saveTable->flush();
+    if (replay) {
+      llvm::outs() << llvm::formatv(
+          "{0} {1} seed={2} trials={3} best={4:e} tiling={5}{6}\n",
+          problem.str(), tune::algorithmName(search.algorithm), search.seed,
+          result.trials, result.bestCost,
+          tilingText(tileSpace.key(result.best)),
+          result.complete ? " complete" : "");
+      ++tuned;
+      continue;
+    }
 
     TuningEntry entry;
     entry.key = key;
@@ -465,7 +611,10 @@ int main(int argc, char **argv) {
                                     result.trials, result.seconds);
     }
   }
-  if (!quiet)
+  if (!quiet && replay)
+    llvm::errs() << "strata-tune: " << tuned << " replayed over '"
+                 << costTablePath << "'\n";
+  else if (!quiet)
     llvm::errs() << "strata-tune: " << tuned << " tuned, " << skipped
                  << " already in '" << dbPath << "'\n";
   return 0;

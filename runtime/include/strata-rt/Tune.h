@@ -109,6 +109,12 @@ struct SpaceOptions {
   /// CPU legality: a kc x nr panel of B must fit in L1, an mc x kc block of A
   /// in half of L2, a kc x nc block of B in half of L3.
   CacheSizes caches;
+  /// CPU legality: kc of at least min(k, minKc). The micro-kernel loads and
+  /// stores its mr x nr block of C once per kc block, so below 16 that
+  /// traffic and the packing per block dominate: measured at 128x768x768 on
+  /// the AVX-512 kernel, kc = 1, 2, 4, 8 ran 15x, 8x, 4.4x, 2.6x slower than
+  /// kc >= 64, kc = 16 1.7x (bench/tune-replay.md). 1 keeps every kc.
+  int64_t minKc = 16;
 };
 
 /// factors[d][l]: dimension d (0 = m, 1 = n, 2 = k), level l (0 = outermost).
@@ -221,6 +227,10 @@ struct SearchOptions {
   double a2cCriticRate = 0.05;
   double a2cDiscount = 0.9;
   double a2cEpsilon = 0.3;
+  /// Exhaustive: measure the legal states in an order shuffled by `seed`
+  /// (spreads a changing machine load over the space) instead of in index
+  /// order.
+  bool exhaustiveShuffle = false;
   /// Called after every trial (progress reports).
   std::function<void(const Trial &)> onTrial;
 };

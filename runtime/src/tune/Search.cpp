@@ -204,13 +204,31 @@ void searchRandom(Evaluator &ev, Rng &rng) {
   }
 }
 
-void searchExhaustive(Evaluator &ev) {
-  for (uint64_t i = 0, e = ev.space.size(); i < e; ++i) {
+void searchExhaustive(Evaluator &ev, Rng &rng) {
+  if (!ev.options.exhaustiveShuffle) {
+    for (uint64_t i = 0, e = ev.space.size(); i < e; ++i) {
+      if (ev.exhausted())
+        return;
+      TileState s = ev.space.stateAt(i);
+      if (ev.space.isLegal(s))
+        ev.eval(s);
+    }
+    ev.result.complete = true;
+    return;
+  }
+  // The legal states in a seeded random order (Fisher-Yates), so that a
+  // machine load drifting during the run is spread over the whole space
+  // instead of following the enumeration order.
+  std::vector<uint64_t> legal;
+  for (uint64_t i = 0, e = ev.space.size(); i < e; ++i)
+    if (ev.space.isLegal(ev.space.stateAt(i)))
+      legal.push_back(i);
+  for (size_t i = legal.size(); i > 1; --i)
+    std::swap(legal[i - 1], legal[rng.below(i)]);
+  for (uint64_t i : legal) {
     if (ev.exhausted())
       return;
-    TileState s = ev.space.stateAt(i);
-    if (ev.space.isLegal(s))
-      ev.eval(s);
+    ev.eval(ev.space.stateAt(i));
   }
   ev.result.complete = true;
 }
@@ -422,7 +440,7 @@ SearchResult search(const TileSpace &space, const CostFunction &cost,
     searchRandom(ev, rng);
     break;
   case Algorithm::Exhaustive:
-    searchExhaustive(ev);
+    searchExhaustive(ev, rng);
     break;
   }
   result.seconds = ev.elapsed();

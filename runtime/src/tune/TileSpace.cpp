@@ -310,6 +310,9 @@ bool TileSpace::isLegal(const TileState &s, std::string *why) const {
   std::string error = verifyGemmTiling(t);
   if (!error.empty())
     return fail(error);
+  if (t.kc < std::min(problem_.k, options_.minKc))
+    return fail("kc=" + std::to_string(t.kc) + " below min(k, " +
+                std::to_string(options_.minKc) + ")");
   const CacheSizes &c = options_.caches;
   if (t.kc * t.nr * 4 > c.l1)
     return fail("kc x nr panel of B exceeds L1");

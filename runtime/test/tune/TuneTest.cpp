@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -125,6 +126,7 @@ TEST(TuneSpace, LegalStatesMapToValidTilings) {
       EXPECT_LE(t.mc * t.kc * 4, c.l2 / 2);
       EXPECT_LE(t.kc * t.nc * 4, c.l3 / 2);
       EXPECT_LE(t.kc, p.k);
+      EXPECT_GE(t.kc, std::min<int64_t>(p.k, space.options().minKc));
     }
     EXPECT_GT(legal, 0u) << text;
     bool found = false;
@@ -132,6 +134,45 @@ TEST(TuneSpace, LegalStatesMapToValidTilings) {
     EXPECT_TRUE(found) << text;
     EXPECT_TRUE(space.isLegal(init)) << text;
   }
+}
+
+// Degenerate k blocks (kc below min(k, minKc)) are illegal; minKc = 1 keeps
+// them, and a k below minKc allows only kc = k.
+TEST(TuneSpace, SmallKcIsPruned) {
+  GemmProblem p = problem("128x768x768");
+  TileSpace pruned(p);
+  SpaceOptions all;
+  all.minKc = 1;
+  TileSpace full(p, all);
+  uint64_t legalPruned = 0, legalFull = 0, smallKc = 0;
+  for (uint64_t i = 0, e = full.size(); i < e; i += 7) {
+    TileState s = full.stateAt(i);
+    bool legal = full.isLegal(s);
+    legalFull += legal;
+    std::string why;
+    bool legalHere = pruned.isLegal(s, &why);
+    legalPruned += legalHere;
+    if (legal && full.cpuTiling(s).kc < 16) {
+      ++smallKc;
+      EXPECT_FALSE(legalHere) << s.str();
+      EXPECT_NE(why.find("below min(k, 16)"), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(legal, legalHere) << s.str();
+    }
+  }
+  EXPECT_GT(smallKc, 0u);
+  EXPECT_EQ(legalPruned + smallKc, legalFull);
+
+  TileSpace tiny(problem("256x256x8"));
+  uint64_t legal = 0;
+  for (uint64_t i = 0, e = tiny.size(); i < e; ++i) {
+    TileState s = tiny.stateAt(i);
+    if (!tiny.isLegal(s))
+      continue;
+    ++legal;
+    EXPECT_EQ(tiny.cpuTiling(s).kc, 8) << s.str();
+  }
+  EXPECT_GT(legal, 0u);
 }
 
 TEST(TuneSpace, CudaStatesMapToLegalCudaTilings) {
@@ -200,6 +241,38 @@ TEST(TuneSearch, ExhaustiveMeasuresEveryLegalStateOnce) {
   ASSERT_TRUE(r.found);
   EXPECT_EQ(r.bestCost, 1.0);
   EXPECT_EQ(space.key(r.best), (std::array<int64_t, 5>{64, 128, 64, 8, 32}));
+}
+
+// A shuffled exhaustive search measures the same states, each once, in a
+// different order that depends on the seed, and finds the same optimum.
+TEST(TuneSearch, ShuffledExhaustiveCoversTheSpaceInAnotherOrder) {
+  TileSpace space(problem("256x256x256"));
+  CostFunction cost = syntheticCost(space, {64, 128, 64, 8, 32});
+  SearchOptions options;
+  options.algorithm = Algorithm::Exhaustive;
+  options.maxTrials = 0;
+  SearchResult inOrder = search(space, cost, options);
+  options.exhaustiveShuffle = true;
+  options.seed = 1;
+  SearchResult shuffled = search(space, cost, options);
+  options.seed = 2;
+  SearchResult other = search(space, cost, options);
+  EXPECT_TRUE(shuffled.complete);
+  ASSERT_EQ(shuffled.trials, inOrder.trials);
+  EXPECT_EQ(shuffled.bestCost, inOrder.bestCost);
+  EXPECT_EQ(space.key(shuffled.best), space.key(inOrder.best));
+  std::vector<TileState> a, b, c;
+  for (const Trial &t : inOrder.history)
+    a.push_back(t.state);
+  for (const Trial &t : shuffled.history)
+    b.push_back(t.state);
+  for (const Trial &t : other.history)
+    c.push_back(t.state);
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, c);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
 }
 
 TEST(TuneSearch, GbfsAndNa2cFindTheKnownOptimum) {
