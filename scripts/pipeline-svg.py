@@ -16,6 +16,7 @@ green, update grey, communication (recv waits, all-reduces) red.
 """
 import argparse
 import html
+import re
 import json
 import sys
 
@@ -32,7 +33,11 @@ def load(paths, step):
     rows = {}    # (pid, tid) -> list of (start, dur, name, cat)
     names = {}   # (pid, tid) -> label
     procs = {}   # pid -> process label
-    for path in paths:
+    for index, path in enumerate(paths):
+        # strata-run writes one file per rank (FILE, FILE.rankR.json), each
+        # numbering its own process 0: rows of different files stay apart.
+        m = re.search(r"\.rank(\d+)\.json$", path)
+        file_rank = int(m.group(1)) if m else (0 if index == 0 else index)
         try:
             trace = json.load(open(path))
         except (OSError, ValueError) as e:
@@ -42,13 +47,17 @@ def load(paths, step):
         if events is None:
             sys.exit("pipeline-svg: %s: no traceEvents" % path)
         for e in events:
-            key = (e.get("pid", 0), e.get("tid", 0))
+            pid = e.get("pid", 0)
+            if len(paths) > 1:
+                pid = file_rank
+            key = (pid, e.get("tid", 0))
             if e.get("ph") == "M":
                 label = e.get("args", {}).get("name", "")
                 if e.get("name") == "thread_name":
                     names[key] = label
                 elif e.get("name") == "process_name":
-                    procs[key[0]] = label
+                    procs[key[0]] = ("rank %d" % file_rank if len(paths) > 1
+                                     else label)
                 continue
             if e.get("ph") != "X":
                 continue

@@ -58,6 +58,8 @@ struct TimedAction {
   ActionKey key;
   int64_t device = 0;
   double start = 0, end = 0;
+  /// A transfer into `device` for action `key` (else the action itself).
+  bool transfer = false;
 };
 
 class Scheduler {
@@ -132,6 +134,19 @@ private:
   std::map<ActionKey, SmallVector<Operation *>> emitted;
   ActionKey current;
 };
+
+/// Scheduler invariants: the linearization emits producers (and sends)
+/// before their users, so these lookups cannot miss.
+template <typename Map>
+static auto lookupOrDie(const Map &map, const typename Map::key_type &key,
+                        const char *what) {
+  auto it = map.find(key);
+  if (it == map.end())
+    llvm::report_fatal_error(
+        llvm::Twine("--strata-schedule-pipeline: internal error: ") + what +
+        " is used before it was emitted");
+  return it->second;
+}
 
 } // namespace
 
@@ -347,15 +362,16 @@ Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
       return value;
     micro = -1; // A parameter travels once per step.
   } else if (deviceOf(chunkOf[value.getDefiningOp()]) == device) {
-    return cloned.at({value, micro});
+    return lookupOrDie(cloned, {value, micro}, "a value of the same device");
   }
   Value &recv = received[{value, micro, device}];
   if (!recv) {
     int64_t from = isa<BlockArgument>(value)
                        ? homeOf.lookup(value)
                        : deviceOf(chunkOf[value.getDefiningOp()]);
-    auto op = RecvOp::create(builder, value.getLoc(), value.getType(), from,
-                             tags.at({value, micro, device}));
+    auto op = RecvOp::create(
+        builder, value.getLoc(), value.getType(), from,
+        lookupOrDie(tags, {value, micro, device}, "the tag of a transfer"));
     setLayer(op, *getLayer(user));
     if (Attribute phase = user->getAttr(StrataDialect::getPhaseAttrName()))
       op->setAttr(StrataDialect::getPhaseAttrName(), phase);
@@ -503,8 +519,9 @@ void Scheduler::emitUpdates(int64_t device) {
     }
   }
   if (device == 0 && lossDevice != 0) {
-    auto recv = RecvOp::create(builder, loss.getLoc(), loss.getType(),
-                               lossDevice, tags.at({loss, -1, 0}));
+    auto recv =
+        RecvOp::create(builder, loss.getLoc(), loss.getType(), lossDevice,
+                       lookupOrDie(tags, {loss, -1, 0}, "the tag of the loss"));
     setLayer(recv, *getLayer(lossOp));
     tag(recv, 0, -1);
     finalLoss = recv.getResult();
@@ -579,13 +596,15 @@ void Scheduler::predict(const TargetDescription &target,
   for (auto &order : orders)
     total += order.size();
   double busy = 0;
-  for (bool progress = true; progress && timeline.size() < total;) {
+  size_t placed = 0;
+  for (bool progress = true; progress && placed < total;) {
     progress = false;
     for (int64_t d = 0; d < shape.devices; ++d) {
       while (next[d] < orders[d].size()) {
         const ActionKey &key = orders[d][next[d]];
         double start = free[d];
         bool ready = true;
+        std::vector<TimedAction> transfers;
         for (auto &[from, transfer] : inputs[key]) {
           auto it = endOf.find(from);
           if (it == endOf.end()) {
@@ -593,14 +612,18 @@ void Scheduler::predict(const TargetDescription &target,
             break;
           }
           start = std::max(start, it->second + transfer);
+          transfers.push_back(
+              {key, d, it->second, it->second + transfer, /*transfer=*/true});
         }
         if (!ready)
           break;
+        timeline.insert(timeline.end(), transfers.begin(), transfers.end());
         double end = start + seconds[key];
         endOf[key] = end;
         free[d] = end;
         busy += seconds[key];
         timeline.push_back({key, d, start, end});
+        ++placed;
         ++next[d];
         progress = true;
       }
@@ -612,17 +635,23 @@ void Scheduler::predict(const TargetDescription &target,
                : 0.0;
 }
 
-/// Chrome trace-event JSON of a predicted timeline: one thread per device.
+/// Chrome trace-event JSON of a predicted timeline: per device one row of
+/// passes (thread 2d) and one of the transfers it receives (thread 2d + 1).
 static llvm::json::Value timelineJson(const std::vector<TimedAction> &timeline,
                                       int64_t devices) {
   llvm::json::Array events;
-  for (int64_t d = 0; d < devices; ++d)
-    events.push_back(llvm::json::Object{
-        {"name", "thread_name"},
-        {"ph", "M"},
-        {"pid", 0},
-        {"tid", d},
-        {"args", llvm::json::Object{{"name", "device " + std::to_string(d)}}}});
+  auto row = [&](int64_t tid, std::string name) {
+    events.push_back(
+        llvm::json::Object{{"name", "thread_name"},
+                           {"ph", "M"},
+                           {"pid", 0},
+                           {"tid", tid},
+                           {"args", llvm::json::Object{{"name", name}}}});
+  };
+  for (int64_t d = 0; d < devices; ++d) {
+    row(2 * d, "device " + std::to_string(d));
+    row(2 * d + 1, "device " + std::to_string(d) + " link");
+  }
   for (const TimedAction &t : timeline) {
     auto [kind, chunk, micro] = t.key;
     const char *names[] = {"F", "B", "W", "U"};
@@ -630,12 +659,14 @@ static llvm::json::Value timelineJson(const std::vector<TimedAction> &timeline,
     std::string name = names[kind];
     if (kind != kUpdate)
       name += std::to_string(micro);
+    if (t.transfer)
+      name = "to " + name;
     events.push_back(llvm::json::Object{
         {"name", name},
-        {"cat", cats[kind]},
+        {"cat", t.transfer ? "communication" : cats[kind]},
         {"ph", "X"},
         {"pid", 0},
-        {"tid", t.device},
+        {"tid", 2 * t.device + (t.transfer ? 1 : 0)},
         {"ts", t.start * 1e6},
         {"dur", (t.end - t.start) * 1e6},
         {"args",
