@@ -116,10 +116,8 @@ Status Executor::create(Plan plan, const ExecutorOptions &options,
     Status status = result->backend->prepare(p, *result->program, memory);
     if (!status.ok())
       return status;
-    std::vector<Communicator *> groups = options.groups;
-    if (groups.empty())
-      groups.push_back(options.comm);
-    result->backend->setCommunicators(groups);
+    result->backend->setCommunicators(options.comm, options.groups);
+    result->backend->setStageRanks(result->context.stageRanks);
   }
   executor = std::move(result);
   return Status::success();
@@ -132,7 +130,8 @@ std::string Executor::describeDevice() const {
 }
 
 Status Executor::syncToHost() const {
-  if (!backend)
+  // Host copies changed since the last upload are the newer ones.
+  if (!backend || hostStale)
     return Status::success();
   std::vector<int64_t> buffers = stateBuffers;
   for (const Parameter &param : plan.parameters)

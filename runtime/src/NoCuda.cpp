@@ -36,4 +36,8 @@ Status createNcclCommunicator(Communicator &, DeviceBackend &,
   return Status::failure(std::string("nccl: ") + kNoCuda);
 }
 
+Status openNcclLinks(Communicator &, const std::vector<std::pair<int, int>> &) {
+  return Status::failure(std::string("nccl: ") + kNoCuda);
+}
+
 } // namespace strata::rt

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace strata::rt {
 
@@ -131,6 +132,20 @@ Status createGroups(const Plan &plan, Communicator &world,
   return Status::success();
 }
 
+/// Pipelines on GPUs: the directed links (sending rank, receiving rank)
+/// that the plan's sends use, for openNcclLinks (the same list on every
+/// rank).
+std::vector<std::pair<int, int>> pipelineLinks(const Plan &plan) {
+  std::set<std::pair<int, int>> links;
+  for (const RankPlan &rank : plan.ranks)
+    for (const Instruction &inst : plan.programOf(rank.rank))
+      if (inst.op == "send")
+        links.insert({static_cast<int>(rank.rank),
+                      static_cast<int>(plan.rankOf(
+                          inst.attrs.integer("peer", 0), rank.replica))});
+  return {links.begin(), links.end()};
+}
+
 /// Initialises or restores parameters and states; sets the start step and
 /// the seed of the run.
 Status prepareState(const TrainOptions &options, Executor &executor,
@@ -193,6 +208,11 @@ double perSecond(int64_t count, double milliseconds) {
 /// the whole model (every rank calls it, in the same order).
 Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
   const Plan &plan = executor.getPlan();
+  // GPU ranks gather host copies: the owners bring theirs back from the
+  // device, and rank 0's host arena, which receives, is then newer than its
+  // device arena (markHostModified: the checkpoint reads the host copy).
+  if (Status status = executor.syncToHost(); !status.ok())
+    return status;
   // Buffer -> the stage whose program updates it in place.
   std::map<int64_t, int64_t> ownerStage;
   for (int64_t stage = 0; stage < plan.stages; ++stage)
@@ -219,6 +239,8 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
                              "checkpoint: " +
                              status.message());
   }
+  if (rank == 0)
+    executor.markHostModified();
   return Status::success();
 }
 
@@ -526,11 +548,6 @@ Status train(const TrainOptions &options, TrainResult &result) {
     return status;
   std::unique_ptr<Communicator> nccl;
   std::vector<std::unique_ptr<Communicator>> ownedGroups;
-  if (executorOptions.device == DeviceKind::Cuda && plan.stages > 1)
-    return Status::usage(plan.path + " is a pipeline of " +
-                         std::to_string(plan.stages) +
-                         " stages; pipelines run on CPU ranks only so far "
-                         "(use --device=cpu)");
   if (executorOptions.device == DeviceKind::Cuda && lagging)
     return Status::usage(
         "lagging gradients (a plan with staleness " +
@@ -547,13 +564,16 @@ Status train(const TrainOptions &options, TrainResult &result) {
     if (!status.ok())
       return status;
     executorOptions.backend = std::move(backend);
-    // GPU ranks reduce device buffers through NCCL, bootstrapped over MPI.
+    // GPU ranks reduce device buffers through NCCL, bootstrapped over MPI;
+    // the plan's groups are NCCL communicators split from it, and a
+    // pipeline's sends and receives run on one NCCL link per direction.
     if (comm) {
-      if (plan.groups.size() != 1 ||
-          static_cast<int64_t>(plan.groups[0].ranks.size()) != plan.worldSize())
-        return Status::usage("--device=cuda: groups other than one of every "
-                             "rank are not supported on GPUs yet");
+      std::vector<std::pair<int, int>> links = pipelineLinks(plan);
       status = createNcclCommunicator(*comm, *executorOptions.backend, nccl);
+      if (status.ok() && !links.empty())
+        status = openNcclLinks(*nccl, links);
+      if (status.ok())
+        status = createGroups(plan, *nccl, ownedGroups, executorOptions.groups);
       if (!status.ok())
         return status;
       executorOptions.comm = nccl.get();

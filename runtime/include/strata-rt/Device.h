@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::rt {
@@ -66,9 +67,15 @@ public:
   virtual Status prepare(const Plan &plan,
                          const std::vector<Instruction> &program,
                          void *hostBase) = 0;
-  /// Collectives of the program: `groups[g]` is the communicator of plan
-  /// group g (nullptr where this rank is not a member). Not owned.
-  virtual void setCommunicators(const std::vector<Communicator *> &groups) = 0;
+  /// Communication of the program: `comm` connects every rank of the run
+  /// (nullptr for one rank; sends and receives), `groups[g]` is the
+  /// communicator of plan group g (nullptr where this rank is not a member;
+  /// empty: group 0 is `comm`). Not owned.
+  virtual void setCommunicators(Communicator *comm,
+                                const std::vector<Communicator *> &groups) = 0;
+  /// Pipelines: the rank of the run's communicator that runs each stage in
+  /// this rank's replica (send and recv name stages); empty otherwise.
+  virtual void setStageRanks(const std::vector<int> &stageRanks) = 0;
 
   /// Enqueues host-to-device copies of these buffers on the copy stream;
   /// instructions enqueued later wait for them.
@@ -103,6 +110,18 @@ Status createCudaBackend(const DeviceOptions &options,
 /// compute stream; Request::wait makes later compute work wait for it.
 Status createNcclCommunicator(Communicator &bootstrap, DeviceBackend &device,
                               std::unique_ptr<Communicator> &comm);
+
+/// Pipelines on GPUs: gives each directed link (from, to) of `links` (ranks
+/// of `comm`, which createNcclCommunicator made) its own two-rank NCCL
+/// communicator (ncclCommSplit) and its own stream on both ends. Afterwards
+/// comm.startSend to `to` on rank `from` and comm.startRecv from `from` on
+/// rank `to` run on that link, matched in the order they are issued (NCCL
+/// ignores tags), and never wait for operations on other links or for
+/// collectives. Collective: every rank of `comm` calls it with the same
+/// links. Sends and receives between ranks without a link share the
+/// communication stream, where crossed transfers can deadlock.
+Status openNcclLinks(Communicator &comm,
+                     const std::vector<std::pair<int, int>> &links);
 
 } // namespace strata::rt
 

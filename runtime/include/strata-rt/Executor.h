@@ -83,7 +83,9 @@ public:
   /// step. Free on the CPU.
   void markHostModified() { hostStale = true; }
   /// Brings parameters, states and gradients of a device executor back into
-  /// the host views (before a checkpoint is written). Free on the CPU.
+  /// the host views (before a checkpoint is written); nothing when the host
+  /// views were modified since the last upload (markHostModified: they are
+  /// the newer copies). Free on the CPU.
   Status syncToHost() const;
 
   /// Runs the program once as step `step` (1-based): sets the step input (if

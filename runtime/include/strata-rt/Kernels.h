@@ -128,6 +128,14 @@ const OpKernel *lookupKernel(const std::string &name);
 /// All kernels, sorted by name.
 std::vector<const OpKernel *> allKernels();
 
+/// Pipelines: the rank that runs stage `peer` (the attribute of `send` and
+/// `recv`) in this rank's replica, from `stageRanks` (the contexts'
+/// stageRanks); throws std::runtime_error naming `op` when the run has no
+/// communicator (`haveComm` false) or no rank holds that stage. Shared by
+/// the CPU and CUDA kernels.
+int pipelinePeerRank(const std::vector<int> &stageRanks, bool haveComm,
+                     const Attrs &attrs, const char *op);
+
 } // namespace strata::rt
 
 #endif // STRATA_RT_KERNELS_H

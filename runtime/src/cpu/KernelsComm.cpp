@@ -303,21 +303,9 @@ std::string verifyRecv(const Descs &inputs, const Descs &outputs,
   return verifyPointToPoint(inputs, outputs, attrs, /*send=*/false);
 }
 
-/// The communicator rank that runs stage `peer` in this rank's replica.
-int peerRank(KernelContext &ctx, const Attrs &attrs, const char *op) {
-  int64_t peer = attrs.integer("peer", -1);
-  if (!ctx.comm || peer < 0 ||
-      peer >= static_cast<int64_t>(ctx.stageRanks.size()) ||
-      ctx.stageRanks[peer] < 0)
-    throw std::runtime_error(std::string(op) + " to pipeline stage " +
-                             std::to_string(peer) +
-                             ", which no rank of this run holds");
-  return ctx.stageRanks[peer];
-}
-
 void runSend(KernelContext &ctx, const Tensors &inputs, const Tensors &,
              const Attrs &attrs) {
-  int peer = peerRank(ctx, attrs, "send");
+  int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "send");
   int tag = kPipelineTagBase + static_cast<int>(attrs.integer("tag", 0));
   ctx.pendingSends.push_back(
       ctx.comm->startSend(inputs[0].f32(), inputs[0].numel(), peer, tag));
@@ -325,7 +313,7 @@ void runSend(KernelContext &ctx, const Tensors &inputs, const Tensors &,
 
 void runRecv(KernelContext &ctx, const Tensors &, const Tensors &outputs,
              const Attrs &attrs) {
-  int peer = peerRank(ctx, attrs, "recv");
+  int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "recv");
   int tag = kPipelineTagBase + static_cast<int>(attrs.integer("tag", 0));
   Status status =
       ctx.comm->startRecv(outputs[0].f32(), outputs[0].numel(), peer, tag)
@@ -347,6 +335,18 @@ void appendCommKernels(std::vector<OpKernel> &kernels) {
 }
 
 } // namespace strata::rt::detail
+
+int strata::rt::pipelinePeerRank(const std::vector<int> &stageRanks,
+                                 bool haveComm, const Attrs &attrs,
+                                 const char *op) {
+  int64_t peer = attrs.integer("peer", -1);
+  if (!haveComm || peer < 0 ||
+      peer >= static_cast<int64_t>(stageRanks.size()) || stageRanks[peer] < 0)
+    throw std::runtime_error(std::string(op) + " to pipeline stage " +
+                             std::to_string(peer) +
+                             ", which no rank of this run holds");
+  return stageRanks[peer];
+}
 
 int64_t strata::rt::steadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

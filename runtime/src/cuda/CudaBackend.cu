@@ -5,8 +5,9 @@
 // Streams: kernels run in program order on the compute stream; uploads and
 // downloads run on the copy stream, ordered against the compute stream with
 // events (compute waits for `copied_` after an upload; a download waits for
-// `computed_`); NCCL collectives run on the communication stream
-// (NcclCommunicator.cu). Each instruction is bracketed by two timing events.
+// `computed_`); NCCL collectives run on the communication stream, pipeline
+// sends and receives on their links' streams (NcclCommunicator.cu). Each
+// instruction is bracketed by two timing events.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <thread>
 
 namespace strata::rt {
@@ -213,6 +215,8 @@ Status CudaBackend::prepare(const Plan &plan,
           " bytes of kernel scratch: " + cudaGetErrorString(error));
     scratchBytes_ = scratch;
   }
+  if (Status status = orderPipelineSends(plan, program, sendsAt_); !status.ok())
+    return status;
   for (size_t i = 0; i < program.size(); ++i) {
     cudaEvent_t start, end;
     STRATA_CUDA_TRY(cudaEventCreate(&start));
@@ -229,8 +233,86 @@ Status CudaBackend::prepare(const Plan &plan,
   return waitFor(compute_, "zeroing the device arena");
 }
 
-void CudaBackend::setCommunicators(const std::vector<Communicator *> &groups) {
-  context_.comm = groups.empty() ? nullptr : groups[0];
+Status orderPipelineSends(const Plan &plan,
+                          const std::vector<Instruction> &program,
+                          std::vector<std::vector<size_t>> &sendsAt) {
+  sendsAt.assign(program.size(), {});
+  int64_t stage = 0;
+  for (const RankPlan &rank : plan.ranks)
+    if (&plan.programOf(rank.rank) == &program) {
+      stage = rank.stage;
+      break;
+    }
+  // Per peer stage: the tags it receives from this stage in its order (the
+  // replicas of a stage share its program), how many of them were issued,
+  // and the sends held back (tag -> instruction).
+  std::map<int64_t, std::vector<int64_t>> order;
+  std::map<int64_t, size_t> issued;
+  std::map<int64_t, std::map<int64_t, size_t>> held;
+  auto heldBack = [&](size_t before) -> Status {
+    for (const auto &[peer, sends] : held)
+      if (!sends.empty()) {
+        size_t i = sends.begin()->second;
+        return Status::failure(
+            plan.path + ": instruction #" + std::to_string(i) +
+            " (send to stage " + std::to_string(peer) + ", tag " +
+            std::to_string(sends.begin()->first) + "): stage " +
+            std::to_string(peer) +
+            " receives other tags from this stage first, and on GPUs the "
+            "send would have to wait for them past " +
+            (before < program.size()
+                 ? "instruction #" + std::to_string(before) + " (" +
+                       program[before].op + "), which updates in place"
+                 : std::string("the end of the step")) +
+            " (NCCL matches transfers in the order they are issued; run "
+            "this pipeline with --device=cpu)");
+      }
+    return Status::success();
+  };
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction &inst = program[i];
+    if (!inst.kernel->inPlace.empty())
+      if (Status status = heldBack(i); !status.ok())
+        return status;
+    if (inst.op != "send")
+      continue;
+    int64_t peer = inst.attrs.integer("peer", -1);
+    auto [tags, fresh] = order.try_emplace(peer);
+    if (fresh)
+      if (int64_t receiver = plan.rankOf(peer, 0); receiver >= 0)
+        for (const Instruction &other : plan.programOf(receiver))
+          if (other.op == "recv" && other.attrs.integer("peer", -1) == stage)
+            tags->second.push_back(other.attrs.integer("tag", 0));
+    std::map<int64_t, size_t> &waiting = held[peer];
+    waiting[inst.attrs.integer("tag", 0)] = i;
+    for (size_t &next = issued[peer]; next < tags->second.size(); ++next) {
+      auto send = waiting.find(tags->second[next]);
+      if (send == waiting.end())
+        break;
+      sendsAt[i].push_back(send->second);
+      waiting.erase(send);
+    }
+  }
+  return heldBack(program.size());
+}
+
+void CudaBackend::setCommunicators(Communicator *comm,
+                                   const std::vector<Communicator *> &groups) {
+  context_.comm = comm;
+  context_.groups = groups;
+}
+
+void CudaBackend::setStageRanks(const std::vector<int> &stageRanks) {
+  context_.stageRanks = stageRanks;
+}
+
+Status CudaBackend::orderAfterSends() {
+  Status result = Status::success();
+  for (std::unique_ptr<Request> &request : context_.pendingSends)
+    if (Status status = request->wait(); !status.ok() && result.ok())
+      result = status;
+  context_.pendingSends.clear();
+  return result;
 }
 
 Status CudaBackend::upload(const std::vector<int64_t> &buffers) {
@@ -271,14 +353,30 @@ Status CudaBackend::enqueue(size_t index) {
     baseRecorded_ = true;
   }
   const Instruction &inst = (*program_)[index];
-  std::vector<Tensor> inputs, outputs;
-  for (int64_t id : inst.in)
-    inputs.push_back(tensors_[id]);
-  for (int64_t id : inst.out)
-    outputs.push_back(tensors_[id]);
+  // A send may still read a buffer that this update overwrites: the
+  // update waits for the sends on the device, like the CPU executor's host
+  // wait (finishSends).
+  if (!inst.kernel->inPlace.empty() && !context_.pendingSends.empty())
+    if (Status status = orderAfterSends(); !status.ok())
+      return Status::failure("instruction #" + std::to_string(index) + " (" +
+                             inst.op + "): " + status.message());
   STRATA_CUDA_TRY(cudaEventRecord(starts_[index], compute_));
+  auto run = [&](size_t i) {
+    const Instruction &at = (*program_)[i];
+    std::vector<Tensor> inputs, outputs;
+    for (int64_t id : at.in)
+      inputs.push_back(tensors_[id]);
+    for (int64_t id : at.out)
+      outputs.push_back(tensors_[id]);
+    kernels_[i](context_, inputs, outputs, at.attrs);
+  };
   try {
-    kernels_[index](context_, inputs, outputs, inst.attrs);
+    if (inst.op == "send") {
+      for (size_t i : sendsAt_[index])
+        run(i);
+    } else {
+      run(index);
+    }
   } catch (const std::exception &e) {
     return Status::failure("instruction #" + std::to_string(index) + " (" +
                            inst.op + "): " + e.what());
@@ -321,6 +419,10 @@ Status CudaBackend::waitFor(cudaStream_t stream, const char *what) {
 Status CudaBackend::finish(std::vector<InstructionTime> &times,
                            int64_t originNs) {
   STRATA_CUDA_TRY(cudaSetDevice(ordinal_));
+  // The step's sends complete before it ends (the next step overwrites
+  // what they read).
+  if (Status status = orderAfterSends(); !status.ok())
+    return status;
   if (Status status = waitFor(compute_, "the step"); !status.ok())
     return status;
   if (Status status = waitFor(copy_, "the copies"); !status.ok())

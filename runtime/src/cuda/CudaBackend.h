@@ -20,6 +20,19 @@ namespace strata::rt::cuda {
 /// "what: <CUDA error string>" as a failure.
 Status cudaFailure(const std::string &what, cudaError_t error);
 
+/// Pipelines: NCCL matches the transfers of a link in the order they are
+/// issued and ignores tags, so a send is issued only once every send that
+/// its receiver receives before it has been. Fills sendsAt[i] for each send
+/// instruction i of `program` with the sends (instruction indices) it
+/// issues: those held back until it, in the receiver's order, itself
+/// included unless it is held back in turn. A send's input is not written
+/// again before the next in-place update or the end of the step
+/// (docs/plan-format.md), so holding it back until then is safe; fails when
+/// a send would have to wait longer.
+Status orderPipelineSends(const Plan &plan,
+                          const std::vector<Instruction> &program,
+                          std::vector<std::vector<size_t>> &sendsAt);
+
 /// One GPU: a device arena mirroring the host arena, three streams (compute,
 /// copy, communication), cuBLAS on the compute stream, and a pair of timing
 /// events per instruction.
@@ -34,7 +47,9 @@ public:
   void freeHost(void *host) override;
   Status prepare(const Plan &plan, const std::vector<Instruction> &program,
                  void *hostBase) override;
-  void setCommunicators(const std::vector<Communicator *> &groups) override;
+  void setCommunicators(Communicator *comm,
+                        const std::vector<Communicator *> &groups) override;
+  void setStageRanks(const std::vector<int> &stageRanks) override;
   Status upload(const std::vector<int64_t> &buffers) override;
   Status download(const std::vector<int64_t> &buffers) override;
   Status enqueue(size_t index) override;
@@ -59,6 +74,8 @@ private:
   CudaBackend() = default;
   /// Waits for `stream`, bounded by the timeout, polling the health checks.
   Status waitFor(cudaStream_t stream, const char *what);
+  /// Makes the compute stream wait for the sends in flight (device-side).
+  Status orderAfterSends();
 
   int ordinal_ = 0;
   std::string name_;
@@ -81,6 +98,8 @@ private:
   size_t scratchBytes_ = 0;
   std::vector<Tensor> tensors_;
   std::vector<CudaKernelFn> kernels_;
+  /// The sends each send instruction issues (orderPipelineSends).
+  std::vector<std::vector<size_t>> sendsAt_;
   CudaContext context_;
   std::vector<std::function<Status()>> healthChecks_;
   std::vector<std::function<void()>> aborts_;

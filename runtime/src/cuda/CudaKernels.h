@@ -16,17 +16,15 @@
 #ifndef STRATA_RT_CUDA_KERNELS_H
 #define STRATA_RT_CUDA_KERNELS_H
 
+#include "strata-rt/Comm.h"
 #include "strata-rt/Tensor.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 #include <vector>
-
-namespace strata::rt {
-class Communicator;
-} // namespace strata::rt
 
 namespace strata::rt::cuda {
 
@@ -80,6 +78,14 @@ struct CudaContext {
   /// nullptr where this rank is not a member; empty: group 0 is `comm`. As
   /// KernelContext::groups.
   std::vector<Communicator *> groups = {};
+  /// Pipelines: the rank of `comm` that runs each stage in this rank's
+  /// replica (send and recv name stages); empty when not a pipeline.
+  std::vector<int> stageRanks = {};
+  /// Sends started this step whose completion later work has not been
+  /// ordered after yet. The backend makes the compute stream wait for them
+  /// (device-side; the host does not block) before an instruction that
+  /// updates a buffer in place and at the end of the step.
+  std::vector<std::unique_ptr<Request>> pendingSends = {};
 };
 
 using CudaKernelFn = void (*)(CudaContext &ctx,

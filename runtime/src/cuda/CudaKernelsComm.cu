@@ -12,11 +12,24 @@
 // is stream-ordered like any kernel. With one rank it is a stream-ordered
 // copy.
 //
+// Pipelines: `send` and `recv` move a tensor between the ranks that run two
+// stages of one replica (ctx.stageRanks), through the communicator's
+// point-to-point links (openNcclLinks: a stream and an NCCL communicator per
+// directed link, so that crossed transfers cannot deadlock). A send is
+// enqueued after the kernel that produced its input and does not hold up
+// the compute stream; its request goes to ctx.pendingSends, which the
+// backend orders before the next in-place update and the end of the step.
+// A recv is enqueued after the work that may still read its output, and
+// the compute stream waits for it, so its consumers see the data. NCCL
+// ignores the tag: the transfers of one link match in issue order, which
+// the runtime checks before it opens the links.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernelsInternal.h"
 
 #include "strata-rt/Comm.h"
+#include "strata-rt/Kernels.h"
 
 #include <stdexcept>
 
@@ -51,10 +64,37 @@ void runAllReduce(CudaContext &ctx, const Tensors &inputs,
     throw std::runtime_error(status.message());
 }
 
+void runSend(CudaContext &ctx, const Tensors &inputs, const Tensors &,
+             const Attrs &attrs) {
+  int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "send");
+  int tag = static_cast<int>(attrs.integer("tag", 0));
+  std::unique_ptr<Request> request =
+      ctx.comm->startSend(inputs[0].f32(), inputs[0].numel(), peer, tag);
+  // A request that failed to start reports it at once (test() is true and
+  // wait() returns the failure without touching the device).
+  if (request->test())
+    if (Status status = request->wait(); !status.ok())
+      throw std::runtime_error(status.message());
+  ctx.pendingSends.push_back(std::move(request));
+}
+
+void runRecv(CudaContext &ctx, const Tensors &, const Tensors &outputs,
+             const Attrs &attrs) {
+  int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "recv");
+  int tag = static_cast<int>(attrs.integer("tag", 0));
+  Status status =
+      ctx.comm->startRecv(outputs[0].f32(), outputs[0].numel(), peer, tag)
+          ->wait();
+  if (!status.ok())
+    throw std::runtime_error(status.message());
+}
+
 } // namespace
 
 void appendCommCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({"all_reduce", runAllReduce});
+  kernels.push_back({"send", runSend});
+  kernels.push_back({"recv", runRecv});
 }
 
 } // namespace strata::rt::cuda::detail

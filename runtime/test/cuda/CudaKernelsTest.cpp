@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "CudaBackend.h"
 
 #include "strata-rt/Kernels.h"
 #include "strata-rt/ThreadPool.h"
@@ -683,15 +684,10 @@ void expectSameBits(const std::vector<HostTensor> &a,
 // Tests that run anywhere
 //===----------------------------------------------------------------------===//
 
-/// Ops that run on CPU ranks only: pipeline transfers (strata-run rejects
-/// pipeline plans on GPUs before any kernel runs).
-bool cpuOnly(const std::string &op) { return op == "send" || op == "recv"; }
-
 TEST(CudaKernelRegistry, EveryCpuOpHasACudaKernel) {
   for (const OpKernel *k : allKernels())
-    if (!cpuOnly(k->name))
-      EXPECT_NE(lookupCudaKernel(k->name), nullptr)
-          << "op '" << k->name << "' has a CPU kernel but no CUDA kernel";
+    EXPECT_NE(lookupCudaKernel(k->name), nullptr)
+        << "op '" << k->name << "' has a CPU kernel but no CUDA kernel";
 }
 
 TEST(CudaKernelRegistry, NamesAreSortedAndResolve) {
@@ -715,10 +711,13 @@ TEST(CudaKernelCases, EveryOpHasACase) {
   // A start/wait pair only runs together: CudaAllReduceBucket tests it.
   covered.insert("all_reduce_start");
   covered.insert("all_reduce_wait");
+  // Pipeline transfers need two ranks: strata-nccl-check and
+  // test/Integration/gpu-pipeline.test run them.
+  covered.insert("send");
+  covered.insert("recv");
   for (const OpKernel *k : allKernels())
-    if (!cpuOnly(k->name))
-      EXPECT_TRUE(covered.count(k->name))
-          << "no test case for op '" << k->name << "'";
+    EXPECT_TRUE(covered.count(k->name))
+        << "no test case for op '" << k->name << "'";
 }
 
 TEST(CudaKernelCases, CpuVerifyAcceptsEveryCase) {
@@ -770,6 +769,87 @@ TEST(CudaAllReduce, ReplicasMustMatchTheRun) {
                std::runtime_error);
   EXPECT_THROW(fn(ctx, {t}, {t}, attrs({{"replicas", 1}, {"group", 3}})),
                std::runtime_error);
+}
+
+TEST(CudaPointToPoint, PeerStageMustHaveARank) {
+  CudaKernelFn send = lookupCudaKernel("send");
+  CudaKernelFn recv = lookupCudaKernel("recv");
+  ASSERT_NE(send, nullptr);
+  ASSERT_NE(recv, nullptr);
+  CudaContext ctx;
+  Tensor t{nullptr, desc({4})};
+  // Rejected before any device work, so these run without a GPU: no
+  // communicator, then a stage outside the pipeline, then one no rank runs.
+  EXPECT_THROW(send(ctx, {t}, {}, attrs({{"peer", 1}, {"tag", 0}})),
+               std::runtime_error);
+  std::unique_ptr<Communicator> local = createLocalCommunicator();
+  ctx.comm = local.get();
+  ctx.stageRanks = {0, -1};
+  EXPECT_THROW(send(ctx, {t}, {}, attrs({{"peer", 2}, {"tag", 0}})),
+               std::runtime_error);
+  EXPECT_THROW(recv(ctx, {}, {t}, attrs({{"peer", 1}, {"tag", 0}})),
+               std::runtime_error);
+  EXPECT_TRUE(ctx.pendingSends.empty());
+}
+
+/// A two-stage pipeline plan whose rank 0 and rank 1 run these ops; "send
+/// T" and "recv T" carry tag T and name the other stage, "update" is an
+/// op that updates in place.
+Plan pipelinePlan(const std::vector<std::string> &stage0,
+                  const std::vector<std::string> &stage1) {
+  const OpKernel *update = nullptr;
+  for (const OpKernel *k : allKernels())
+    if (!k->inPlace.empty())
+      update = k;
+  Plan plan;
+  plan.stages = 2;
+  for (int64_t stage : {0, 1}) {
+    RankPlan rank;
+    rank.rank = rank.programOf = rank.stage = stage;
+    for (const std::string &text : stage == 0 ? stage0 : stage1) {
+      Instruction inst;
+      std::string op = text.substr(0, text.find(' '));
+      inst.op = op == "update" ? update->name : op;
+      inst.kernel = op == "update" ? update : lookupKernel(op);
+      if (op != "update")
+        inst.attrs = attrs(
+            {{"peer", 1 - stage}, {"tag", std::stoi(text.substr(op.size()))}});
+      rank.program.push_back(inst);
+    }
+    plan.ranks.push_back(rank);
+  }
+  return plan;
+}
+
+TEST(CudaPointToPoint, SendsFollowTheReceiversOrder) {
+  // Stage 1 receives tag 1 before tag 0 and tag 4 before tag 3: stage 0
+  // holds send 0 back until send 1, and send 3 until send 4.
+  Plan plan = pipelinePlan(
+      {"send 0", "send 1", "send 2", "recv 5", "send 3", "send 4", "update"},
+      {"recv 1", "recv 0", "send 5", "recv 2", "recv 4", "recv 3", "update"});
+  std::vector<std::vector<size_t>> sendsAt;
+  ASSERT_TRUE(orderPipelineSends(plan, plan.ranks[0].program, sendsAt).ok());
+  std::vector<std::vector<size_t>> want = {{}, {1, 0}, {2}, {}, {}, {5, 4}, {}};
+  EXPECT_EQ(sendsAt, want);
+  ASSERT_TRUE(orderPipelineSends(plan, plan.ranks[1].program, sendsAt).ok());
+  want = {{}, {}, {2}, {}, {}, {}, {}};
+  EXPECT_EQ(sendsAt, want);
+}
+
+TEST(CudaPointToPoint, SendsAreNotHeldPastAnUpdate) {
+  Plan plan = pipelinePlan({"send 0", "update", "send 1"},
+                           {"recv 1", "recv 0", "update"});
+  std::vector<std::vector<size_t>> sendsAt;
+  Status status = orderPipelineSends(plan, plan.ranks[0].program, sendsAt);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("instruction #0 (send to stage 1, tag 0)"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("past instruction #1"), std::string::npos)
+      << status.message();
+  // Nor past the end of the step.
+  plan = pipelinePlan({"send 0", "send 1"}, {"recv 1"});
+  EXPECT_FALSE(orderPipelineSends(plan, plan.ranks[0].program, sendsAt).ok());
 }
 
 //===----------------------------------------------------------------------===//

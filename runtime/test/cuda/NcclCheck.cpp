@@ -7,7 +7,12 @@
 // mean, broadcast, send/recv, reduce-scatter, all-gather) runs on random
 // device data and is checked against a host reference: every rank
 // regenerates every rank's data from (rank, check). Tolerance: sums of N
-// floats in a different order, 1e-5 relative + 1e-6 absolute. Rank 0 prints
+// floats in a different order, 1e-5 relative + 1e-6 absolute. Sends and
+// receives run on point-to-point links (openNcclLinks, one per direction
+// between ring neighbours), as pipelines on GPUs do: a ring, and crossed
+// transfers (each of two partners sends before it receives, the pattern of
+// activations forward and gradients backward) that would deadlock on one
+// FIFO stream once a send blocks until its receive is posted. Rank 0 prints
 // one line per check; the exit code is non-zero on any failure, 77 when no
 // GPU is usable (skipped).
 //
@@ -23,6 +28,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace strata::rt;
@@ -107,6 +113,18 @@ int main() {
   }
   Communicator &c = *nccl;
   int p = c.size(), r = c.rank();
+  // Links both ways between ring neighbours (the same list on every rank).
+  std::vector<std::pair<int, int>> links;
+  for (int q = 0; q < p && p >= 2; ++q) {
+    links.push_back({q, (q + 1) % p});
+    links.push_back({(q + 1) % p, q});
+  }
+  if (!links.empty())
+    status = openNcclLinks(c, links);
+  if (!status.ok()) {
+    std::fprintf(stderr, "nccl-check: %s\n", status.message().c_str());
+    return 1;
+  }
   int check = 0;
   for (int64_t n : {1, 1000, 1 << 20}) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean}) {
@@ -180,6 +198,40 @@ int main() {
         s = rs->wait();
       expectClose(*mpi, "send/recv ring of " + std::to_string(n), recv.get(n),
                   dataOf((r + p - 1) % p, check, n), s);
+    }
+    ++check;
+    if (p >= 2) {
+      // Crossed: partners r and r ^ 1 (the last rank of an odd count sits
+      // out). The even one sends two blocks, then receives one; the odd one
+      // sends one, then receives two. Sends are waited for last, as the
+      // executor does (before the next update and at the end of the step).
+      int partner = r ^ 1;
+      bool even = r % 2 == 0;
+      Device out0(n), out1(n), in0(n), in1(n);
+      Status s = Status::success();
+      if (partner < p) {
+        out0.put(dataOf(r, check, n));
+        out1.put(dataOf(r + p, check, n));
+        std::vector<std::unique_ptr<Request>> sends;
+        sends.push_back(c.startSend(out0.ptr, n, partner, 0));
+        if (even)
+          sends.push_back(c.startSend(out1.ptr, n, partner, 1));
+        s = c.startRecv(in0.ptr, n, partner, 0)->wait();
+        if (s.ok() && !even)
+          s = c.startRecv(in1.ptr, n, partner, 1)->wait();
+        for (auto &send : sends)
+          if (Status sent = send->wait(); s.ok())
+            s = sent;
+        std::vector<float> got = in0.get(n), want = dataOf(partner, check, n);
+        if (!even) {
+          std::vector<float> second = in1.get(n);
+          std::vector<float> wantSecond = dataOf(partner + p, check, n);
+          got.insert(got.end(), second.begin(), second.end());
+          want.insert(want.end(), wantSecond.begin(), wantSecond.end());
+        }
+        expectClose(*mpi, "crossed send/recv of " + std::to_string(n), got,
+                    want, s);
+      }
     }
   }
   // Combine the verdicts over MPI (host buffers).
