@@ -3,6 +3,8 @@
 //   strata-tune MODEL.mlir|SHAPE... [--db FILE] [--target cpu|NAME|FILE.json]
 //               [--budget N|Ss|N,Ss] [--algorithm gbfs|na2c|random|exhaustive]
 //               [--seed S] [--threads T] [--repeats R] [--samples P]
+//               [--starts N] [--tile-moves N] [--a2c-steps N]
+//               [--a2c-epsilon E] [--a2c-tile-moves[=false]]
 //               [--levels M,N,K] [--cost measured|model] [--force]
 //               [--history FILE] [--list] [--quiet]
 //               [--save-cost-table FILE] [--cost-table FILE] [--shuffle]
@@ -94,6 +96,27 @@ static cl::opt<int> repeats("repeats", cl::desc("Timed calls per tiling"),
 static cl::opt<int> samples("samples",
                             cl::desc("G-BFS: neighbours sampled per expansion"),
                             cl::init(8), cl::cat(category));
+static cl::opt<int>
+    starts("starts",
+           cl::desc("G-BFS: starting states (the default one plus N-1 "
+                    "drawn by --seed)"),
+           cl::init(tune::SearchOptions().gbfsStarts), cl::cat(category));
+static cl::opt<int> tileMovesOpt(
+    "tile-moves",
+    cl::desc("G-BFS: register-tile moves sampled per expansion besides "
+             "--samples (0: only prime-factor moves)"),
+    cl::init(tune::SearchOptions().gbfsTileMoves), cl::cat(category));
+static cl::opt<int> a2cSteps("a2c-steps", cl::desc("N-A2C: steps per episode"),
+                             cl::init(tune::SearchOptions().a2cEpisodeSteps),
+                             cl::cat(category));
+static cl::opt<double> a2cEpsilon("a2c-epsilon",
+                                  cl::desc("N-A2C: exploration rate"),
+                                  cl::init(tune::SearchOptions().a2cEpsilon),
+                                  cl::cat(category));
+static cl::opt<bool> a2cTileMovesOpt(
+    "a2c-tile-moves",
+    cl::desc("N-A2C: exploring steps may take register-tile moves"),
+    cl::init(tune::SearchOptions().a2cTileMoves), cl::cat(category));
 static cl::opt<std::string> levels("levels",
                                    cl::desc("Nested levels of m, n, k"),
                                    cl::init("3,3,2"), cl::cat(category));
@@ -268,6 +291,11 @@ int main(int argc, char **argv) {
                 "' (gbfs, na2c, random, exhaustive)");
   search.seed = seed;
   search.gbfsSamples = samples;
+  search.gbfsStarts = starts;
+  search.gbfsTileMoves = tileMovesOpt;
+  search.a2cEpisodeSteps = a2cSteps;
+  search.a2cEpsilon = a2cEpsilon;
+  search.a2cTileMoves = a2cTileMovesOpt;
   search.exhaustiveShuffle = shuffle;
   search.maxTrials = 0;
   for (StringRef part : llvm::split(StringRef(budget), ',')) {

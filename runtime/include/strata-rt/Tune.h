@@ -7,13 +7,14 @@
 // Multiplication Optimization for Deep Learning"): a tiling state splits each
 // of m, n and k into nested loop factors whose product is the (padded)
 // dimension; a neighbour moves one prime factor between two levels of one
-// dimension. A state maps onto the runtime's kernel parameters (the CPU
-// GEMM's GemmTiling, or the CUDA GEMM's tiling); illegal states are pruned
-// before anything is measured. Greedy best-first search (G-BFS), the
-// neighbourhood actor-advantage-critic (N-A2C), random and exhaustive search
-// share one interface and are deterministic under a seed. The cost of a state
-// is the measured time of the runtime's own matmul kernel, or an analytic
-// model.
+// dimension (G-BFS and N-A2C may also take a register-tile move, an
+// extension: see SearchOptions). A state maps onto the runtime's kernel
+// parameters (the CPU GEMM's GemmTiling, or the CUDA GEMM's tiling); illegal
+// states are pruned before anything is measured. Greedy best-first search
+// (G-BFS), the neighbourhood actor-advantage-critic (N-A2C), random and
+// exhaustive search share one interface and are deterministic under a seed. The
+// cost of a state is the measured time of the runtime's own matmul kernel, or
+// an analytic model.
 //
 // Padding: a state is defined on the padded dimension, the smallest number
 // >= the dimension whose prime factors are all <= 7 and that is a multiple of
@@ -219,6 +220,19 @@ struct SearchOptions {
   double maxSeconds = 0;
   /// G-BFS: neighbours sampled per expansion (p).
   int gbfsSamples = 8;
+  /// G-BFS extension: starting states, the one nearest the default tiling
+  /// plus gbfsStarts - 1 legal states drawn by the seed (each costs a
+  /// trial). 1 is the paper's search.
+  int gbfsStarts = 1;
+  /// G-BFS extension: per expansion, also sample up to this many register-
+  /// tile moves (states that re-split only the innermost two levels of m and
+  /// n, keeping the cache blocks: a new mr x nr with the same mc, nc, kc) on
+  /// top of the p prime-factor neighbours. The paper's moves change a tile
+  /// one prime at a time, and the tiles in between are often slower or no
+  /// micro-kernel at all (8x32 -> 8x48 needs a 3 in and a 2 out), so a
+  /// greedy search stays with its first tile; bench/tune-replay.md. 0 is the
+  /// paper's search.
+  int gbfsTileMoves = 6;
   /// N-A2C: steps per episode (how far from the best state an episode
   /// walks), hidden units, learning rates, discount, exploration rate.
   int a2cEpisodeSteps = 4;
@@ -227,6 +241,12 @@ struct SearchOptions {
   double a2cCriticRate = 0.05;
   double a2cDiscount = 0.9;
   double a2cEpsilon = 0.3;
+  /// N-A2C extension: half of the exploring steps (probability a2cEpsilon)
+  /// take a random register-tile move (see gbfsTileMoves) instead of a
+  /// random action, where the state has one; such a step trains only the
+  /// critic (the actor's action set stays the paper's prime moves). false is
+  /// the paper's search.
+  bool a2cTileMoves = true;
   /// Exhaustive: measure the legal states in an order shuffled by `seed`
   /// (spreads a changing machine load over the space) instead of in index
   /// order.

@@ -128,8 +128,53 @@ bool randomLegal(const TileSpace &space, Rng &rng,
 // G-BFS
 //===----------------------------------------------------------------------===//
 
+/// Extension of the paper's neighbourhood (SearchOptions::gbfsTileMoves):
+/// the legal states that differ from `s` only in how the innermost two
+/// levels of m and of n split their product, i.e. every other register tile
+/// (CPU mr x nr, CUDA threadM x threadN) with the same cache blocks (mc, nc,
+/// kc; blockM, blockN, kStep). One such move can replace several prime moves
+/// whose intermediate tiles are slow or not a kernel at all (8x32 -> 8x48
+/// moves a 3 in and a 2 out; 8x32 -> 4x64 changes both dimensions).
+std::vector<TileState> tileMoves(const TileSpace &space, const TileState &s) {
+  std::vector<TileState> result;
+  if (space.levels(0) < 2 || space.levels(1) < 2)
+    return result;
+  auto splits = [&](int d) {
+    const std::vector<int64_t> &f = s.factors[d];
+    int64_t block = f[f.size() - 2] * f.back();
+    std::vector<int64_t> inner;
+    for (int64_t x = 1; x <= block; ++x)
+      if (block % x == 0)
+        inner.push_back(x);
+    return std::make_pair(block, inner);
+  };
+  auto [blockM, innerM] = splits(0);
+  auto [blockN, innerN] = splits(1);
+  for (int64_t a : innerM)
+    for (int64_t b : innerN) {
+      if (a == s.factors[0].back() && b == s.factors[1].back())
+        continue;
+      TileState t = s;
+      t.factors[0].back() = a;
+      t.factors[0][t.factors[0].size() - 2] = blockM / a;
+      t.factors[1].back() = b;
+      t.factors[1][t.factors[1].size() - 2] = blockN / b;
+      if (space.isLegal(t))
+        result.push_back(t);
+    }
+  return result;
+}
+
+/// Moves `take` elements chosen uniformly at random to the front of `v`
+/// (partial Fisher-Yates).
+void sampleFront(std::vector<TileState> &v, size_t take, Rng &rng) {
+  for (size_t i = 0; i < take && i < v.size(); ++i)
+    std::swap(v[i], v[i + rng.below(v.size() - i)]);
+}
+
 void searchGbfs(Evaluator &ev, Rng &rng) {
   const TileSpace &space = ev.space;
+  const SearchOptions &opt = ev.options;
   struct Entry {
     double cost;
     int64_t order;
@@ -155,7 +200,14 @@ void searchGbfs(Evaluator &ev, Rng &rng) {
   if (!found)
     return;
   visit(start);
-  int p = std::max(1, ev.options.gbfsSamples);
+  // Extension: seeded random starting states besides the default one, so
+  // that seeds can end in different basins.
+  for (int i = 1; i < opt.gbfsStarts && !ev.exhausted(); ++i) {
+    TileState s;
+    if (randomLegal(space, rng, visited, 20000, s))
+      visit(s);
+  }
+  int p = std::max(1, opt.gbfsSamples);
   while (!ev.exhausted()) {
     if (open.empty()) {
       // Every reachable state was expanded: restart somewhere new.
@@ -175,14 +227,25 @@ void searchGbfs(Evaluator &ev, Rng &rng) {
       if (!visited.count(n) && space.isLegal(n))
         fresh.push_back(n);
     }
-    // Sample p of the unvisited legal neighbours (partial Fisher-Yates).
+    std::vector<TileState> tiles;
+    if (opt.gbfsTileMoves > 0)
+      for (TileState &n : tileMoves(space, best.state))
+        if (!visited.count(n) &&
+            std::find(fresh.begin(), fresh.end(), n) == fresh.end())
+          tiles.push_back(std::move(n));
+    // Sample p of the unvisited legal neighbours, and up to gbfsTileMoves of
+    // the register-tile moves.
     size_t take = std::min<size_t>(p, fresh.size());
-    for (size_t i = 0; i < take; ++i)
-      std::swap(fresh[i], fresh[i + rng.below(fresh.size() - i)]);
+    size_t takeTiles =
+        std::min<size_t>(std::max(0, opt.gbfsTileMoves), tiles.size());
+    sampleFront(fresh, take, rng);
+    sampleFront(tiles, takeTiles, rng);
     for (size_t i = 0; i < take && !ev.exhausted(); ++i)
       visit(fresh[i]);
+    for (size_t i = 0; i < takeTiles && !ev.exhausted(); ++i)
+      visit(tiles[i]);
     // A state with neighbours left stays in the queue.
-    if (fresh.size() > take)
+    if (fresh.size() > take || tiles.size() > takeTiles)
       open.push(best);
   }
 }
@@ -356,8 +419,21 @@ void searchNa2c(Evaluator &ev, Rng &rng) {
       for (int a : valid)
         pi[a] /= z;
       int chosen = valid.back();
+      // Extension (a2cTileMoves): an exploring step may also take a
+      // register-tile move, which is no action of the network's fixed set;
+      // such a step trains only the critic.
+      TileState tileNext;
+      bool tileStep = false;
       if (rng.real() < opt.a2cEpsilon) {
-        chosen = valid[rng.below(valid.size())];
+        std::vector<TileState> tiles;
+        if (opt.a2cTileMoves)
+          tiles = tileMoves(space, s);
+        if (tiles.empty() || rng.real() < 0.5) {
+          chosen = valid[rng.below(valid.size())];
+        } else {
+          tileStep = true;
+          tileNext = tiles[rng.below(tiles.size())];
+        }
       } else {
         double u = rng.real(), acc = 0;
         for (int a : valid) {
@@ -368,7 +444,7 @@ void searchNa2c(Evaluator &ev, Rng &rng) {
           }
         }
       }
-      TileState next = space.apply(s, actions[chosen]);
+      TileState next = tileStep ? tileNext : space.apply(s, actions[chosen]);
       bool fresh = false;
       double cn = ev.eval(next, &fresh);
       stale = fresh ? 0 : stale + 1;
@@ -379,13 +455,16 @@ void searchNa2c(Evaluator &ev, Rng &rng) {
       double v = critic.forward(x)[0];
       double advantage = reward + opt.a2cDiscount * vNext - v;
       critic.step({1.0}, opt.a2cCriticRate * advantage);
-      // d log pi(chosen) / d logits = onehot(chosen) - pi over valid actions.
-      actor.forward(x);
-      std::vector<double> g(actions.size(), 0.0);
-      for (int a : valid)
-        g[a] = -pi[a];
-      g[chosen] += 1.0;
-      actor.step(g, opt.a2cActorRate * advantage);
+      if (!tileStep) {
+        // d log pi(chosen) / d logits = onehot(chosen) - pi over valid
+        // actions.
+        actor.forward(x);
+        std::vector<double> g(actions.size(), 0.0);
+        for (int a : valid)
+          g[a] = -pi[a];
+        g[chosen] += 1.0;
+        actor.step(g, opt.a2cActorRate * advantage);
+      }
       if (terminal || ev.exhausted())
         break;
       s = next;
