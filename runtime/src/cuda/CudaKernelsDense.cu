@@ -520,8 +520,7 @@ __global__ void fillKernel(uint32_t *__restrict__ y, int64_t n, uint32_t bits) {
     y[i] = bits;
 }
 
-__global__ void scaleKernel(const float *x, float *y, int64_t n,
-                            float factor) {
+__global__ void scaleKernel(const float *x, float *y, int64_t n, float factor) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     y[i] = x[i] * factor;
