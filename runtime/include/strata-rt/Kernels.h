@@ -136,6 +136,16 @@ std::vector<const OpKernel *> allKernels();
 int pipelinePeerRank(const std::vector<int> &stageRanks, bool haveComm,
                      const Attrs &attrs, const char *op);
 
+/// Collectives: the communicator of the instruction's `group` attribute
+/// (default 0) among `groups` (the contexts' groups; when empty, group 0 is
+/// `world`), after checking that the rank is a member and that `replicas`
+/// equals the group's size; throws std::runtime_error naming `op`
+/// otherwise. Returns nullptr for a one-rank run without a communicator.
+/// Shared by the CPU and CUDA kernels.
+Communicator *resolveCollectiveGroup(Communicator *world,
+                                     const std::vector<Communicator *> &groups,
+                                     const Attrs &attrs, const char *op);
+
 } // namespace strata::rt
 
 #endif // STRATA_RT_KERNELS_H

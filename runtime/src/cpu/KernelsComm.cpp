@@ -42,34 +42,13 @@ std::string verifyAllReduce(const Descs &inputs, const Descs &outputs,
   return v.error();
 }
 
-/// The communicator of the collective's group; checks `replicas`.
-Communicator *resolveGroup(KernelContext &ctx, const Attrs &attrs,
-                           const char *op) {
-  int64_t replicas = attrs.integer("replicas", 1);
-  int64_t group = attrs.integer("group", 0);
-  Communicator *comm = ctx.comm;
-  if (!ctx.groups.empty()) {
-    if (group < 0 || group >= static_cast<int64_t>(ctx.groups.size()) ||
-        !ctx.groups[group])
-      throw std::runtime_error(std::string(op) + " over group " +
-                               std::to_string(group) +
-                               ", which this rank is not a member of");
-    comm = ctx.groups[group];
-  }
-  int size = comm ? comm->size() : 1;
-  if (replicas != size)
-    throw std::runtime_error(
-        std::string(op) + " over " + std::to_string(replicas) +
-        " replicas, but the run has " + std::to_string(size) + " ranks");
-  return comm;
-}
-
 void runAllReduce(KernelContext &ctx, const Tensors &inputs,
                   const Tensors &outputs, const Attrs &attrs) {
   const Tensor &in = inputs[0], &out = outputs[0];
   if (in.data != out.data)
     std::memcpy(out.data, in.data, static_cast<size_t>(in.desc.bytes()));
-  Communicator *comm = resolveGroup(ctx, attrs, "all_reduce");
+  Communicator *comm =
+      resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce");
   int size = comm ? comm->size() : 1;
   if (size == 1 || ctx.deferCollectives)
     return;
@@ -202,7 +181,8 @@ private:
 void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
                        const Tensors &, const Attrs &attrs) {
   int64_t bucket = attrs.integer("bucket", 0);
-  Communicator *comm = resolveGroup(ctx, attrs, "all_reduce_start");
+  Communicator *comm =
+      resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce_start");
   BucketTransfer &transfer = ctx.buckets[bucket];
   if (transfer.inFlight && !ctx.deferCollectives)
     throw std::runtime_error("bucket " + std::to_string(bucket) +
@@ -346,6 +326,29 @@ int strata::rt::pipelinePeerRank(const std::vector<int> &stageRanks,
                              std::to_string(peer) +
                              ", which no rank of this run holds");
   return stageRanks[peer];
+}
+
+strata::rt::Communicator *
+strata::rt::resolveCollectiveGroup(Communicator *world,
+                                   const std::vector<Communicator *> &groups,
+                                   const Attrs &attrs, const char *op) {
+  int64_t replicas = attrs.integer("replicas", 1);
+  int64_t group = attrs.integer("group", 0);
+  Communicator *comm = world;
+  if (!groups.empty()) {
+    if (group < 0 || group >= static_cast<int64_t>(groups.size()) ||
+        !groups[group])
+      throw std::runtime_error(std::string(op) + " over group " +
+                               std::to_string(group) +
+                               ", which this rank is not a member of");
+    comm = groups[group];
+  }
+  int size = comm ? comm->size() : 1;
+  if (replicas != size)
+    throw std::runtime_error(
+        std::string(op) + " over " + std::to_string(replicas) +
+        " replicas, but the run has " + std::to_string(size) + " ranks");
+  return comm;
 }
 
 int64_t strata::rt::steadyNowNs() {

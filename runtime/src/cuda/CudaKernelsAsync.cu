@@ -20,6 +20,7 @@
 #include "CudaKernelsInternal.h"
 
 #include "strata-rt/Comm.h"
+#include "strata-rt/Kernels.h"
 
 #include <map>
 #include <memory>
@@ -46,30 +47,11 @@ DeviceBucket &lookupBucket(const CudaContext &ctx, int64_t bucket) {
   return gBuckets[{&ctx, bucket}];
 }
 
-Communicator *resolveGroup(CudaContext &ctx, const Attrs &attrs) {
-  int64_t replicas = attrs.integer("replicas", 1);
-  int64_t group = attrs.integer("group", 0);
-  Communicator *comm = ctx.comm;
-  if (!ctx.groups.empty()) {
-    if (group < 0 || group >= static_cast<int64_t>(ctx.groups.size()) ||
-        !ctx.groups[group])
-      throw std::runtime_error("all_reduce_start over group " +
-                               std::to_string(group) +
-                               ", which this rank is not a member of");
-    comm = ctx.groups[group];
-  }
-  int size = comm ? comm->size() : 1;
-  if (replicas != size)
-    throw std::runtime_error(
-        "all_reduce_start over " + std::to_string(replicas) +
-        " replicas, but the run has " + std::to_string(size) + " ranks");
-  return comm;
-}
-
 void runAllReduceStart(CudaContext &ctx, const Tensors &inputs, const Tensors &,
                        const Attrs &attrs) {
   int64_t bucketId = attrs.integer("bucket", 0);
-  Communicator *comm = resolveGroup(ctx, attrs);
+  Communicator *comm =
+      resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce_start");
   if (attrs.flag("host"))
     throw std::runtime_error(
         "all_reduce_start: host accumulation (accumulate=host) runs on CPU "

@@ -39,22 +39,9 @@ namespace {
 void runAllReduce(CudaContext &ctx, const Tensors &inputs,
                   const Tensors &outputs, const Attrs &attrs) {
   const Tensor &in = inputs[0], &out = outputs[0];
-  int64_t replicas = attrs.integer("replicas", 1);
-  int64_t group = attrs.integer("group", 0);
-  Communicator *comm = ctx.comm;
-  if (!ctx.groups.empty()) {
-    if (group < 0 || group >= static_cast<int64_t>(ctx.groups.size()) ||
-        !ctx.groups[group])
-      throw std::runtime_error("all_reduce over group " +
-                               std::to_string(group) +
-                               ", which this rank is not a member of");
-    comm = ctx.groups[group];
-  }
+  Communicator *comm =
+      resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce");
   int size = comm ? comm->size() : 1;
-  if (replicas != size)
-    throw std::runtime_error("all_reduce over " + std::to_string(replicas) +
-                             " replicas, but the run has " +
-                             std::to_string(size) + " ranks");
   copyDevice(ctx, out.data, in.data, in.desc.bytes());
   if (size == 1)
     return;
