@@ -422,9 +422,12 @@ LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os,
            << "expected exactly one training step (strata.train_step), found "
            << steps.size() << "; run --strata-autodiff first";
   func::FuncOp func = steps.front();
-  if (!func->hasAttr(StrataDialect::getArenaBytesAttrName()) &&
-      failed(assignBuffers(func)))
+  if (!func->hasAttr(StrataDialect::getArenaBytesAttrName())) {
+    if (failed(assignBuffers(func)))
+      return failure();
+  } else if (failed(verifyBuffers(func))) {
     return failure();
+  }
   // Build the whole plan first so a failure leaves no partial output.
   FailureOr<llvm::json::Object> plan =
       PlanWriter(func, device).build(func.getSymName());

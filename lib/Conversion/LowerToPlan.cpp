@@ -5,6 +5,7 @@
 #include "strata/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::strata {
@@ -35,12 +36,15 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
   MLIRContext *context = func.getContext();
   int64_t nextId = 0, offset = 0;
   auto allocate = [&](Value value) -> FailureOr<BufferAttr> {
-    auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type || !type.hasStaticShape())
+    if (!isSizedTensorType(value.getType()))
       return failure();
-    int64_t bytes = getTensorBytes(type);
+    int64_t bytes = getTensorBytes(value.getType());
     auto buffer = BufferAttr::get(context, nextId++, offset, bytes);
-    offset += llvm::alignTo(std::max<int64_t>(bytes, 1), kBufferAlignment);
+    std::optional<int64_t> end = llvm::checkedAdd(
+        offset, static_cast<int64_t>(llvm::alignTo(bytes, kBufferAlignment)));
+    if (!end)
+      return failure();
+    offset = *end;
     return buffer;
   };
 
@@ -48,7 +52,8 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
     FailureOr<BufferAttr> buffer = allocate(arg);
     if (failed(buffer))
       return func.emitOpError() << "argument #" << arg.getArgNumber()
-                                << " is not a statically shaped tensor";
+                                << " is not a statically shaped tensor of "
+                                   "at most 2^48 bytes, or the arena overflows";
     func.setArgAttr(arg.getArgNumber(), StrataDialect::getBufferAttrName(),
                     *buffer);
   }
@@ -66,7 +71,8 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
       FailureOr<BufferAttr> buffer = allocate(result);
       if (failed(buffer)) {
         op->emitOpError() << "result #" << result.getResultNumber()
-                          << " is not a statically shaped tensor";
+                          << " is not a statically shaped tensor of at "
+                             "most 2^48 bytes, or the arena overflows";
         return WalkResult::interrupt();
       }
       buffers.push_back(*buffer);
@@ -80,6 +86,64 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
   func->setAttr(StrataDialect::getArenaBytesAttrName(),
                 IntegerAttr::get(IntegerType::get(context, 64), offset));
   return success();
+}
+
+/// Checks one value's buffer against its type and the arena; `seen` maps
+/// each id to the first buffer carrying it.
+static LogicalResult verifyBuffer(Value value, BufferAttr buffer,
+                                  int64_t arenaBytes, Operation *where,
+                                  DenseMap<int64_t, BufferAttr> &seen) {
+  auto describe = [&]() {
+    InFlightDiagnostic diag = where->emitOpError();
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      diag << "argument #" << arg.getArgNumber();
+    else
+      diag << "result #" << cast<OpResult>(value).getResultNumber();
+    return diag;
+  };
+  if (!buffer)
+    return describe() << " has no buffer (run --strata-lower-to-plan)";
+  if (buffer.getId() < 0 || buffer.getOffset() < 0 ||
+      buffer.getOffset() % kBufferAlignment != 0)
+    return describe() << " has buffer " << buffer
+                      << " with a negative id or an offset that is not a "
+                         "non-negative multiple of "
+                      << kBufferAlignment;
+  if (!isSizedTensorType(value.getType()) ||
+      buffer.getBytes() != getTensorBytes(value.getType()))
+    return describe() << " has buffer " << buffer
+                      << " whose bytes do not match " << value.getType();
+  std::optional<int64_t> end =
+      llvm::checkedAdd(buffer.getOffset(), buffer.getBytes());
+  if (!end || *end > arenaBytes)
+    return describe() << " has buffer " << buffer
+                      << " that ends past the arena of " << arenaBytes
+                      << " bytes";
+  auto [it, inserted] = seen.try_emplace(buffer.getId(), buffer);
+  if (!inserted && it->second != buffer)
+    return describe() << " has buffer " << buffer << ", but buffer id "
+                      << buffer.getId() << " is also " << it->second;
+  return success();
+}
+
+LogicalResult mlir::strata::verifyBuffers(func::FuncOp func) {
+  auto arena =
+      func->getAttrOfType<IntegerAttr>(StrataDialect::getArenaBytesAttrName());
+  if (!arena || arena.getInt() < 0)
+    return func.emitOpError() << "has no non-negative strata.arena_bytes (run "
+                                 "--strata-lower-to-plan)";
+  DenseMap<int64_t, BufferAttr> seen;
+  for (BlockArgument arg : func.getArguments())
+    if (failed(verifyBuffer(arg, getBuffer(arg), arena.getInt(), func, seen)))
+      return failure();
+  WalkResult walk = func.walk([&](Operation *op) {
+    for (OpResult result : op->getResults())
+      if (failed(verifyBuffer(result, getBuffer(result), arena.getInt(), op,
+                              seen)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 namespace {

@@ -21,10 +21,8 @@ llvm::Error mlir::strata::validateCNN(const CNNConfig &c) {
                              {"image-size", c.imageSize},
                              {"channels", c.channels},
                              {"classes", c.classes}})
-    if (value <= 0)
-      return llvm::createStringError("--%s must be positive, got %lld",
-                                     name.str().c_str(),
-                                     static_cast<long long>(value));
+    if (llvm::Error err = checkModelSize(name, value, kMaxModelDim))
+      return err;
   if (c.imageSize % 32 != 0)
     return llvm::createStringError(
         "--image-size (%lld) must be a multiple of 32 (the network "

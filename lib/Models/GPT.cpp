@@ -48,17 +48,16 @@ std::vector<std::string> mlir::strata::getGPTPresetNames() {
 }
 
 llvm::Error mlir::strata::validateGPT(const GPTConfig &c) {
-  for (auto [name, value] : {std::pair<StringRef, int64_t>("layers", c.layers),
-                             {"hidden", c.hidden},
+  if (llvm::Error err = checkModelSize("layers", c.layers, kMaxModelLayers))
+    return err;
+  for (auto [name, value] : {std::pair<StringRef, int64_t>("hidden", c.hidden),
                              {"heads", c.heads},
                              {"seq", c.seq},
                              {"vocab", c.vocab},
                              {"positions", c.positions},
                              {"batch", c.batch}})
-    if (value <= 0)
-      return llvm::createStringError("--%s must be positive, got %lld",
-                                     name.str().c_str(),
-                                     static_cast<long long>(value));
+    if (llvm::Error err = checkModelSize(name, value, kMaxModelDim))
+      return err;
   if (c.hidden % c.heads != 0)
     return llvm::createStringError(
         "--hidden (%lld) must be divisible by --heads (%lld)",
@@ -67,9 +66,6 @@ llvm::Error mlir::strata::validateGPT(const GPTConfig &c) {
     return llvm::createStringError(
         "--seq (%lld) must not exceed --positions (%lld)",
         static_cast<long long>(c.seq), static_cast<long long>(c.positions));
-  if (c.vocab > (int64_t(1) << 31))
-    return llvm::createStringError("--vocab (%lld) does not fit i32 token ids",
-                                   static_cast<long long>(c.vocab));
   return llvm::Error::success();
 }
 

@@ -6,21 +6,27 @@
 using namespace mlir;
 using namespace mlir::strata;
 
-static llvm::Error positive(StringRef option, int64_t value) {
-  if (value > 0)
-    return llvm::Error::success();
-  return llvm::createStringError("--%s must be positive, got %lld",
-                                 option.str().c_str(),
-                                 static_cast<long long>(value));
+llvm::Error mlir::strata::checkModelSize(StringRef name, int64_t value,
+                                         int64_t max) {
+  if (value <= 0)
+    return llvm::createStringError("--%s must be positive, got %lld",
+                                   name.str().c_str(),
+                                   static_cast<long long>(value));
+  if (value > max)
+    return llvm::createStringError(
+        "--%s must be at most %lld, got %lld", name.str().c_str(),
+        static_cast<long long>(max), static_cast<long long>(value));
+  return llvm::Error::success();
 }
 
 llvm::Error mlir::strata::validateMLP(const MLPConfig &c) {
+  if (llvm::Error err = checkModelSize("layers", c.layers, kMaxModelLayers))
+    return err;
   for (auto [name, value] : {std::pair<StringRef, int64_t>("batch", c.batch),
                              {"inputs", c.inputs},
                              {"hidden", c.hidden},
-                             {"layers", c.layers},
                              {"classes", c.classes}})
-    if (llvm::Error err = positive(name, value))
+    if (llvm::Error err = checkModelSize(name, value, kMaxModelDim))
       return err;
   return llvm::Error::success();
 }

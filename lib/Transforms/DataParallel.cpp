@@ -1,6 +1,7 @@
 //===- DataParallel.cpp - Replicate a training step over ranks ------------===//
 
 #include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,11 +36,9 @@ struct DataParallelPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (replicas < 1) {
-      emitError(module.getLoc())
-          << "--strata-data-parallel needs replicas >= 1, got " << replicas;
+    if (failed(checkOptionRange(module.getLoc(), getArgument(), "replicas",
+                                replicas, 1, kMaxReplicas)))
       return signalPassFailure();
-    }
     bool found = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))

@@ -12,6 +12,7 @@
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Target/TargetDescription.h"
+#include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,18 +146,15 @@ void InsertGradSyncPass::runOnOperation() {
         << accumulate << "'";
     return signalPassFailure();
   }
-  if (chunkBytes < 4) {
-    emitError(module.getLoc())
-        << "--strata-insert-grad-sync needs chunk-bytes >= 4, got "
-        << static_cast<int64_t>(chunkBytes);
+  if (failed(checkOptionRange(module.getLoc(), getArgument(), "chunk-bytes",
+                              chunkBytes, 4, kMaxTensorBytes)) ||
+      failed(checkOptionRange(module.getLoc(), getArgument(), "staleness",
+                              staleness, 0, kMaxStaleness)) ||
+      failed(checkOptionRange(module.getLoc(), getArgument(), "replicas",
+                              replicas, 0, kMaxReplicas)) ||
+      failed(checkOptionRange(module.getLoc(), getArgument(), "bucket-bytes",
+                              bucketBytes, 0, kMaxTensorBytes)))
     return signalPassFailure();
-  }
-  if (staleness < 0) {
-    emitError(module.getLoc())
-        << "--strata-insert-grad-sync needs staleness >= 0, got "
-        << static_cast<int64_t>(staleness);
-    return signalPassFailure();
-  }
   if (staleness > 0 && accumulate == "host") {
     emitError(module.getLoc())
         << "--strata-insert-grad-sync: staleness > 0 cannot be combined with "

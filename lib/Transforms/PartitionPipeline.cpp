@@ -12,6 +12,7 @@
 #include "strata/Analysis/SavedValues.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Target/TargetDescription.h"
+#include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -235,6 +236,9 @@ void PartitionPipelinePass::runOnOperation() {
     if (StringRef(stages).getAsInteger(10, n) || n < 1)
       return fail("stages must be auto or a positive number, got '" + stages +
                   "'");
+    if (n > kMaxStages)
+      return fail("stages must be at most " + Twine(kMaxStages) +
+                  " (its documented bound), got " + Twine(n));
     options.stages = n;
   }
   if (devices < 0)
@@ -245,6 +249,14 @@ void PartitionPipelinePass::runOnOperation() {
     return fail("micro-batches must be positive, got " + Twine(microBatches));
   if (memoryBytes < 0)
     return fail("memory-bytes must be positive, got " + Twine(memoryBytes));
+  for (auto [option, value, max] :
+       {std::tuple<StringRef, int64_t, int64_t>("devices", devices,
+                                                kMaxReplicas),
+        {"replicas", replicas, kMaxReplicas},
+        {"micro-batches", microBatches, kMaxMicroBatches}})
+    if (value > max)
+      return fail(option + " must be at most " + Twine(max) +
+                  " (its documented bound), got " + Twine(value));
   options.devices = devices;
   options.replicas = replicas;
   options.straight = straight;

@@ -17,6 +17,7 @@
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Target/TargetDescription.h"
+#include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
 #include "strata/Transforms/PipelineSchedule.h"
 
@@ -187,6 +188,18 @@ LogicalResult Scheduler::classify() {
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     kindOf[&op] =
         phase && phase.getValue() == Phase::backward ? Action::B : Action::F;
+    // The forward pass of a micro-batch runs before its backward pass, so a
+    // forward op cannot read what the backward pass computes: such an op has
+    // lost (or never had) its `strata.phase = backward`.
+    if (kindOf[&op] == Action::F)
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (kindOf.count(def) && kindOf[def] == Action::B)
+            return op.emitOpError()
+                   << "reads a value of the backward pass but is not marked "
+                      "strata.phase = backward; the pipeline schedule "
+                      "needs every backward op marked (as --strata-autodiff "
+                      "marks them)";
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   loss = ret.getOperands().back();
@@ -776,6 +789,15 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   shape.devices = chunks / shape.virtualStages;
   if (std::string why = checkShape(shape); !why.empty())
     return func.emitOpError() << "cannot be scheduled: " << why;
+  // Every op is cloned per micro-batch: bound the result before building it.
+  int64_t stepOps =
+      static_cast<int64_t>(func.getBody().front().getOperations().size());
+  if (stepOps > kMaxScheduledOps / microBatches)
+    return func.emitOpError()
+           << "would hold about " << stepOps << " x "
+           << static_cast<int64_t>(microBatches)
+           << " ops once scheduled, more than the " << kMaxScheduledOps
+           << " the pass builds; use fewer micro-batches";
   // The step is written for one micro-batch: its data and labels become M
   // micro-batches' worth, which `strata.micro_batch` splits.
   if (microBatches > 1) {
@@ -850,12 +872,16 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
 
 void SchedulePipelinePass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (microBatches < 1) {
-    emitError(module.getLoc())
-        << "--strata-schedule-pipeline needs micro-batches >= 1, got "
-        << static_cast<int64_t>(microBatches);
+  Location loc = module.getLoc();
+  if (failed(checkOptionRange(loc, getArgument(), "micro-batches", microBatches,
+                              1, kMaxMicroBatches)) ||
+      failed(checkOptionRange(loc, getArgument(), "virtual", virtualStages, 1,
+                              kMaxVirtualStages)) ||
+      failed(checkOptionRange(loc, getArgument(), "stages", stages, 0,
+                              kMaxStages)) ||
+      failed(checkOptionRange(loc, getArgument(), "replicas", replicas, 1,
+                              kMaxReplicas)))
     return signalPassFailure();
-  }
   bool found = false;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))

@@ -36,7 +36,8 @@ options:
   --steps N         steps to run (default 10; after the resumed step)
   --seed S          seed of initialisation and data (default 0; a resumed
                     run keeps its checkpoint's seed unless one is given)
-  --threads T       kernel threads (default: one per hardware thread)
+  --threads T       kernel threads, 1-1024 (default: one per hardware
+                    thread)
   --init FILE       start from the parameters in FILE (.safetensors)
   --save FILE       save parameters, optimizer state and step to FILE
   --resume FILE     continue from a checkpoint written by --save
@@ -138,9 +139,11 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
   }
   int64_t count = 0;
   if (!threads.empty()) {
-    if (!parseInteger(threads, count) || count < 0 ||
-        count > std::numeric_limits<int>::max())
+    if (!parseInteger(threads, count))
       return numberError("--threads", threads);
+    if (count < 1 || count > kMaxThreads)
+      return Status::usage("--threads must be between 1 and " +
+                           std::to_string(kMaxThreads) + ", got " + threads);
     options.threads = static_cast<int>(count);
   }
   if (!logEvery.empty() && !parseInteger(logEvery, options.logEvery))

@@ -14,6 +14,7 @@
 
 #include "strata/Models/Models.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
@@ -200,11 +201,20 @@ int main(int argc, char **argv) {
   if (err)
     return fail(llvm::toString(std::move(err)));
 
-  if (failed(mlir::verify(*module))) {
-    llvm::errs() << "strata-model: internal error: generated IR does not "
-                    "verify\n";
-    return 1;
+  // Options within their bounds can still describe a tensor over the
+  // dialect's size limit; the verifier names it.
+  std::string verifyError;
+  LogicalResult verified = success();
+  {
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (verifyError.empty())
+        verifyError = diag.str();
+      return success();
+    });
+    verified = mlir::verify(*module);
   }
+  if (failed(verified))
+    return fail("the model does not fit Strata's limits: " + verifyError);
 
   ModelSummary summary = summarizeModel(*module);
   std::string command = family;

@@ -1,8 +1,14 @@
 //===- strata-opt.cpp - Strata optimizer driver ---------------------------===//
+//
+// mlir-opt with the Strata dialect and passes. `-o FILE` replaces FILE only
+// when every pass succeeded (AtomicOutput.h).
+//
+//===----------------------------------------------------------------------===//
 
 #include "strata/Dialect/Strata/StrataDialect.h"
 #include "strata/Transforms/Passes.h"
 
+#include "../common/AtomicOutput.h"
 #include "TestPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +23,9 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::strata::StrataDialect, mlir::func::FuncDialect>();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Strata optimizer driver\n", registry));
+  return strata::tools::runWithAtomicOutput(
+      argc, argv, [&](int argc, char **argv) {
+        return mlir::asMainReturnCode(mlir::MlirOptMain(
+            argc, argv, "Strata optimizer driver\n", registry));
+      });
 }

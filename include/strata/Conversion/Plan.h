@@ -32,6 +32,13 @@ BufferAttr getBuffer(Value value);
 /// LowerToPlanPass). Fails on a value that is not a statically shaped tensor.
 LogicalResult assignBuffers(func::FuncOp func);
 
+/// Checks the buffers of a function `assignBuffers` (or a buffer planner)
+/// placed: every argument and op result has one, its bytes match its type,
+/// its offset is aligned and it lies inside `strata.arena_bytes`; one id
+/// always names the same byte range. Emits a diagnostic at the offending
+/// value's op otherwise.
+LogicalResult verifyBuffers(func::FuncOp func);
+
 /// Writes the plan of the module's training step to `os`, assigning buffers
 /// first where they are missing. Every rank asks for `device` ("cpu" or
 /// "cuda").

@@ -22,6 +22,17 @@
 
 namespace mlir::strata {
 
+/// Upper bounds of the generators' options, checked by `validate*`: at most
+/// `kMaxModelLayers` layers (MLP) or decoder blocks (GPT), and every other
+/// size (batch, widths, sequence, vocabulary, image size, channels, classes)
+/// at most `kMaxModelDim`. A model within them may still hold a tensor over
+/// the dialect's 2^48-byte limit, which the verifier then reports.
+constexpr int64_t kMaxModelLayers = 4096;
+constexpr int64_t kMaxModelDim = (int64_t(1) << 31) - 1;
+
+/// Checks `1 <= value <= max` for the generator option `--name`.
+llvm::Error checkModelSize(llvm::StringRef name, int64_t value, int64_t max);
+
 /// A multi-layer perceptron classifier: `layers` linear layers (the hidden
 /// ones followed by relu) and a softmax cross-entropy loss.
 struct MLPConfig {

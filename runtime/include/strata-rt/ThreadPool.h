@@ -20,7 +20,9 @@ namespace strata::rt {
 /// a given thread count.
 class ThreadPool {
 public:
-  /// `threads` <= 0 means one per hardware thread.
+  /// `threads` <= 0 means one per hardware thread. Throws
+  /// std::runtime_error (with every thread it started joined again) when the
+  /// system cannot start them all.
   explicit ThreadPool(int threads = 1);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -32,6 +34,9 @@ public:
   void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)> &fn);
 
 private:
+  /// Stops and joins the worker threads.
+  void stopWorkers();
+
   struct Impl;
   std::unique_ptr<Impl> impl;
 };

@@ -22,6 +22,9 @@
 
 namespace strata::rt {
 
+/// The most kernel threads a run may ask for.
+constexpr int kMaxThreads = 1024;
+
 struct TrainOptions {
   std::string planPath;
   /// Steps to run (after the resumed step, if any).
@@ -30,7 +33,8 @@ struct TrainOptions {
   /// Whether `seed` was chosen explicitly; if not, a resumed run takes the
   /// checkpoint's seed.
   bool seedGiven = false;
-  /// Kernel worker threads; <= 0 means one per hardware thread.
+  /// Kernel worker threads; <= 0 means one per hardware thread. strata-run
+  /// takes 1 to kMaxThreads.
   int threads = 0;
   /// Parameters to start from (a safetensors file), instead of the plan's
   /// initialisers.

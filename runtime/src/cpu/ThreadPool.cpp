@@ -17,6 +17,9 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -141,11 +144,21 @@ ThreadPool::ThreadPool(int threads) : impl(std::make_unique<Impl>()) {
   impl->spinIterations = threads <= hardware ? 20000 : 0;
   impl->errors.resize(threads);
   impl->workers.reserve(threads - 1);
-  for (int i = 1; i < threads; ++i)
-    impl->workers.emplace_back([this, i] { impl->workerLoop(i); });
+  try {
+    for (int i = 1; i < threads; ++i)
+      impl->workers.emplace_back([this, i] { impl->workerLoop(i); });
+  } catch (const std::system_error &e) {
+    // The workers started so far wait on the pool's condition variable: stop
+    // and join them before the pool goes away.
+    size_t started = impl->workers.size();
+    stopWorkers();
+    throw std::runtime_error("cannot start kernel thread " +
+                             std::to_string(started + 1) + " of " +
+                             std::to_string(threads) + ": " + e.what());
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stopWorkers() {
   if (impl->workers.empty())
     return;
   {
@@ -156,7 +169,10 @@ ThreadPool::~ThreadPool() {
   impl->wakeWorkers.notify_all();
   for (std::thread &t : impl->workers)
     t.join();
+  impl->workers.clear();
 }
+
+ThreadPool::~ThreadPool() { stopWorkers(); }
 
 int ThreadPool::size() const { return impl->numThreads; }
 

@@ -348,3 +348,38 @@ func.func @mse_types(%a: tensor<4x10xf32>, %b: tensor<4x9xf32>) {
   %0 = strata.mse_loss %a, %b : (tensor<4x10xf32>, tensor<4x9xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+// A zero-sized dimension is rejected: passes divide by dimensions.
+func.func @zero_dim(%a: tensor<4x0xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of f32 or bf16 (dimensions >= 1, at most 2^48 bytes)}}
+  %0 = strata.relu %a : tensor<4x0xf32>
+  return
+}
+
+// -----
+
+// 2^24 x 2^23 f32 elements are 2^49 bytes, over the 2^48-byte limit.
+func.func @too_many_bytes(%a: tensor<16777216x8388608xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of f32 or bf16 (dimensions >= 1, at most 2^48 bytes)}}
+  %0 = strata.relu %a : tensor<16777216x8388608xf32>
+  return
+}
+
+// -----
+
+// 2^24 x 2^22 f32 elements are exactly 2^48 bytes: the largest tensor.
+func.func @largest_tensor(%a: tensor<16777216x4194304xf32>) {
+  %0 = strata.relu %a : tensor<16777216x4194304xf32>
+  return
+}
+
+// -----
+
+// An index tensor with a zero-sized dimension.
+func.func @zero_dim_labels(%l: tensor<4x10xf32>, %y: tensor<0xi32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of i32 or i64 (dimensions >= 1, at most 2^48 bytes)}}
+  %0 = strata.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<0xi32>) -> tensor<f32>
+  return
+}

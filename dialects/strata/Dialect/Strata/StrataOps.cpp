@@ -32,6 +32,21 @@ void mlir::strata::setLayer(Operation *op, int64_t layer) {
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
 }
 
+bool mlir::strata::isSizedTensorType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return false;
+  uint64_t bytes = (tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  for (int64_t dim : tensor.getShape()) {
+    if (dim < 1 || static_cast<uint64_t>(dim) >
+                       static_cast<uint64_t>(kMaxTensorBytes) / bytes)
+      return false;
+    bytes *= static_cast<uint64_t>(dim);
+  }
+  return bytes <= static_cast<uint64_t>(kMaxTensorBytes);
+}
+
 int64_t mlir::strata::getTensorBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())

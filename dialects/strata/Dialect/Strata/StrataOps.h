@@ -21,6 +21,16 @@ namespace mlir::strata {
 struct CommResource : public SideEffects::Resource::Base<CommResource> {
   StringRef getName() final { return "strata.comm"; }
 };
+
+/// The most bytes one tensor may hold (256 TiB). Every size the compiler and
+/// the runtime derive from a tensor (element counts, bytes, arena offsets)
+/// then fits an `int64_t` with room to add many of them.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// Whether `type` is a statically shaped ranked tensor whose dimensions are
+/// all at least 1 and whose bytes are at most `kMaxTensorBytes`: the tensors
+/// Strata ops take and produce (the type constraints of the ODS definitions).
+bool isSizedTensorType(Type type);
 } // namespace mlir::strata
 
 #define GET_OP_CLASSES

@@ -20,10 +20,18 @@ include "mlir/IR/CommonAttrConstraints.td"
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Strata_FloatTensor : RankedTensorOf<[F32, BF16], [HasStaticShapePred],
-    "statically shaped tensor of f32 or bf16">;
-def Strata_IndexTensor : RankedTensorOf<[I32, I64], [HasStaticShapePred],
-    "statically shaped tensor of i32 or i64">;
+// Every dimension is at least 1 and a tensor holds at most 2^48 bytes
+// (`kMaxTensorBytes`), so no size derived from a type can wrap.
+def Strata_SizedTensorPred
+    : CPred<"::mlir::strata::isSizedTensorType($_self)">;
+def Strata_FloatTensor : RankedTensorOf<[F32, BF16],
+    [HasStaticShapePred, Strata_SizedTensorPred],
+    "statically shaped tensor of f32 or bf16 (dimensions >= 1, at most 2^48 "
+    "bytes)">;
+def Strata_IndexTensor : RankedTensorOf<[I32, I64],
+    [HasStaticShapePred, Strata_SizedTensorPred],
+    "statically shaped tensor of i32 or i64 (dimensions >= 1, at most 2^48 "
+    "bytes)">;
 def Strata_LossTensor : 0DTensorOf<[F32]>;
 
 def Strata_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
