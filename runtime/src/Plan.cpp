@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata-rt/Plan.h"
+#include "strata-rt/Liveness.h"
 
 #include <nlohmann/json.hpp>
 
@@ -275,6 +276,7 @@ public:
         parseProgram(*programs[r], static_cast<int64_t>(r));
     checkPipeline();
     checkStaleness();
+    checkBufferLifetimes();
   }
 
 private:
@@ -311,6 +313,9 @@ private:
   /// Every all_reduce_start carries the same `staleness`; with s > 0 the
   /// lagging aggregation's preconditions hold (see docs/plan-format.md).
   void checkStaleness();
+  /// No two buffers that are live at the same time (Liveness.h, over the
+  /// plan's own programs) share a byte of the arena.
+  void checkBufferLifetimes();
 
   /// Reads a buffer id and checks it names a `kind` buffer of `dtype`.
   const Buffer &readBufferRef(const json &value, const std::string &where,
@@ -1056,6 +1061,33 @@ void PlanParser::checkOperands(const Instruction &inst,
   }
   if (!message.empty())
     fail(where, message);
+}
+
+void PlanParser::checkBufferLifetimes() {
+  std::vector<std::vector<LiveInstruction>> programs;
+  for (const RankPlan &rank : plan.ranks) {
+    if (rank.programOf != rank.rank)
+      continue;
+    std::vector<LiveInstruction> &program = programs.emplace_back();
+    for (const Instruction &inst : rank.program)
+      program.push_back({inst.in, inst.out, !inst.kernel->inPlace.empty(),
+                         inst.kernel->readsAfterReturn});
+  }
+  std::vector<bool> persistent(plan.buffers.size());
+  std::vector<int64_t> offsets, bytes;
+  for (const Buffer &buffer : plan.buffers) {
+    persistent[buffer.id] = buffer.kind != BufferKind::Activation;
+    offsets.push_back(buffer.offset);
+    bytes.push_back(buffer.bytes);
+  }
+  if (plan.loss >= 0)
+    persistent[plan.loss] = true;
+  std::vector<LiveInterval> intervals = computeLiveness(programs, persistent);
+  if (intervals.size() != plan.buffers.size())
+    fail("ranks", "an instruction names a buffer that does not exist");
+  std::string overlap = checkNoLiveOverlap(intervals, offsets, bytes);
+  if (!overlap.empty())
+    fail("buffers", overlap + " (the arena layout would corrupt data)");
 }
 
 /// nlohmann's messages start with "[json.exception.parse_error.101] ".

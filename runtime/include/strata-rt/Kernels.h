@@ -121,6 +121,11 @@ struct OpKernel {
   /// must be the buffer of input #inPlace[i]. Empty for every other op,
   /// whose outputs may not alias their inputs.
   std::vector<int> inPlace = {};
+  /// The kernel may still read its inputs after it returns, until the
+  /// executor completes it before the next in-place instruction or at the end
+  /// of the step (a non-blocking send). Buffer lifetimes (Liveness.h) keep
+  /// such inputs until then.
+  bool readsAfterReturn = false;
 };
 
 /// The kernel of plan op `name`, or nullptr.

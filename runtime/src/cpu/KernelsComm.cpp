@@ -306,7 +306,13 @@ void runRecv(KernelContext &ctx, const Tensors &, const Tensors &outputs,
 
 void appendCommKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({"all_reduce", 1, 1, verifyAllReduce, runAllReduce});
-  kernels.push_back({"send", 1, 0, verifySend, runSend});
+  kernels.push_back({"send",
+                     1,
+                     0,
+                     verifySend,
+                     runSend,
+                     {},
+                     /*readsAfterReturn=*/true});
   kernels.push_back({"recv", 0, 1, verifyRecv, runRecv});
   kernels.push_back(
       {"all_reduce_start", -1, 0, verifyAllReduceStart, runAllReduceStart});

@@ -699,6 +699,8 @@ TEST(PlanFuzz, LoadablePlansRunWithoutCrashing) {
         EXPECT_EQ(status.code(), Status::Code::Failure) << status.message();
       ++ran;
     }
-    EXPECT_GT(ran, 50) << name;
+    // Mutated offsets that make live buffers share bytes are refused since
+    // the loader checks lifetimes (Liveness.h); the rest still load and run.
+    EXPECT_GT(ran, 40) << name;
   }
 }

@@ -17,7 +17,8 @@ function(strata_add_driver_test name)
 endfunction()
 
 strata_add_driver_test(StrataPlanTests
-  ${CMAKE_CURRENT_LIST_DIR}/PlanTest.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/PlanTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/LivenessTest.cpp)
 strata_add_driver_test(StrataDriverTests
   ${CMAKE_CURRENT_LIST_DIR}/InitTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SafetensorsTest.cpp
