@@ -1,5 +1,4 @@
-//===- BufferPacking.h - Offsets for buffers with fixed lifetimes -*- C++
-//-*-===//
+//===- BufferPacking.h - Offsets for buffers with lifetimes -----*- C++ -*-===//
 //
 // Static memory planning's packing step (issue 14): every buffer has a fixed
 // lifetime [start, end) and a size; choose a byte offset for each so that
