@@ -1,8 +1,8 @@
 //===- BufferPackingHeuristics.cpp - Greedy buffer packings ---------------===//
 //
 // The three heuristics of BufferPacking.h. Each places one item at a time
-// against the already placed items that are live at the same time; a
-// ConflictIndex finds those in O(log n + k).
+// into the gaps between the bytes that already placed items take while it
+// is live; an OccupancyIndex answers that as a few merged runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,134 +16,214 @@ using namespace mlir::strata;
 using namespace mlir::strata::detail;
 
 namespace {
-/// The placed items, queried for those live at some time of a new item's
-/// lifetime. An item is live during [start, end) of a new item when it is
-/// live at `start` (a stabbing query on a segment tree over the items'
-/// distinct start times) or it starts inside (start, end) (a range of an
-/// ordered set); the two never report the same item.
-class ConflictIndex {
-public:
-  explicit ConflictIndex(const std::vector<PackItem> &items);
-  void insert(size_t item);
-  /// Appends the placed items live at the same time as `item`.
-  void collect(size_t item, std::vector<size_t> &out) const;
-  /// Forgets every placed item.
-  void clear();
-
-private:
-  size_t pointIndex(int64_t time) const {
-    return std::lower_bound(points.begin(), points.end(), time) -
-           points.begin();
-  }
-
-  const std::vector<PackItem> &items;
-  std::vector<int64_t> points;
-  size_t leaves = 1;
-  std::vector<std::vector<size_t>> nodes;
-  std::vector<size_t> touched;
-  std::set<std::pair<int64_t, size_t>> byStart;
-};
-
-/// Bytes [lo, hi) taken by a placed item.
+/// Bytes [lo, hi) taken by placed items.
 struct Span {
   int64_t lo;
   int64_t hi;
 };
+
+/// Sorted, disjoint, non-touching spans: the union of the spans added.
+class SpanUnion {
+public:
+  void add(Span span);
+  const std::vector<Span> &runs() const { return spans; }
+  void clear() { spans.clear(); }
+
+private:
+  std::vector<Span> spans;
+};
+
+/// The free gaps in the union of several SpanUnions, walked bottom up. Each
+/// list keeps a cursor at its first run ending above the walk's position,
+/// advanced by binary search, so a walk costs the alternations between
+/// lists rather than the runs it passes.
+class GapWalker {
+public:
+  void clear() { cursors.clear(); }
+  void add(const SpanUnion &runs) {
+    if (!runs.runs().empty())
+      cursors.push_back(
+          {runs.runs().data(), runs.runs().data() + runs.runs().size()});
+  }
+  /// The first maximal free interval [lo, hi) with lo >= from; hi is
+  /// kMaxOffset above every run.
+  Span nextGap(int64_t from);
+
+private:
+  struct Cursor {
+    const Span *at;
+    const Span *end;
+  };
+  std::vector<Cursor> cursors;
+};
+
+/// The bytes the placed items take, queried for the union of the spans of
+/// those live at some time of a new item's lifetime. A segment tree over
+/// the elementary time intervals between the items' distinct start and end
+/// times: an item is stored at the O(log n) nodes that decompose its
+/// lifetime (`covered`) and on their paths from the root (`below`: every
+/// item stored in the node's subtree). A query over [start, end) takes
+/// `below` of its own decomposition and `covered` of the nodes above it.
+/// The unions merge stacked buffers into one run, so a query costs
+/// O(log n) plus the runs it returns, not the buffers behind them.
+class OccupancyIndex {
+public:
+  explicit OccupancyIndex(const std::vector<PackItem> &items);
+  void insert(const PackItem &item, int64_t offset);
+  /// Loads `gaps` with the runs of bytes taken during the item's lifetime.
+  void occupied(const PackItem &item, GapWalker &gaps) const;
+  /// Forgets every placed item.
+  void clear();
+
+private:
+  size_t timeIndex(int64_t time) const {
+    return std::lower_bound(times.begin(), times.end(), time) - times.begin();
+  }
+  void insert(size_t node, size_t nodeLo, size_t nodeHi, size_t lo, size_t hi,
+              Span span);
+  void query(size_t node, size_t nodeLo, size_t nodeHi, size_t lo, size_t hi,
+             GapWalker &gaps) const;
+
+  std::vector<int64_t> times;
+  size_t leaves = 0;
+  std::vector<SpanUnion> covered, below;
+  std::vector<size_t> touched;
+};
 } // namespace
 
-ConflictIndex::ConflictIndex(const std::vector<PackItem> &items)
-    : items(items) {
-  points.reserve(items.size());
-  for (const PackItem &item : items)
-    points.push_back(item.start);
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
-  while (leaves < points.size())
-    leaves *= 2;
-  nodes.resize(2 * leaves);
-}
-
-void ConflictIndex::insert(size_t item) {
-  // The item covers the start times in [start, end): leaves [lo, hi).
-  size_t lo = pointIndex(items[item].start) + leaves;
-  size_t hi = pointIndex(items[item].end) + leaves;
-  for (; lo < hi; lo /= 2, hi /= 2) {
-    if (lo & 1) {
-      touched.push_back(lo);
-      nodes[lo++].push_back(item);
-    }
-    if (hi & 1) {
-      touched.push_back(--hi);
-      nodes[hi].push_back(item);
-    }
+void SpanUnion::add(Span span) {
+  // The first run that ends at or after the span's start touches it or lies
+  // above it; merge every run that touches the span.
+  auto first =
+      std::lower_bound(spans.begin(), spans.end(), span.lo,
+                       [](const Span &run, int64_t lo) { return run.hi < lo; });
+  auto last = first;
+  for (; last != spans.end() && last->lo <= span.hi; ++last) {
+    span.lo = std::min(span.lo, last->lo);
+    span.hi = std::max(span.hi, last->hi);
   }
-  byStart.insert({items[item].start, item});
-}
-
-void ConflictIndex::collect(size_t item, std::vector<size_t> &out) const {
-  const PackItem &query = items[item];
-  for (size_t node = pointIndex(query.start) + leaves; node >= 1; node /= 2)
-    out.insert(out.end(), nodes[node].begin(), nodes[node].end());
-  for (auto it = byStart.upper_bound({query.start, SIZE_MAX});
-       it != byStart.end() && it->first < query.end; ++it)
-    out.push_back(it->second);
-}
-
-void ConflictIndex::clear() {
-  for (size_t node : touched)
-    nodes[node].clear();
-  touched.clear();
-  byStart.clear();
-}
-
-/// The bytes taken by the placed items live with `item`, by offset.
-static void conflictSpans(const ConflictIndex &index, size_t item,
-                          const std::vector<PackItem> &items,
-                          const std::vector<int64_t> &offsets,
-                          std::vector<size_t> &scratch,
-                          std::vector<Span> &spans) {
-  scratch.clear();
-  index.collect(item, scratch);
-  spans.clear();
-  for (size_t other : scratch)
-    spans.push_back(
-        {offsets[other], saturatingAdd(offsets[other], items[other].size)});
-  std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
-    return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
-  });
-}
-
-/// The lowest aligned offset >= base where `size` bytes miss every span
-/// (spans sorted by their start). Saturates at kMaxOffset.
-static int64_t firstFit(const std::vector<Span> &spans, int64_t base,
-                        int64_t size, int64_t alignment) {
-  int64_t at = saturatingAlignUp(base, alignment);
-  for (const Span &span : spans) {
-    if (saturatingAdd(at, size) <= span.lo)
-      break;
-    if (span.hi > at)
-      at = saturatingAlignUp(span.hi, alignment);
+  if (first == last) {
+    spans.insert(first, span);
+    return;
   }
-  return at;
+  *first = span;
+  spans.erase(first + 1, last);
 }
 
-/// The aligned start of the smallest gap between spans that holds `size`
-/// bytes (the lowest of equal gaps); above every span when none does.
-static int64_t bestFit(const std::vector<Span> &spans, int64_t size,
-                       int64_t alignment) {
-  int64_t top = 0, best = -1, bestGap = kMaxOffset;
-  for (const Span &span : spans) {
-    if (span.lo > top) {
-      int64_t at = saturatingAlignUp(top, alignment);
-      int64_t gap = span.lo - top;
-      if (saturatingAdd(at, size) <= span.lo && gap < bestGap) {
-        best = at;
-        bestGap = gap;
+OccupancyIndex::OccupancyIndex(const std::vector<PackItem> &items) {
+  times.reserve(2 * items.size());
+  for (const PackItem &item : items) {
+    times.push_back(item.start);
+    times.push_back(item.end);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  // Leaf i is [times[i], times[i + 1]).
+  leaves = times.size() > 1 ? times.size() - 1 : 1;
+  covered.resize(4 * leaves);
+  below.resize(4 * leaves);
+}
+
+void OccupancyIndex::insert(size_t node, size_t nodeLo, size_t nodeHi,
+                            size_t lo, size_t hi, Span span) {
+  touched.push_back(node);
+  below[node].add(span);
+  if (lo <= nodeLo && nodeHi <= hi) {
+    covered[node].add(span);
+    return;
+  }
+  size_t mid = (nodeLo + nodeHi) / 2;
+  if (lo < mid)
+    insert(2 * node, nodeLo, mid, lo, hi, span);
+  if (mid < hi)
+    insert(2 * node + 1, mid, nodeHi, lo, hi, span);
+}
+
+void OccupancyIndex::insert(const PackItem &item, int64_t offset) {
+  insert(1, 0, leaves, timeIndex(item.start), timeIndex(item.end),
+         {offset, saturatingAdd(offset, item.size)});
+}
+
+void OccupancyIndex::query(size_t node, size_t nodeLo, size_t nodeHi, size_t lo,
+                           size_t hi, GapWalker &gaps) const {
+  if (lo <= nodeLo && nodeHi <= hi) {
+    gaps.add(below[node]);
+    return;
+  }
+  gaps.add(covered[node]);
+  size_t mid = (nodeLo + nodeHi) / 2;
+  if (lo < mid)
+    query(2 * node, nodeLo, mid, lo, hi, gaps);
+  if (mid < hi)
+    query(2 * node + 1, mid, nodeHi, lo, hi, gaps);
+}
+
+void OccupancyIndex::occupied(const PackItem &item, GapWalker &gaps) const {
+  gaps.clear();
+  query(1, 0, leaves, timeIndex(item.start), timeIndex(item.end), gaps);
+}
+
+Span GapWalker::nextGap(int64_t from) {
+  int64_t lo = from;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (Cursor &cursor : cursors) {
+      if (cursor.at != cursor.end && cursor.at->hi <= lo)
+        cursor.at = std::upper_bound(
+            cursor.at + 1, cursor.end, lo,
+            [](int64_t value, const Span &run) { return value < run.hi; });
+      if (cursor.at != cursor.end && cursor.at->lo <= lo) {
+        lo = cursor.at->hi;
+        moved = true;
       }
     }
-    top = std::max(top, span.hi);
   }
-  return best >= 0 ? best : saturatingAlignUp(top, alignment);
+  int64_t hi = kMaxOffset;
+  for (const Cursor &cursor : cursors)
+    if (cursor.at != cursor.end)
+      hi = std::min(hi, cursor.at->lo);
+  return {lo, hi};
+}
+
+void OccupancyIndex::clear() {
+  for (size_t node : touched) {
+    covered[node].clear();
+    below[node].clear();
+  }
+  touched.clear();
+}
+
+/// The lowest aligned offset >= base where `size` bytes fit in a gap.
+/// Saturates at kMaxOffset.
+static int64_t firstFit(GapWalker &gaps, int64_t base, int64_t size,
+                        int64_t alignment) {
+  for (int64_t from = base;;) {
+    Span gap = gaps.nextGap(from);
+    int64_t at = saturatingAlignUp(gap.lo, alignment);
+    if (saturatingAdd(at, size) <= gap.hi)
+      return at;
+    from = gap.hi;
+  }
+}
+
+/// The aligned start of the smallest gap that holds `size` bytes (the
+/// lowest of equal gaps), or of the space above every run when none does.
+static int64_t bestFit(GapWalker &gaps, int64_t size, int64_t alignment) {
+  int64_t best = -1, bestGap = kMaxOffset;
+  for (int64_t from = 0;;) {
+    Span gap = gaps.nextGap(from);
+    int64_t at = saturatingAlignUp(gap.lo, alignment);
+    if (gap.hi == kMaxOffset)
+      return best >= 0 ? best : at;
+    if (saturatingAdd(at, size) <= gap.hi && gap.hi - gap.lo < bestGap) {
+      // A gap the item fills exactly is the smallest possible.
+      if (at == gap.lo && at + size == gap.hi)
+        return at;
+      best = at;
+      bestGap = gap.hi - gap.lo;
+    }
+    from = gap.hi;
+  }
 }
 
 static uint64_t lifetime(const PackItem &item) {
@@ -166,19 +246,18 @@ static std::vector<size_t> bySizeOrder(const std::vector<PackItem> &items) {
   return order;
 }
 
-/// Places the items in `order`, each at `place(spans, item)`.
+/// Places the items in `order`, each at `place(gaps, item)`.
 template <typename PlaceFn>
 static std::vector<int64_t> placeInOrder(const std::vector<PackItem> &items,
                                          const std::vector<size_t> &order,
                                          PlaceFn place) {
   std::vector<int64_t> offsets(items.size(), 0);
-  ConflictIndex index(items);
-  std::vector<size_t> scratch;
-  std::vector<Span> spans;
+  OccupancyIndex index(items);
+  GapWalker gaps;
   for (size_t item : order) {
-    conflictSpans(index, item, items, offsets, scratch, spans);
-    offsets[item] = place(spans, items[item]);
-    index.insert(item);
+    index.occupied(items[item], gaps);
+    offsets[item] = place(gaps, items[item]);
+    index.insert(items[item], offsets[item]);
   }
   return offsets;
 }
@@ -187,18 +266,17 @@ static std::vector<int64_t> placeInOrder(const std::vector<PackItem> &items,
 /// during its lifetime (the first gap that fits).
 static std::vector<int64_t> greedyBySize(const std::vector<PackItem> &items) {
   return placeInOrder(items, bySizeOrder(items),
-                      [](const std::vector<Span> &spans, const PackItem &item) {
-                        return firstFit(spans, 0, item.size, item.alignment);
+                      [](GapWalker &gaps, const PackItem &item) {
+                        return firstFit(gaps, 0, item.size, item.alignment);
                       });
 }
 
 /// XLA's best fit in one order.
 static std::vector<int64_t> bestFitInOrder(const std::vector<PackItem> &items,
                                            const std::vector<size_t> &order) {
-  return placeInOrder(items, order,
-                      [](const std::vector<Span> &spans, const PackItem &item) {
-                        return bestFit(spans, item.size, item.alignment);
-                      });
+  return placeInOrder(items, order, [](GapWalker &gaps, const PackItem &item) {
+    return bestFit(gaps, item.size, item.alignment);
+  });
 }
 
 /// XLA's GlobalDecreasingSizeBestFitHeap in its two orders, spatial (size,
@@ -268,9 +346,9 @@ fixedStructurePacking(const std::vector<PackItem> &items) {
     unplaced.byEnd.insert({item.end, rank});
   }
   std::vector<int64_t> offsets(items.size(), 0);
-  ConflictIndex index(items);
-  std::vector<size_t> scratch, candidates;
-  std::vector<Span> spans;
+  OccupancyIndex index(items);
+  std::vector<size_t> candidates;
+  GapWalker gaps;
   int64_t base = 0;
   while (!unplaced.byRank.empty()) {
     size_t leader = order[*unplaced.byRank.begin()];
@@ -279,7 +357,7 @@ fixedStructurePacking(const std::vector<PackItem> &items) {
     offsets[leader] = saturatingAlignUp(base, big.alignment);
     int64_t segmentEnd = saturatingAdd(offsets[leader], big.size);
     index.clear();
-    index.insert(leader);
+    index.insert(big, offsets[leader]);
     candidates.clear();
     for (auto it = unplaced.byEnd.begin();
          it != unplaced.byEnd.end() && it->first <= big.start; ++it)
@@ -290,13 +368,13 @@ fixedStructurePacking(const std::vector<PackItem> &items) {
     std::sort(candidates.begin(), candidates.end());
     for (size_t rank : candidates) {
       size_t item = order[rank];
-      conflictSpans(index, item, items, offsets, scratch, spans);
-      int64_t at = firstFit(spans, offsets[leader], items[item].size,
+      index.occupied(items[item], gaps);
+      int64_t at = firstFit(gaps, offsets[leader], items[item].size,
                             items[item].alignment);
       if (saturatingAdd(at, items[item].size) > segmentEnd)
         continue;
       offsets[item] = at;
-      index.insert(item);
+      index.insert(items[item], at);
       unplaced.erase(rank, items[item]);
     }
     base = segmentEnd;

@@ -17,6 +17,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 using namespace mlir::strata;
 
@@ -197,6 +198,72 @@ TEST(BufferPacking, EveryStrategyGivesValidPackings) {
           EXPECT_TRUE(result.optimal) << context;
       }
     }
+  }
+}
+
+/// Greedy-size and best-fit by their definitions, in O(n^2): each buffer
+/// in order, against every placed buffer live with it.
+std::vector<int64_t> referencePlacement(const std::vector<PackBuffer> &buffers,
+                                        const std::vector<size_t> &order,
+                                        bool bestFit) {
+  std::vector<int64_t> offsets(buffers.size(), -1);
+  for (size_t i : order) {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (size_t j = 0; j < buffers.size(); ++j)
+      if (offsets[j] >= 0 && liveTogether(buffers[i], buffers[j]))
+        spans.push_back({offsets[j], offsets[j] + buffers[j].size});
+    std::sort(spans.begin(), spans.end());
+    int64_t top = 0, best = -1, bestGap = INT64_MAX;
+    for (auto [lo, hi] : spans) {
+      int64_t at = alignUp(top, buffers[i].alignment);
+      if (lo > top && at + buffers[i].size <= lo &&
+          (!bestFit || lo - top < bestGap)) {
+        best = at;
+        bestGap = lo - top;
+        if (!bestFit)
+          break;
+      }
+      top = std::max(top, hi);
+    }
+    offsets[i] = best >= 0 ? best : alignUp(top, buffers[i].alignment);
+  }
+  return offsets;
+}
+
+TEST(BufferPacking, HeuristicsMatchTheirDefinitions) {
+  std::mt19937_64 rng(9);
+  auto byKeys = [](const std::vector<PackBuffer> &buffers, auto key) {
+    std::vector<size_t> order(buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return key(buffers[a]) < key(buffers[b]);
+    });
+    return order;
+  };
+  for (int seed = 0; seed < 300; ++seed) {
+    auto buffers =
+        randomBuffers(rng, 1 + seed % 80, Shape::Mixed, seed % 3 ? 1 : 8);
+    std::string context = "seed " + std::to_string(seed);
+    // TFLite: size descending, then first use.
+    auto bySize = byKeys(buffers, [](const PackBuffer &b) {
+      return std::make_tuple(-b.size, b.start, b.id);
+    });
+    EXPECT_EQ(pack(buffers, PackStrategy::GreedySize).offsets,
+              referencePlacement(buffers, bySize, false))
+        << context;
+    // XLA: spatial (size, then lifetime) and temporal (lifetime, then size),
+    // both descending; the lower peak, spatial on a tie.
+    auto spatial = byKeys(buffers, [](const PackBuffer &b) {
+      return std::make_tuple(-b.size, -(b.end - b.start), b.id);
+    });
+    auto temporal = byKeys(buffers, [](const PackBuffer &b) {
+      return std::make_tuple(-(b.end - b.start), -b.size, b.id);
+    });
+    std::vector<int64_t> first = referencePlacement(buffers, spatial, true);
+    std::vector<int64_t> second = referencePlacement(buffers, temporal, true);
+    if (packingPeak(buffers, second) < packingPeak(buffers, first))
+      first = second;
+    EXPECT_EQ(pack(buffers, PackStrategy::BestFit).offsets, first) << context;
   }
 }
 
