@@ -571,6 +571,19 @@ ExactOutcome detail::runExactStrategy(const std::vector<PackItem> &items,
   // No packing has a peak below `low` (unless a probe timed out).
   int64_t low = lowerBound;
   if (capacity > 0) {
+    // A tight capacity prunes more: a short probe at the lower bound often
+    // finds a perfect packing sooner than the capacity's own search.
+    if (lowerBound < capacity) {
+      PackClock::time_point now = PackClock::now();
+      SearchStatus status = probe(lowerBound, now + (deadline - now) / 10);
+      if (status == SearchStatus::Found) {
+        out.optimal = true;
+        out.nodes = search.nodes();
+        return out;
+      }
+      if (status == SearchStatus::Infeasible)
+        low = lowerBound + 1;
+    }
     SearchStatus status = probe(capacity, deadline);
     if (status == SearchStatus::TimedOut) {
       out.timedOut = true;
