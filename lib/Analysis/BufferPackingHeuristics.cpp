@@ -178,10 +178,17 @@ Span GapWalker::nextGap(int64_t from) {
       }
     }
   }
+  // Drop the lists the walk has passed; the lowest next run bounds the gap.
   int64_t hi = kMaxOffset;
-  for (const Cursor &cursor : cursors)
-    if (cursor.at != cursor.end)
-      hi = std::min(hi, cursor.at->lo);
+  for (size_t i = 0; i < cursors.size();) {
+    if (cursors[i].at == cursors[i].end) {
+      cursors[i] = cursors.back();
+      cursors.pop_back();
+      continue;
+    }
+    hi = std::min(hi, cursors[i].at->lo);
+    ++i;
+  }
   return {lo, hi};
 }
 

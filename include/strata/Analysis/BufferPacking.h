@@ -29,10 +29,18 @@
 // rounded end, so it is a multiple of A.
 //
 // Costs: the lower bound and `checkPacking` are sweeps, O(n log n). The
-// heuristics find the buffers overlapping one in time in O(log n + k) and
-// sort them, so they run in O((n + K) log n) for K time-overlapping pairs,
-// as TFLite's and XLA's do. The exact search is exponential in the worst
-// case and bounded by the time limit.
+// heuristics keep the bytes taken by placed buffers as merged runs on a
+// segment tree over time; placing a buffer walks the gaps between the runs
+// of O(log n) nodes, so it costs the gaps passed (first fit stops at the
+// first gap that holds the buffer, best fit looks at every gap) times
+// O(log n), not the buffers live at the same time as TFLite's and XLA's
+// loops do. Worst case (a gap per buffer) that is O(n^2 log n). On 100,000
+// buffers shaped like a training step (20,000 activations live from forward
+// to backward, random sizes) greedy-size takes 2.5 s and best-fit (two
+// orders) 10 s on a 2-core Xeon. fixed-structure rescans, per segment, the
+// unplaced buffers never live with its leader. The exact search is
+// exponential in the worst case, bounded by the time limit, and skipped
+// above 5,000 buffers or 5 million overlapping pairs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,8 +78,9 @@ struct PackOptions {
   /// Global alignment of every offset and size, >= 1.
   int64_t alignment = 1;
   /// 0: minimise the peak. Otherwise the target: `exact` searches for a
-  /// packing with peak <= capacity (and, when there is none, for the least
-  /// peak above it); `auto` stops at the first strategy that fits.
+  /// packing with peak <= capacity (after a short try at the lower bound;
+  /// when there is none, for the least peak above it); `auto` stops at the
+  /// first heuristic that fits.
   int64_t capacity = 0;
   /// Wall-clock limit of the exact search (the heuristics always finish).
   double timeLimitSeconds = 10;
