@@ -3,14 +3,14 @@
 // Static memory planning's packing step (issue 14): every buffer has a fixed
 // lifetime [start, end) and a size; choose a byte offset for each so that
 // buffers live at the same time never share a byte, keeping the peak (the
-// arena size) small. Plain C++ (no MLIR, no LLVM): the planner pass,
-// `strata-pack` and the unit tests all use it.
+// arena size) small. Plain C++ (no MLIR, no LLVM), so `strata-pack`, the
+// unit tests and a planner pass can all use it.
 //
 // Strategies:
 //   fixed-structure  the largest unplaced buffer opens a segment of its size
-//                    on top of the previous segments; smaller buffers that
-//                    fit beside it in time are packed into the segment
-//                    first-fit; repeat with what is left.
+//                    on top of the previous segments; smaller buffers never
+//                    live at the same time as it are packed into the
+//                    segment first-fit; repeat with what is left.
 //   greedy-size      TFLite's greedy-by-size: largest first, each at the
 //                    lowest offset that is free during its lifetime.
 //   best-fit         XLA's heap simulator (GlobalDecreasingSizeBestFitHeap):
