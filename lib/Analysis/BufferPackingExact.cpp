@@ -587,7 +587,11 @@ ExactOutcome detail::runExactStrategy(const std::vector<PackItem> &items,
     SearchStatus status = probe(capacity, deadline);
     if (status == SearchStatus::TimedOut) {
       out.timedOut = true;
-      out.note = "no packing under the capacity found in the time limit";
+      out.note = out.best.peak <= capacity
+                     ? "the search ran out of time; the " + out.best.strategy +
+                           " packing fits"
+                     : "the search found no packing under the capacity in "
+                       "the time limit";
     }
     if (status != SearchStatus::Infeasible) {
       out.optimal = out.best.peak == lowerBound;
