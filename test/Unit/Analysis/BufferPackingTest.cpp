@@ -182,8 +182,8 @@ TEST(BufferPacking, EveryStrategyGivesValidPackings) {
         // Proving a peak above the lower bound minimal can take long (a
         // few of these instances need more than 10 s); the time limit keeps
         // the test short, and timing out is allowed past 10 buffers.
-        PackResult result =
-            pack(buffers, strategy, alignment, /*capacity=*/0, 0.2);
+        PackResult result = pack(buffers, strategy, alignment, /*capacity=*/0,
+                                 buffers.size() <= 10 ? 20 : 0.1);
         expectValid(buffers, result, alignment, context);
         // With all buffers live together every packing stacks them; with
         // none, each can start at 0 (buffers' own alignments may leave gaps
