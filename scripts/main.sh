@@ -24,12 +24,12 @@ if [ ! -f "$DATA" ]; then
   DATA=README.md
 fi
 
-echo "== compile: strata-model $MODEL | strata-opt --strata-autodiff=\"$OPTIMIZER\" --strata-lower-to-plan | strata-translate --export-plan"
+echo "== compile: strata-model $MODEL | strata-opt --strata-autodiff=\"$OPTIMIZER\" --strata-plan-buffers | strata-translate --export-plan"
 # shellcheck disable=SC2086
 "$BIN/strata-model" $MODEL -o "$OUT/model.mlir"
 head -n 1 "$OUT/model.mlir"
 "$BIN/strata-opt" "$OUT/model.mlir" --strata-autodiff="$OPTIMIZER" \
-  --strata-lower-to-plan -o "$OUT/step.mlir"
+  --strata-plan-buffers -o "$OUT/step.mlir"
 "$BIN/strata-translate" --export-plan "$OUT/step.mlir" -o "$OUT/model.plan.json"
 
 echo "== train: strata-run $OUT/model.plan.json --data $DATA --steps $STEPS"

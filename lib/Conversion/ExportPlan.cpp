@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "strata/Analysis/BufferLiveness.h"
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 
@@ -73,6 +74,8 @@ private:
   std::map<int64_t, std::pair<Value, const char *>> buffers;
   /// Devices of one pipeline (1 when the step is not a pipeline).
   int64_t devices = 1;
+  /// The ops of each rank program (getRankPrograms).
+  SmallVector<SmallVector<Operation *>> rankPrograms;
   /// Parameter argument -> the gradient operand of its update.
   DenseMap<Value, Value> gradOf;
   Operation *firstUpdate = nullptr;
@@ -286,18 +289,8 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
 
 FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
   llvm::json::Array program;
-  for (Operation &op : func.getBody().front().without_terminator()) {
-    if (device >= 0) {
-      auto stage =
-          op.getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
-      if (!stage)
-        return op.emitOpError()
-               << "has no strata.stage in a pipelined step; every op of a "
-                  "step that --strata-schedule-pipeline wrote belongs to a "
-                  "stage";
-      if (stage.getInt() % devices != device)
-        continue;
-    }
+  for (Operation *opPtr : rankPrograms[std::max<int64_t>(device, 0)]) {
+    Operation &op = *opPtr;
     llvm::json::Array in, out;
     for (Value operand : op.getOperands())
       in.push_back(getBuffer(operand).getId());
@@ -335,6 +328,11 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
              << "has a strata.pipeline_schedule without devices >= 1";
     devices = attr.getInt();
   }
+  FailureOr<SmallVector<SmallVector<Operation *>>> programs =
+      getRankPrograms(func);
+  if (failed(programs))
+    return failure();
+  rankPrograms = std::move(*programs);
   FailureOr<llvm::json::Array> program = buildProgram(pipeline ? 0 : -1);
   if (failed(program))
     return failure();
@@ -402,6 +400,14 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
         {"name", pipeline ? "stage" + std::to_string(d) : "replicas"},
         {"ranks", std::move(members)}});
   }
+  if (auto memory = func->getAttrOfType<MemoryPlanAttr>(
+          StrataDialect::getMemoryPlanAttrName()))
+    plan["memory_plan"] =
+        llvm::json::Object{{"strategy", memory.getStrategy()},
+                           {"arena_bytes", memory.getArenaBytes()},
+                           {"lower_bound", memory.getLowerBound()},
+                           {"unplanned_bytes", memory.getUnplannedBytes()},
+                           {"optimal", memory.getOptimal()}};
   plan["replicas"] = replicas;
   plan["groups"] = std::move(groups);
   plan["ranks"] = std::move(ranks);

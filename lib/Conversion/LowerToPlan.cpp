@@ -16,22 +16,6 @@ namespace mlir::strata {
 using namespace mlir;
 using namespace mlir::strata;
 
-BufferAttr mlir::strata::getBuffer(Value value) {
-  if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    if (!func)
-      return {};
-    return func.getArgAttrOfType<BufferAttr>(
-        arg.getArgNumber(), StrataDialect::getBufferAttrName());
-  }
-  auto result = cast<OpResult>(value);
-  auto buffers = result.getOwner()->getAttrOfType<ArrayAttr>(
-      StrataDialect::getBuffersAttrName());
-  if (!buffers || buffers.size() <= result.getResultNumber())
-    return {};
-  return dyn_cast<BufferAttr>(buffers[result.getResultNumber()]);
-}
-
 LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
   MLIRContext *context = func.getContext();
   int64_t nextId = 0, offset = 0;

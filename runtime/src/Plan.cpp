@@ -346,6 +346,11 @@ void PlanParser::parseHeader(const json &root) {
       fail("replicas",
            "must be at least 1, got " + std::to_string(plan.replicas));
   }
+  if (const json *memory = optionalField(root, "memory_plan")) {
+    expectObject(*memory, "memory_plan");
+    plan.memoryPlanStrategy =
+        optionalStringField(*memory, "strategy", "memory_plan");
+  }
   if (const json *optimizer = optionalField(root, "optimizer")) {
     expectObject(*optimizer, "optimizer");
     plan.optimizerKind = optionalStringField(*optimizer, "kind", "optimizer");
@@ -1085,6 +1090,7 @@ void PlanParser::checkBufferLifetimes() {
   std::vector<LiveInterval> intervals = computeLiveness(programs, persistent);
   if (intervals.size() != plan.buffers.size())
     fail("ranks", "an instruction names a buffer that does not exist");
+  plan.liveLowerBound = liveBytesLowerBound(intervals, bytes, 64);
   std::string overlap = checkNoLiveOverlap(intervals, offsets, bytes);
   if (!overlap.empty())
     fail("buffers", overlap + " (the arena layout would corrupt data)");

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <sys/resource.h>
 
 namespace strata::rt {
 
@@ -426,6 +427,10 @@ void summarize(const TrainOptions &options, TrainResult &result) {
           static_cast<long long>(steps.back().step), result.meanMilliseconds,
           first ? " (excluding the first step)" : "", perSecond(samples, total),
           tokens.c_str(), static_cast<double>(steps.back().loss));
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0)
+    logLine(options.log, "memory: peak RSS %.1f MiB\n",
+            static_cast<double>(usage.ru_maxrss) / 1024.0);
 }
 
 } // namespace
@@ -630,6 +635,18 @@ Status train(const TrainOptions &options, TrainResult &result) {
           static_cast<unsigned long long>(result.seed),
           static_cast<long long>(result.startStep + 1),
           static_cast<long long>(result.startStep + options.steps));
+  int64_t arenaBytes = loaded.ranks[result.rank].arenaBytes;
+  logLine(log,
+          "memory: arena %lld bytes, live lower bound %lld bytes (arena / "
+          "bound %.3f), %s\n",
+          static_cast<long long>(arenaBytes),
+          static_cast<long long>(loaded.liveLowerBound),
+          loaded.liveLowerBound
+              ? static_cast<double>(arenaBytes) / loaded.liveLowerBound
+              : 1.0,
+          loaded.memoryPlanStrategy.empty()
+              ? "buffers not planned (every buffer its own bytes)"
+              : ("planned with " + loaded.memoryPlanStrategy).c_str());
   logLine(log, "data: %s\n", data->getDescription().c_str());
 
   // Ranks other than 0 train silently.

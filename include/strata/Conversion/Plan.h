@@ -25,9 +25,6 @@ constexpr int kPlanFormatVersion = 2;
 /// Alignment of every buffer in the arena.
 constexpr int64_t kBufferAlignment = 64;
 
-/// The buffer assigned to `value` by --strata-lower-to-plan, or null.
-BufferAttr getBuffer(Value value);
-
 /// Assigns every argument and op result of `func` a buffer (see
 /// LowerToPlanPass). Fails on a value that is not a statically shaped tensor.
 LogicalResult assignBuffers(func::FuncOp func);

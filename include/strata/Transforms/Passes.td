@@ -191,6 +191,66 @@ def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def PlanBuffersPass : Pass<"strata-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "Reuse arena bytes between buffers that are never live together";
+  let description = [{
+    Plans static offsets in one arena per device for every `strata.train_step`
+    function (seed 001's "memory reduction for fixed structures"): a training
+    step has a fixed instruction order and fixed sizes, so every buffer's
+    lifetime is known before it runs. Lifetimes come from `BufferLiveness`
+    (the runtime's rules, `strata-rt/Liveness.h`): from the first to the last
+    instruction of its rank program that reads or writes it, a send's input
+    until the next in-place update, an asynchronous all-reduce's buffers until
+    its wait, and parameters, gradients, optimizer states, inputs and the loss
+    for the whole step. A pipelined step's device programs are laid end to
+    end, so buffers of different devices share bytes freely.
+
+    Lowers the step first (`--strata-lower-to-plan`) when it has no buffers.
+    Buffer ids and sizes stay; only offsets and `strata.arena_bytes` change.
+    Every packing passes one check before it is written (no two buffers live
+    at the same time share a byte; offsets stay 64-byte aligned), and the
+    plan loader checks the same again.
+
+    Strategies (`strategy=`): `fixed-structure` (the patent's: the largest
+    buffer's segment goes to buffers never live at the same time whose sizes
+    fit in it; repeat with the rest), `greedy-size` (TFLite's greedy by
+    size), `best-fit` (XLA's heap-simulator style, by size and by lifetime,
+    the better of the two), `exact` (a MiniMalloc-style search for the
+    minimum peak within `time-limit` seconds, keeping the best packing found
+    when the limit is hit), and `auto` (the heuristics, then `exact` when
+    they miss the lower bound; the smallest wins).
+
+    The function gets `strata.memory_plan = #strata.memory_plan<...>` (arena,
+    lower bound, bytes before planning, winning strategy, proven optimal),
+    which the exporter writes into the plan, and a remark with the planning
+    time.
+
+    ```
+    strata-opt step.mlir --strata-plan-buffers="strategy=auto time-limit=2"
+    ```
+  }];
+  let options = [
+    Option<"strategy", "strategy", "::mlir::strata::PackStrategy",
+           /*default=*/"::mlir::strata::PackStrategy::Auto",
+           "Packing strategy",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::PackStrategy::Auto, "auto",
+                        "heuristics, then the exact search; the smallest"),
+             clEnumValN(::mlir::strata::PackStrategy::FixedStructure,
+                        "fixed-structure", "the largest buffer's segment, "
+                        "shared by buffers never live together"),
+             clEnumValN(::mlir::strata::PackStrategy::GreedySize,
+                        "greedy-size", "TFLite's greedy by size"),
+             clEnumValN(::mlir::strata::PackStrategy::BestFit, "best-fit",
+                        "XLA's best fit, by size and by lifetime"),
+             clEnumValN(::mlir::strata::PackStrategy::Exact, "exact",
+                        "MiniMalloc-style search for the minimum peak"))}]>,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"0.5",
+           "Seconds the exact search may take per function">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 def PartitionPipelinePass
     : Pass<"strata-partition-pipeline", "::mlir::ModuleOp"> {
   let summary = "Partition a training step's layers into pipeline stages";

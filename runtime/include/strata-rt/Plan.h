@@ -167,6 +167,12 @@ struct Plan {
   /// instructions (every one carries the same; 0: synchronous).
   int64_t staleness = 0;
 
+  /// The largest total of bytes (each rounded up to 64) of buffers live at
+  /// one time over the plan's programs (Liveness.h): no arena is smaller.
+  int64_t liveLowerBound = 0;
+  /// The strategy `--strata-plan-buffers` recorded in the plan's optional
+  /// "memory_plan" object ("" when the buffers were not planned).
+  std::string memoryPlanStrategy;
   /// Pipeline stages (1 when the plan is not a pipeline); every (stage,
   /// replica) pair has exactly one rank.
   int64_t stages = 1;

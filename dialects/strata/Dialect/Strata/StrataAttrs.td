@@ -154,6 +154,27 @@ def Strata_BufferAttr : Strata_Attr<"Buffer", "buffer"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Strata_MemoryPlanAttr : Strata_Attr<"MemoryPlan", "memory_plan"> {
+  let summary = "result of buffer planning for one training step";
+  let description = [{
+    Written by `--strata-plan-buffers` on the training step as
+    `strata.memory_plan` (and copied into the plan file by the exporter):
+    the planned arena's bytes, the lower bound (the largest total of buffers
+    live at one time, each rounded up to the 64-byte alignment), the arena
+    bytes before planning (every buffer its own range), the strategy whose
+    packing was kept, and whether the arena is proven minimal.
+
+    ```mlir
+    #strata.memory_plan<arena_bytes = 5440, lower_bound = 5440, unplanned_bytes = 9216, strategy = "best-fit", optimal = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$arena_bytes, "int64_t":$lower_bound,
+                        "int64_t":$unplanned_bytes,
+                        StringRefParameter<"winning strategy">:$strategy,
+                        "bool":$optimal);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Strata_CostAttr : Strata_Attr<"Cost", "cost"> {
   let summary = "analytic cost of one execution of an op on a target";
   let description = [{

@@ -159,6 +159,16 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a positive integer on a function";
     return success();
   }
+  if (name == getMemoryPlanAttrName()) {
+    auto plan = dyn_cast<MemoryPlanAttr>(value);
+    if (!plan || plan.getArenaBytes() < 0 || plan.getLowerBound() < 0 ||
+        plan.getLowerBound() > plan.getArenaBytes())
+      return op->emitOpError()
+             << "'" << name
+             << "' must be a #strata.memory_plan whose lower bound is "
+                "between 0 and its arena bytes";
+    return success();
+  }
   if (name == getArenaBytesAttrName()) {
     auto bytes = dyn_cast<IntegerAttr>(value);
     if (!bytes || bytes.getInt() < 0)

@@ -103,6 +103,11 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getArenaBytesAttrName() {
       return ::llvm::StringLiteral("strata.arena_bytes");
     }
+    /// Function attribute: the result of `--strata-plan-buffers`
+    /// (`#strata.memory_plan`).
+    static constexpr ::llvm::StringLiteral getMemoryPlanAttrName() {
+      return ::llvm::StringLiteral("strata.memory_plan");
+    }
     /// Function attribute: the pipeline partition of a training step
     /// (`--strata-partition-pipeline`).
     static constexpr ::llvm::StringLiteral getPipelineAttrName() {

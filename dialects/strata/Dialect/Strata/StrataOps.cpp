@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -30,6 +31,22 @@ std::optional<int64_t> mlir::strata::getLayer(Operation *op) {
 void mlir::strata::setLayer(Operation *op, int64_t layer) {
   op->setAttr(StrataDialect::getLayerAttrName(),
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
+}
+
+BufferAttr mlir::strata::getBuffer(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (!func)
+      return {};
+    return func.getArgAttrOfType<BufferAttr>(
+        arg.getArgNumber(), StrataDialect::getBufferAttrName());
+  }
+  auto result = cast<OpResult>(value);
+  auto buffers = result.getOwner()->getAttrOfType<ArrayAttr>(
+      StrataDialect::getBuffersAttrName());
+  if (!buffers || buffers.size() <= result.getResultNumber())
+    return {};
+  return dyn_cast<BufferAttr>(buffers[result.getResultNumber()]);
 }
 
 bool mlir::strata::isSizedTensorType(Type type) {

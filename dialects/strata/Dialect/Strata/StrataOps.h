@@ -41,6 +41,10 @@ namespace mlir::strata {
 std::optional<int64_t> getLayer(Operation *op);
 /// Sets the layer index of `op`.
 void setLayer(Operation *op, int64_t layer);
+/// The buffer --strata-lower-to-plan (or a buffer planner) assigned to
+/// `value`: `strata.buffer` of a function argument, or the entry of its
+/// op's `strata.buffers`; null when there is none.
+BufferAttr getBuffer(Value value);
 /// Bytes of a statically shaped tensor type (0 for anything else).
 int64_t getTensorBytes(Type type);
 /// Seconds a ring all-reduce of `bytes` over `replicas` devices of `target`

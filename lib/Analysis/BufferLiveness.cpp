@@ -1,0 +1,100 @@
+//===- BufferLiveness.cpp - Lifetimes of a lowered step's buffers ---------===//
+
+#include "strata/Analysis/BufferLiveness.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+FailureOr<SmallVector<SmallVector<Operation *>>>
+mlir::strata::getRankPrograms(func::FuncOp func) {
+  int64_t devices = 0;
+  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(
+          StrataDialect::getPipelineScheduleAttrName())) {
+    auto attr = pipeline.getAs<IntegerAttr>("devices");
+    if (!attr || attr.getInt() < 1)
+      return func.emitOpError()
+             << "has a strata.pipeline_schedule without devices >= 1";
+    devices = attr.getInt();
+  }
+  SmallVector<SmallVector<Operation *>> programs(std::max<int64_t>(devices, 1));
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (devices == 0) {
+      programs.front().push_back(&op);
+      continue;
+    }
+    auto stage =
+        op.getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+    if (!stage || stage.getInt() < 0)
+      return op.emitOpError()
+             << "has no strata.stage in a pipelined step; every op of a "
+                "step that --strata-schedule-pipeline wrote belongs to a "
+                "stage";
+    programs[stage.getInt() % devices].push_back(&op);
+  }
+  return programs;
+}
+
+/// The buffer id of `value` (verifyBuffers has checked that it has one).
+static int64_t idOf(Value value) { return getBuffer(value).getId(); }
+
+FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
+  FailureOr<SmallVector<SmallVector<Operation *>>> programs =
+      getRankPrograms(func);
+  if (failed(programs))
+    return failure();
+  BufferLiveness result;
+  int64_t numBuffers = 0;
+  auto note = [&](Value value) {
+    BufferAttr buffer = getBuffer(value);
+    numBuffers = std::max(numBuffers, buffer.getId() + 1);
+  };
+  for (BlockArgument arg : func.getArguments())
+    note(arg);
+  func.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      note(result);
+  });
+  result.bytes.assign(numBuffers, 0);
+  result.persistent.assign(numBuffers, false);
+  auto record = [&](Value value) {
+    result.bytes[idOf(value)] = getBuffer(value).getBytes();
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    record(arg);
+    result.persistent[idOf(arg)] = true;
+  }
+  // The exporter's buffer kinds: an update's operand 1 is the gradient, and
+  // the step returns the loss last.
+  std::vector<std::vector<::strata::rt::LiveInstruction>> livePrograms;
+  for (ArrayRef<Operation *> program : *programs) {
+    std::vector<::strata::rt::LiveInstruction> &live =
+        livePrograms.emplace_back();
+    for (Operation *op : program) {
+      ::strata::rt::LiveInstruction &inst = live.emplace_back();
+      for (Value operand : op->getOperands())
+        inst.in.push_back(idOf(operand));
+      for (Value value : op->getResults()) {
+        record(value);
+        inst.out.push_back(idOf(value));
+      }
+      inst.inPlace = isa<InPlaceOpInterface>(op);
+      inst.readsAfterReturn = isa<SendOp>(op);
+      if (inst.inPlace && op->getNumOperands() > 1)
+        result.persistent[idOf(op->getOperand(1))] = true;
+    }
+    result.steps += static_cast<int64_t>(program.size());
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (ret.getNumOperands() > 0)
+    result.persistent[idOf(ret.getOperands().back())] = true;
+  result.intervals =
+      ::strata::rt::computeLiveness(livePrograms, result.persistent);
+  if (result.intervals.size() != result.bytes.size())
+    return func.emitOpError() << "names a buffer id out of range";
+  return result;
+}
+
+int64_t BufferLiveness::lowerBound(int64_t alignment) const {
+  return ::strata::rt::liveBytesLowerBound(intervals, bytes, alignment);
+}
