@@ -13,6 +13,7 @@ time of the unplanned and the `auto`-planned plan, alternated --repeat times
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,8 @@ def main():
         step = os.path.join(tmp, "step.mlir")
         gen = subprocess.run(args.bin + "/strata-model " + model +
                              " | " + args.bin + "/strata-opt "
-                             "--strata-autodiff=optimizer=adamw " + passes +
+                             "--strata-autodiff=optimizer=adamw " +
+                             (shlex.quote(passes) if passes else "") +
                              " -o " + step, shell=True, capture_output=True,
                              text=True)
         if gen.returncode != 0:
