@@ -192,14 +192,24 @@ LogicalResult Scheduler::classify() {
     // forward op cannot read what the backward pass computes: such an op has
     // lost (or never had) its `strata.phase = backward`.
     if (kindOf[&op] == Action::F)
-      for (Value operand : op.getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          if (kindOf.count(def) && kindOf[def] == Action::B)
-            return op.emitOpError()
-                   << "reads a value of the backward pass but is not marked "
-                      "strata.phase = backward; the pipeline schedule "
-                      "needs every backward op marked (as --strata-autodiff "
-                      "marks them)";
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || !kindOf.count(def))
+          continue;
+        if (kindOf[def] == Action::B)
+          return op.emitOpError()
+                 << "reads a value of the backward pass but is not marked "
+                    "strata.phase = backward; the pipeline schedule "
+                    "needs every backward op marked (as --strata-autodiff "
+                    "marks them)";
+        // Forward activations flow from earlier stages to later ones only.
+        if (chunkOf[def] > chunk)
+          return op.emitOpError()
+                 << "in layer " << *layer << " (stage " << chunk
+                 << ") reads a forward value of layer "
+                 << getLayer(def).value_or(-1) << " (stage " << chunkOf[def]
+                 << "); pipeline stages need the layers in forward order";
+      }
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   loss = ret.getOperands().back();

@@ -105,3 +105,28 @@ func.func @bad_stage(%a: tensor<4xf32>) {
 func.func @bad_schedule(%a: tensor<4xf32>) attributes {strata.pipeline_schedule = 1 : i64} {
   return
 }
+
+// -----
+
+// State names are unique among parameters and states (found by fuzz/ir: the
+// runtime refused the exported plan).
+// expected-error @+1 {{'func.func' op state name 'w.m' is used twice (parameter and state names are unique)}}
+func.func @dup_state(%w: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %m: tensor<4xf32> {strata.state = #strata.state<name = "w.m", param = "w">}, %m2: tensor<4xf32> {strata.state = #strata.state<name = "w.m", param = "w">}) {
+  return
+}
+
+// -----
+
+// A state belongs to a parameter of the same function.
+// expected-error @+1 {{'func.func' op state 'v.m' belongs to 'v', which is not a parameter}}
+func.func @orphan_state(%w: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %m: tensor<4xf32> {strata.state = #strata.state<name = "v.m", param = "v">}) {
+  return
+}
+
+// -----
+
+// The step counter is a scalar i32.
+// expected-error @+1 {{'func.func' op input #0 is the step counter and must be tensor<i32>, got 'tensor<2x4xf32>'}}
+func.func @step_shape(%s: tensor<2x4xf32> {strata.input = #strata.input<name = "step", role = step>}) {
+  return
+}

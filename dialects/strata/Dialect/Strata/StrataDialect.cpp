@@ -221,6 +221,37 @@ static LogicalResult verifyUniqueParamNames(FunctionOpInterface func,
   return success();
 }
 
+/// Checks the optimizer states of `func` once, from its first state: state
+/// names are unique among parameters and states, and a state's `param` names
+/// a parameter of the function (the plan's checkpoint keys and the runtime
+/// rely on both).
+static LogicalResult verifyStates(FunctionOpInterface func, unsigned argIndex) {
+  StringRef stateName = StrataDialect::getStateAttrName();
+  for (unsigned i = 0; i < argIndex; ++i)
+    if (func.getArgAttr(i, stateName))
+      return success(); // Not the first state: already checked.
+  llvm::StringSet<> params, names;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto param = func.getArgAttrOfType<ParamAttr>(
+            i, StrataDialect::getParamAttrName()))
+      params.insert(param.getName());
+  for (unsigned i = argIndex, e = func.getNumArguments(); i < e; ++i) {
+    auto state = func.getArgAttrOfType<StateAttr>(i, stateName);
+    if (!state)
+      continue;
+    if (params.contains(state.getName()) ||
+        !names.insert(state.getName()).second)
+      return func->emitOpError()
+             << "state name '" << state.getName()
+             << "' is used twice (parameter and state names are unique)";
+    if (!state.getParam().empty() && !params.contains(state.getParam()))
+      return func->emitOpError()
+             << "state '" << state.getName() << "' belongs to '"
+             << state.getParam() << "', which is not a parameter";
+  }
+  return success();
+}
+
 LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned argIndex,
@@ -230,7 +261,7 @@ LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
   if (name == getStateAttrName()) {
     if (!isa<StateAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name << "' must be a #strata.state";
-    return success();
+    return func ? verifyStates(func, argIndex) : success();
   }
   if (name == getBufferAttrName()) {
     if (!isa<BufferAttr>(attr.getValue()))
@@ -265,5 +296,11 @@ LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError()
            << "input #" << argIndex
            << " must be a statically shaped tensor, got " << argType;
+  if (cast<InputAttr>(attr.getValue()).getRole() == InputRole::step &&
+      (tensor.getRank() != 0 || !tensor.getElementType().isInteger(32)))
+    return op->emitOpError() << "input #" << argIndex
+                             << " is the step counter and must be "
+                                "tensor<i32>, got "
+                             << argType;
   return success();
 }
