@@ -528,6 +528,18 @@ void Solver::reconstruct(int64_t stages,
   }
 }
 
+/// `bytes` rounded up as an integer while int64_t holds it, else in
+/// scientific notation (a profile can ask for absurd sizes).
+static std::string formatByteCount(double bytes) {
+  double rounded = std::ceil(bytes);
+  if (rounded >= 0 && rounded < 0x1p63)
+    return std::to_string(static_cast<int64_t>(rounded));
+  std::ostringstream os;
+  os.precision(4);
+  os << bytes;
+  return os.str();
+}
+
 static std::string formatBytes(double bytes) {
   std::ostringstream os;
   os.precision(4);
@@ -538,7 +550,7 @@ static std::string formatBytes(double bytes) {
   else if (bytes >= 1024.0)
     os << bytes / 1024.0 << " KiB";
   else
-    os << static_cast<int64_t>(bytes) << " bytes";
+    os << formatByteCount(bytes) << " bytes";
   return os.str();
 }
 
@@ -696,8 +708,7 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
     result.requiredMemoryBytes = need;
     os << "no partition fits in " << formatBytes(o.memoryBytes)
        << " per device; the smallest feasible memory per device is "
-       << formatBytes(need) << " (" << static_cast<int64_t>(std::ceil(need))
-       << " bytes)";
+       << formatBytes(need) << " (" << formatByteCount(need) << " bytes)";
     return fail(os.str());
   }
 

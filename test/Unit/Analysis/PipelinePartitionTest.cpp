@@ -472,6 +472,34 @@ TEST(PipelinePartition, LargeModelIsFast) {
 #endif
 }
 
+// Found by fuzzing the profile reader: the smallest feasible memory of a
+// profile with absurd sizes is beyond int64_t, and printing it as an integer
+// was undefined behaviour.
+TEST(PipelinePartition, AbsurdMemoryIsReportedNotConverted) {
+  LayerGraph graph;
+  for (int l = 0; l < 3; ++l) {
+    PartitionLayer layer;
+    layer.id = l;
+    layer.forwardSeconds = 1e-3;
+    layer.backwardSeconds = 2e-3;
+    layer.paramBytes = 1e54;
+    graph.layers.push_back(layer);
+    if (l > 0)
+      graph.edges.push_back(
+          {static_cast<unsigned>(l - 1), static_cast<unsigned>(l), 1e3});
+  }
+  PartitionTopology topo;
+  topo.devicesPerNode = 2;
+  topo.nodes = 1;
+  topo.memoryBytes = 16e9;
+  PartitionResult r = partitionPipeline(graph, topo, PartitionOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("the smallest feasible memory per device is"),
+            std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("e+54 bytes)"), std::string::npos) << r.error;
+}
+
 TEST(PipelineProfile, ReadsPipeDreamGraphs) {
   const char *text =
       "node1 -- Input0 -- forward_compute_time=0.000, "
