@@ -16,6 +16,8 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::strata;
 
@@ -273,9 +275,14 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
       attrs[name] = b.getValue() ? 1 : 0;
     else if (auto i = dyn_cast<IntegerAttr>(value))
       attrs[name] = i.getInt();
-    else if (auto f = dyn_cast<FloatAttr>(value))
+    else if (auto f = dyn_cast<FloatAttr>(value)) {
+      // JSON has no infinities or NaNs.
+      if (!std::isfinite(f.getValueAsDouble()))
+        return op->emitOpError() << "attribute '" << name << "' is "
+                                 << f.getValueAsDouble()
+                                 << ", which a plan cannot hold";
       attrs[name] = f.getValueAsDouble();
-    else if (auto list = dyn_cast<DenseI64ArrayAttr>(value))
+    } else if (auto list = dyn_cast<DenseI64ArrayAttr>(value))
       attrs[name] = llvm::json::Array(list.asArrayRef());
     else
       return op->emitOpError()
