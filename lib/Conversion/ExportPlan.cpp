@@ -75,6 +75,8 @@ private:
   std::map<int64_t, std::pair<Value, const char *>> buffers;
   /// Devices of one pipeline (1 when the step is not a pipeline).
   int64_t devices = 1;
+  /// Data-parallel replicas of the step (strata.replicas, default 1).
+  int64_t replicas = 1;
   /// Parameter argument -> the gradient operand of its update.
   DenseMap<Value, Value> gradOf;
   Operation *firstUpdate = nullptr;
@@ -316,8 +318,17 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
     // Collectives reduce over the plan's only group, every replica (in a
     // pipeline, the group of the device's replicas); a bucket's wait finds
     // its group through the start with the same bucket.
-    if (isa<AllReduceOp, AllReduceStartOp>(op))
+    if (isa<AllReduceOp, AllReduceStartOp>(op)) {
+      // The group has one rank per replica of the step.
+      int64_t opReplicas = isa<AllReduceOp>(op)
+                               ? cast<AllReduceOp>(op).getReplicas()
+                               : cast<AllReduceStartOp>(op).getReplicas();
+      if (opReplicas != replicas)
+        return op.emitOpError()
+               << "reduces over " << opReplicas << " replicas, but the step "
+               << "runs on " << replicas << " (strata.replicas)";
       (*attrs)["group"] = std::max<int64_t>(device, 0);
+    }
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     program.push_back(llvm::json::Object{
         {"op", op.getName().stripDialect()},
@@ -342,6 +353,9 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
              << "has a strata.pipeline_schedule without devices >= 1";
     devices = attr.getInt();
   }
+  if (auto attr = func->getAttrOfType<IntegerAttr>(
+          StrataDialect::getReplicasAttrName()))
+    replicas = attr.getInt();
   FailureOr<llvm::json::Array> program = buildProgram(pipeline ? 0 : -1);
   if (failed(program))
     return failure();
@@ -372,10 +386,6 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   // Data-parallel steps run the same program on every replica, each on its
   // shard of the global batch: rank 0 carries the program, the other ranks
   // share it, and the collectives reduce over the group of every replica.
-  int64_t replicas = 1;
-  if (auto attr = func->getAttrOfType<IntegerAttr>(
-          StrataDialect::getReplicasAttrName()))
-    replicas = attr.getInt();
   // Pipelines: rank d * replicas + r runs device d of replica r; the
   // replicas of a device share its program and reduce in its group.
   llvm::json::Array ranks, groups;
