@@ -40,6 +40,10 @@ std::vector<double> LayerGraph::cutBytes() const {
   return cuts;
 }
 
+/// A finite non-negative time or size (NaN fails every comparison, which
+/// would keep the partitioner's memory search from ending).
+static bool isSize(double v) { return v >= 0 && std::isfinite(v); }
+
 std::string LayerGraph::verify() const {
   if (layers.empty())
     return "the layer graph has no layers";
@@ -54,15 +58,16 @@ std::string LayerGraph::verify() const {
          << layers[edge.to].id << " does not go forward in pipeline order";
       return os.str();
     }
-    if (edge.bytes < 0)
-      return "an edge has negative bytes";
+    if (!isSize(edge.bytes))
+      return "an edge has negative, infinite or NaN bytes";
   }
   for (const PartitionLayer &layer : layers)
-    if (layer.forwardSeconds < 0 || layer.backwardSeconds < 0 ||
-        layer.updateSeconds < 0 || layer.paramBytes < 0 ||
-        layer.optimizerBytes < 0 || layer.stashBytes < 0) {
+    if (!isSize(layer.forwardSeconds) || !isSize(layer.backwardSeconds) ||
+        !isSize(layer.updateSeconds) || !isSize(layer.paramBytes) ||
+        !isSize(layer.optimizerBytes) || !isSize(layer.stashBytes)) {
       std::ostringstream os;
-      os << "layer " << layer.id << " has a negative time or size";
+      os << "layer " << layer.id
+         << " has a negative, infinite or NaN time or size";
       return os.str();
     }
   return "";
@@ -688,7 +693,8 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
       total += 2 * layer.paramBytes + layer.optimizerBytes +
                layer.stashBytes * static_cast<double>(o.microBatches);
     for (double bound = std::max(o.memoryBytes, 1.0) * 1.5;; bound *= 1.5) {
-      if (bound >= total) {
+      // Also ends the search when the total is not a number.
+      if (!(bound < total)) {
         need = smallestMemory(kInf);
         break;
       }

@@ -500,6 +500,36 @@ TEST(PipelinePartition, AbsurdMemoryIsReportedNotConverted) {
   EXPECT_NE(r.error.find("e+54 bytes)"), std::string::npos) << r.error;
 }
 
+// Found by fuzzing the profile readers: a NaN size passed every check and
+// kept the search for the smallest feasible memory from ending.
+TEST(PipelineProfile, NonFiniteNumbersAreRejected) {
+  for (const char *value : {"nan", "inf", "-1.0", "1e999"}) {
+    std::string text =
+        std::string("node1 -- Input0 -- forward_compute_time=0.5, "
+                    "backward_compute_time=0.0, activation_size=8.0, "
+                    "parameter_size=") +
+        value + "\n";
+    auto graph = parsePipeDreamGraph(text, "graph.txt");
+    ASSERT_FALSE(static_cast<bool>(graph)) << value;
+    EXPECT_NE(llvm::toString(graph.takeError())
+                  .find("graph.txt:1: parameter_size must be a finite "
+                        "non-negative number"),
+              std::string::npos)
+        << value;
+  }
+  LayerGraph graph;
+  PartitionLayer layer;
+  layer.stashBytes = std::nan("");
+  graph.layers.push_back(layer);
+  EXPECT_EQ(graph.verify(),
+            "layer 0 has a negative, infinite or NaN time or size");
+  PartitionTopology topo;
+  topo.devicesPerNode = 2;
+  topo.memoryBytes = 1e9;
+  EXPECT_EQ(partitionPipeline(graph, topo, PartitionOptions()).error,
+            "layer 0 has a negative, infinite or NaN time or size");
+}
+
 TEST(PipelineProfile, ReadsPipeDreamGraphs) {
   const char *text =
       "node1 -- Input0 -- forward_compute_time=0.000, "
