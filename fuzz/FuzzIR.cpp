@@ -109,6 +109,9 @@ static const char *const kKnownRefusals[] = {
     // fuzz/crashes/ir/state-of-unknown-parameter: the verifier accepts a
     // strata.state whose `param` names no parameter.
     "no parameter is named",
+    // fuzz/crashes/ir/step-input-not-scalar: the verifier accepts
+    // #strata.input<role = step> on a tensor other than tensor<i32>.
+    "the step input must be a scalar i32",
 };
 
 static bool isKnownRefusal(const std::string &message) {
