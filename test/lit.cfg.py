@@ -24,6 +24,15 @@ llvm_config.use_default_substitutions()
 # Targets are found in the source tree, never in a user's environment.
 config.environment["STRATA_TARGET_PATH"] = os.path.join(config.strata_src_root, "targets")
 
+# Sanitizer builds (STRATA_SANITIZE): `sanitizer`, and `asan`, `ubsan`, `tsan`
+# for each one. Timing checks that instrumentation slows past their bounds
+# turn themselves off with %if sanitizer %{...%}.
+if config.strata_sanitize:
+    config.available_features.add("sanitizer")
+    names = {"address": "asan", "undefined": "ubsan", "thread": "tsan", "leak": "lsan"}
+    for sanitizer in config.strata_sanitize.split(","):
+        config.available_features.add(names.get(sanitizer, sanitizer))
+
 if os.path.exists("/usr/share/common-licenses/GPL-3"):
     config.available_features.add("gpl3-text")
 if config.strata_have_cuda:

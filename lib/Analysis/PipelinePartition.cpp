@@ -40,6 +40,10 @@ std::vector<double> LayerGraph::cutBytes() const {
   return cuts;
 }
 
+/// A finite non-negative time or size (NaN fails every comparison, which
+/// would keep the partitioner's memory search from ending).
+static bool isSize(double v) { return v >= 0 && std::isfinite(v); }
+
 std::string LayerGraph::verify() const {
   if (layers.empty())
     return "the layer graph has no layers";
@@ -54,15 +58,16 @@ std::string LayerGraph::verify() const {
          << layers[edge.to].id << " does not go forward in pipeline order";
       return os.str();
     }
-    if (edge.bytes < 0)
-      return "an edge has negative bytes";
+    if (!isSize(edge.bytes))
+      return "an edge has negative, infinite or NaN bytes";
   }
   for (const PartitionLayer &layer : layers)
-    if (layer.forwardSeconds < 0 || layer.backwardSeconds < 0 ||
-        layer.updateSeconds < 0 || layer.paramBytes < 0 ||
-        layer.optimizerBytes < 0 || layer.stashBytes < 0) {
+    if (!isSize(layer.forwardSeconds) || !isSize(layer.backwardSeconds) ||
+        !isSize(layer.updateSeconds) || !isSize(layer.paramBytes) ||
+        !isSize(layer.optimizerBytes) || !isSize(layer.stashBytes)) {
       std::ostringstream os;
-      os << "layer " << layer.id << " has a negative time or size";
+      os << "layer " << layer.id
+         << " has a negative, infinite or NaN time or size";
       return os.str();
     }
   return "";
@@ -528,6 +533,18 @@ void Solver::reconstruct(int64_t stages,
   }
 }
 
+/// `bytes` rounded up as an integer while int64_t holds it, else in
+/// scientific notation (a profile can ask for absurd sizes).
+static std::string formatByteCount(double bytes) {
+  double rounded = std::ceil(bytes);
+  if (rounded >= 0 && rounded < 0x1p63)
+    return std::to_string(static_cast<int64_t>(rounded));
+  std::ostringstream os;
+  os.precision(4);
+  os << bytes;
+  return os.str();
+}
+
 static std::string formatBytes(double bytes) {
   std::ostringstream os;
   os.precision(4);
@@ -538,7 +555,7 @@ static std::string formatBytes(double bytes) {
   else if (bytes >= 1024.0)
     os << bytes / 1024.0 << " KiB";
   else
-    os << static_cast<int64_t>(bytes) << " bytes";
+    os << formatByteCount(bytes) << " bytes";
   return os.str();
 }
 
@@ -676,7 +693,8 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
       total += 2 * layer.paramBytes + layer.optimizerBytes +
                layer.stashBytes * static_cast<double>(o.microBatches);
     for (double bound = std::max(o.memoryBytes, 1.0) * 1.5;; bound *= 1.5) {
-      if (bound >= total) {
+      // Also ends the search when the total is not a number.
+      if (!(bound < total)) {
         need = smallestMemory(kInf);
         break;
       }
@@ -696,8 +714,7 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
     result.requiredMemoryBytes = need;
     os << "no partition fits in " << formatBytes(o.memoryBytes)
        << " per device; the smallest feasible memory per device is "
-       << formatBytes(need) << " (" << static_cast<int64_t>(std::ceil(need))
-       << " bytes)";
+       << formatBytes(need) << " (" << formatByteCount(need) << " bytes)";
     return fail(os.str());
   }
 

@@ -7,6 +7,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -241,6 +242,14 @@ Expected<LayerGraph> mlir::strata::parsePipeDreamGraph(StringRef text,
       return makeError(where + ": expected forward_compute_time, "
                                "backward_compute_time, activation_size and "
                                "parameter_size");
+    for (auto [key, value] : {std::pair{"forward_compute_time", *fwd},
+                              std::pair{"backward_compute_time", *bwd},
+                              std::pair{"activation_size", *act},
+                              std::pair{"parameter_size", *par}})
+      if (!std::isfinite(value) || value < 0)
+        return makeError(where + ": " + key +
+                         " must be a finite non-negative number, got " +
+                         llvm::formatv("{0}", value).str());
     node.forwardMs = *fwd;
     node.backwardMs = *bwd;
     node.activation = *act;

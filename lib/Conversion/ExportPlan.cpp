@@ -17,6 +17,8 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::strata;
 
@@ -76,6 +78,8 @@ private:
   int64_t devices = 1;
   /// The ops of each rank program (getRankPrograms).
   SmallVector<SmallVector<Operation *>> rankPrograms;
+  /// Data-parallel replicas of the step (strata.replicas, default 1).
+  int64_t replicas = 1;
   /// Parameter argument -> the gradient operand of its update.
   DenseMap<Value, Value> gradOf;
   Operation *firstUpdate = nullptr;
@@ -276,9 +280,14 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
       attrs[name] = b.getValue() ? 1 : 0;
     else if (auto i = dyn_cast<IntegerAttr>(value))
       attrs[name] = i.getInt();
-    else if (auto f = dyn_cast<FloatAttr>(value))
+    else if (auto f = dyn_cast<FloatAttr>(value)) {
+      // JSON has no infinities or NaNs.
+      if (!std::isfinite(f.getValueAsDouble()))
+        return op->emitOpError() << "attribute '" << name << "' is "
+                                 << f.getValueAsDouble()
+                                 << ", which a plan cannot hold";
       attrs[name] = f.getValueAsDouble();
-    else if (auto list = dyn_cast<DenseI64ArrayAttr>(value))
+    } else if (auto list = dyn_cast<DenseI64ArrayAttr>(value))
       attrs[name] = llvm::json::Array(list.asArrayRef());
     else
       return op->emitOpError()
@@ -302,8 +311,17 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
     // Collectives reduce over the plan's only group, every replica (in a
     // pipeline, the group of the device's replicas); a bucket's wait finds
     // its group through the start with the same bucket.
-    if (isa<AllReduceOp, AllReduceStartOp>(op))
+    if (isa<AllReduceOp, AllReduceStartOp>(op)) {
+      // The group has one rank per replica of the step.
+      int64_t opReplicas = isa<AllReduceOp>(op)
+                               ? cast<AllReduceOp>(op).getReplicas()
+                               : cast<AllReduceStartOp>(op).getReplicas();
+      if (opReplicas != replicas)
+        return op.emitOpError()
+               << "reduces over " << opReplicas << " replicas, but the step "
+               << "runs on " << replicas << " (strata.replicas)";
       (*attrs)["group"] = std::max<int64_t>(device, 0);
+    }
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     program.push_back(llvm::json::Object{
         {"op", op.getName().stripDialect()},
@@ -333,6 +351,9 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   if (failed(programs))
     return failure();
   rankPrograms = std::move(*programs);
+  if (auto attr = func->getAttrOfType<IntegerAttr>(
+          StrataDialect::getReplicasAttrName()))
+    replicas = attr.getInt();
   FailureOr<llvm::json::Array> program = buildProgram(pipeline ? 0 : -1);
   if (failed(program))
     return failure();
@@ -363,10 +384,6 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   // Data-parallel steps run the same program on every replica, each on its
   // shard of the global batch: rank 0 carries the program, the other ranks
   // share it, and the collectives reduce over the group of every replica.
-  int64_t replicas = 1;
-  if (auto attr = func->getAttrOfType<IntegerAttr>(
-          StrataDialect::getReplicasAttrName()))
-    replicas = attr.getInt();
   // Pipelines: rank d * replicas + r runs device d of replica r; the
   // replicas of a device share its program and reduce in its group.
   llvm::json::Array ranks, groups;

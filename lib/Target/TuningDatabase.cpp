@@ -132,7 +132,9 @@ public:
     std::optional<double> d = v ? v->getAsNumber() : std::nullopt;
     if (!d || !std::isfinite(*d) || *d < 0)
       return fail(where + name, "expected a non-negative number");
-    out = *d;
+    // -0 (or a negative number that underflows to it) reads as 0, so that
+    // the database prints as it reads.
+    out = *d + 0.0;
     return Error::success();
   }
   Error boolean(const json::Object &o, StringRef name, const Twine &where,

@@ -104,9 +104,16 @@ Status loadCheckpoint(Executor &executor, const std::string &path,
   Status status = readSafetensors(path, file);
   if (!status.ok())
     return status;
+  return restoreCheckpoint(executor, file, path, contents, info);
+}
+
+Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
+                         const std::string &path, CheckpointContents contents,
+                         CheckpointInfo &info) {
+  info = CheckpointInfo();
   bool everything = contents == CheckpointContents::Everything;
   if (everything) {
-    status = readStepAndSeed(file, path, info);
+    Status status = readStepAndSeed(file, path, info);
     if (!status.ok())
       return status;
   }

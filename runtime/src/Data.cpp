@@ -382,7 +382,9 @@ Status createTokenData(const Plan &plan, const DataOptions &options,
                              ": byte-level data needs a "
                              "vocabulary of at least 256, " +
                              plan.path + " has " + std::to_string(vocab));
-    status = readFile(options.path, text);
+    // Read once, at the start: the run trains on this snapshot, whatever
+    // happens to the file afterwards.
+    status = readFile(options.path, text, kMaxDataFileBytes);
     if (!status.ok())
       return status;
     if (text.size() < static_cast<size_t>(length) + 1)

@@ -9,9 +9,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +23,11 @@ namespace strata::rt {
 static std::string errnoMessage() { return std::strerror(errno); }
 
 Status readFile(const std::string &path, std::string &contents) {
+  return readFile(path, contents, UINT64_MAX);
+}
+
+Status readFile(const std::string &path, std::string &contents,
+                uint64_t maxBytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Status::failure(path + ": cannot open: " + errnoMessage());
@@ -42,6 +50,12 @@ Status readFile(const std::string &path, std::string &contents) {
     }
     if (n == 0)
       break;
+    if (static_cast<uint64_t>(n) > maxBytes - contents.size()) {
+      ::close(fd);
+      contents.clear();
+      return Status::failure(path + ": cannot read: larger than the limit of " +
+                             std::to_string(maxBytes) + " bytes");
+    }
     contents.append(chunk.data(), static_cast<size_t>(n));
   }
   ::close(fd);
@@ -72,8 +86,42 @@ static bool writeAll(int fd, const std::string &contents) {
   return true;
 }
 
+namespace {
+/// Blocks SIGXFSZ in the calling thread while it lives, so that a write past
+/// the file size limit fails with EFBIG instead of killing the process; a
+/// SIGXFSZ raised meanwhile is discarded before the mask is restored.
+class BlockFileSizeSignal {
+public:
+  BlockFileSizeSignal() {
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    blocked = ::pthread_sigmask(SIG_BLOCK, &xfsz, &previous) == 0;
+  }
+  ~BlockFileSizeSignal() {
+    if (!blocked)
+      return;
+    int savedErrno = errno;
+    if (!sigismember(&previous, SIGXFSZ)) {
+      struct timespec zero = {0, 0};
+      while (::sigtimedwait(&xfsz, nullptr, &zero) == SIGXFSZ) {
+      }
+      ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    }
+    errno = savedErrno;
+  }
+  BlockFileSizeSignal(const BlockFileSizeSignal &) = delete;
+  BlockFileSizeSignal &operator=(const BlockFileSizeSignal &) = delete;
+
+private:
+  sigset_t xfsz;
+  sigset_t previous;
+  bool blocked = false;
+};
+} // namespace
+
 Status writeFileAtomically(const std::string &path,
                            const std::string &contents) {
+  BlockFileSizeSignal noSigxfsz;
   std::string tmpl = path + ".tmp.XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');

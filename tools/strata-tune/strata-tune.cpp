@@ -188,9 +188,7 @@ static std::string tilingText(const std::array<int64_t, 5> &key) {
       .str();
 }
 
-/// Measured seconds per GEMM (GemmKey::str()) and tiling.
-using CostTable =
-    std::map<std::string, std::map<std::array<int64_t, 5>, double>>;
+using tune::CostTable;
 
 /// Reads a cost table written by --save-cost-table; exits with code 3 when
 /// the file cannot be read or a line is malformed.
@@ -200,42 +198,9 @@ static CostTable loadCostTable(StringRef path) {
   if (!file)
     fail(3, "cannot read cost table '" + path + "': " + error);
   CostTable table;
-  int lineNo = 0;
-  for (StringRef line : llvm::split(file->getBuffer(), '\n')) {
-    ++lineNo;
-    line = line.split('#').first.trim();
-    if (line.empty())
-      continue;
-    auto corrupt = [&](const llvm::Twine &why) {
-      fail(3, "corrupt cost table '" + path + "' line " + llvm::Twine(lineNo) +
-                  ": " + why + " (expected 'GEMM mc,nc,kc,mr,nr SECONDS')");
-    };
-    SmallVector<StringRef> fields;
-    line.split(fields, ' ', -1, /*KeepEmpty=*/false);
-    if (fields.size() != 3)
-      corrupt("expected three fields, got " + llvm::Twine(fields.size()));
-    tune::GemmProblem problem;
-    if (!tune::parseGemmProblem(fields[0].str(), problem).empty())
-      corrupt("invalid GEMM '" + fields[0] + "'");
-    SmallVector<StringRef> numbers;
-    fields[1].split(numbers, ',');
-    std::array<int64_t, 5> key = {};
-    if (numbers.size() != 5)
-      corrupt("invalid tiling '" + fields[1] + "'");
-    for (int i = 0; i < 5; ++i)
-      if (numbers[i].getAsInteger(10, key[i]) || key[i] <= 0)
-        corrupt("invalid tiling '" + fields[1] + "'");
-    double seconds = 0;
-    if (fields[2] == "inf")
-      seconds = HUGE_VAL;
-    else if (fields[2].getAsDouble(seconds) || !(seconds > 0))
-      corrupt("invalid time '" + fields[2] + "'");
-    // A tiling measured more than once (several exhaustive passes appended
-    // to one table) keeps its least time.
-    auto [it, inserted] = table[problem.str()].try_emplace(key, seconds);
-    if (!inserted)
-      it->second = std::min(it->second, seconds);
-  }
+  std::string why = tune::parseCostTable(file->getBuffer().str(), table);
+  if (!why.empty())
+    fail(3, "corrupt cost table '" + path + "' " + why);
   return table;
 }
 

@@ -16,6 +16,7 @@
 #define STRATA_RT_CHECKPOINT_H
 
 #include "strata-rt/Executor.h"
+#include "strata-rt/Safetensors.h"
 #include "strata-rt/Support.h"
 
 #include <cstdint>
@@ -48,6 +49,12 @@ struct CheckpointInfo {
 /// `Failure`.
 Status loadCheckpoint(Executor &executor, const std::string &path,
                       CheckpointContents contents, CheckpointInfo &info);
+
+/// As loadCheckpoint, for a file already parsed (parseSafetensors); `path`
+/// is only used in messages.
+Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
+                         const std::string &path, CheckpointContents contents,
+                         CheckpointInfo &info);
 
 } // namespace strata::rt
 

@@ -23,7 +23,10 @@
 //    argmax over classes of the sum of per-token teacher rows.
 // With a data file (language models only), tokens are the file's bytes
 // (V >= 256 is required): sequence b of a step starts at a pseudo-random
-// offset and its labels are the bytes shifted by one.
+// offset and its labels are the bytes shifted by one. The file is read
+// whole when the source is created (at most kMaxDataFileBytes; a device
+// such as /dev/zero is refused at that size), so a file that is changed,
+// truncated or removed during a run does not affect it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,9 @@
 namespace strata::rt {
 
 class ThreadPool;
+
+/// The largest data file a DataSource reads (1 GiB).
+constexpr uint64_t kMaxDataFileBytes = uint64_t(1) << 30;
 
 struct DataOptions {
   uint64_t seed = 0;

@@ -11,6 +11,7 @@
 #ifndef STRATA_RT_SUPPORT_H
 #define STRATA_RT_SUPPORT_H
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -57,10 +58,17 @@ private:
 
 /// Reads a whole file. A file that cannot be opened or read is a `Failure`.
 Status readFile(const std::string &path, std::string &contents);
+/// As readFile, but a file longer than `maxBytes` (or a device or pipe that
+/// yields more) is a `Failure` naming the limit, read no further.
+Status readFile(const std::string &path, std::string &contents,
+                uint64_t maxBytes);
 
 /// Writes `contents` to `path` atomically: a temporary file in the same
 /// directory is written, flushed with fsync and renamed over `path`. On any
 /// failure the temporary file is removed and `path` is left as it was.
+/// Exceeding the file size limit (RLIMIT_FSIZE) is such a failure ("File too
+/// large"), not a SIGXFSZ that kills the process and leaves the temporary
+/// file behind: the signal is blocked in the calling thread while it writes.
 Status writeFileAtomically(const std::string &path,
                            const std::string &contents);
 

@@ -8,7 +8,9 @@
 #ifndef STRATA_RT_TENSOR_H
 #define STRATA_RT_TENSOR_H
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,6 +56,12 @@ struct Tensor {
   int64_t rank() const { return (int64_t)desc.shape.size(); }
 };
 
+/// Whether `v` is an integer that int64_t holds exactly (finite, no fraction,
+/// in range): check it before converting a plan's number to an integer.
+inline bool isInt64(double v) {
+  return v >= -0x1p63 && v < 0x1p63 && v == std::trunc(v);
+}
+
 /// Attributes of one plan instruction: numbers (ints, floats and booleans
 /// are all stored as double) and integer lists.
 struct Attrs {
@@ -67,8 +75,18 @@ struct Attrs {
     auto it = numbers.find(name);
     return it == numbers.end() ? fallback : it->second;
   }
+  /// The number truncated toward zero and saturated to the int64_t range
+  /// (NaN reads as `fallback`): never an out-of-range conversion, whatever a
+  /// plan holds. Verifiers check the exact value (isInt64) first.
   int64_t integer(const std::string &name, int64_t fallback = 0) const {
-    return static_cast<int64_t>(number(name, static_cast<double>(fallback)));
+    double v = number(name, static_cast<double>(fallback));
+    if (std::isnan(v))
+      return fallback;
+    if (v >= 0x1p63)
+      return std::numeric_limits<int64_t>::max();
+    if (v < -0x1p63)
+      return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(v);
   }
   bool flag(const std::string &name) const { return number(name, 0) != 0; }
   const std::vector<int64_t> &list(const std::string &name) const;

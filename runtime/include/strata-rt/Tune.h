@@ -36,6 +36,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -339,6 +340,18 @@ double modelCudaSeconds(const GemmProblem &p, const CudaTiling &t,
 /// instruction set and the thread count, e.g.
 /// "Intel Xeon ... | avx512 | 2 threads".
 std::string machineIdentity(int threads);
+
+/// Measured seconds per GEMM (GemmProblem::str()) and CPU tiling
+/// (mc, nc, kc, mr, nr): `strata-tune --save-cost-table` writes one line
+/// "GEMM mc,nc,kc,mr,nr SECONDS" per measured state ('#' starts a comment,
+/// SECONDS may be "inf"); `--cost-table` replays searches over it.
+using CostTable =
+    std::map<std::string, std::map<std::array<int64_t, 5>, double>>;
+
+/// Parses a cost table into `table`; a tiling listed more than once keeps its
+/// least time. Returns an error message ("line N: why (expected ...)"), empty
+/// on success.
+std::string parseCostTable(const std::string &text, CostTable &table);
 
 } // namespace strata::rt::tune
 

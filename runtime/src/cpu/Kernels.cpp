@@ -163,11 +163,11 @@ bool Verifier::axis(const std::string &name, int64_t rank, int64_t &value,
   double raw;
   if (!number(name, false, raw, (double)fallback))
     return false;
-  int64_t a = (int64_t)raw;
-  if ((double)a != raw || a < -rank || a >= rank)
+  if (!isInt64(raw) || raw < -rank || raw >= rank)
     return fail("attribute '" + name + "' must be an integer in [" +
                 std::to_string(-rank) + ", " + std::to_string(rank) +
                 "), got " + formatNumber(raw));
+  int64_t a = static_cast<int64_t>(raw);
   value = a < 0 ? a + rank : a;
   return true;
 }

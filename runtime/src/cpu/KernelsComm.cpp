@@ -72,8 +72,7 @@ std::string verifyBucket(const Descs &inputs, const Descs &outputs,
            "), got " + std::to_string(outputs.size()));
   double bucket = -1;
   if (v.dtypes() && v.number("bucket", true, bucket) &&
-      (bucket < 0 ||
-       bucket != static_cast<double>(static_cast<int64_t>(bucket))))
+      (bucket < 0 || !isInt64(bucket)))
     v.fail("attribute 'bucket' must be a non-negative integer");
   if (!start)
     for (size_t i = 0; v.ok() && i < inputs.size(); ++i)
@@ -87,8 +86,7 @@ std::string verifyBucket(const Descs &inputs, const Descs &outputs,
     v.fail("attribute 'chunk_bytes' must be at least 4");
   double staleness = 0;
   if (start && v.ok() && v.number("staleness", false, staleness, 0) &&
-      (staleness < 0 ||
-       staleness != static_cast<double>(static_cast<int64_t>(staleness))))
+      (staleness < 0 || !isInt64(staleness)))
     v.fail("attribute 'staleness' must be a non-negative integer");
   return v.error();
 }
@@ -267,8 +265,8 @@ std::string verifyPointToPoint(const Descs &inputs, const Descs &outputs,
   double peer = -1, tag = -1;
   if (v.counts(send ? 1 : 0, send ? 0 : 1) && v.dtypes() &&
       v.number("peer", true, peer) && v.number("tag", true, tag) &&
-      (peer < 0 || tag < 0 || peer != static_cast<int64_t>(peer) ||
-       tag != static_cast<int64_t>(tag) || tag >= kMaxPipelineTag))
+      (peer < 0 || tag < 0 || !isInt64(peer) || !isInt64(tag) ||
+       tag >= kMaxPipelineTag))
     v.fail("attributes 'peer' and 'tag' must be integers in [0, " +
            std::to_string(kMaxPipelineTag) + ")");
   return v.error();

@@ -47,10 +47,10 @@ std::string readTiling(const Attrs &attrs, GemmTiling &tiling, bool &present) {
   int64_t values[5];
   for (int i = 0; i < 5; ++i) {
     double raw = attrs.number(kTilingAttrs[i]);
-    values[i] = (int64_t)raw;
-    if ((double)values[i] != raw)
+    if (!isInt64(raw))
       return std::string("attribute '") + kTilingAttrs[i] +
              "' must be an integer";
+    values[i] = static_cast<int64_t>(raw);
   }
   tiling = GemmTiling{values[0], values[1], values[2], values[3], values[4]};
   return verifyGemmTiling(tiling);
@@ -516,8 +516,7 @@ std::string verifyMicroBatch(const Descs &inputs, const Descs &outputs,
       !v.number("index", true, index) ||
       !v.positiveNumber("count", true, count))
     return v.error();
-  if (index < 0 || index >= count || index != static_cast<int64_t>(index) ||
-      count != static_cast<int64_t>(count))
+  if (index < 0 || index >= count || !isInt64(index) || !isInt64(count))
     v.fail("attribute 'index' must be an integer in [0, count), got " +
            formatNumber(index));
   else if (inputs[0].dtype != outputs[0].dtype)

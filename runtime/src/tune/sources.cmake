@@ -2,6 +2,7 @@
 # search, measured and analytic costs (Tune.h).
 set(STRATA_RT_TUNE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/Cost.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CostTable.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Search.cpp
   ${CMAKE_CURRENT_LIST_DIR}/TileSpace.cpp
   )

@@ -241,5 +241,43 @@ TEST(KernelsVerify, MatmulTilingAttributes) {
       "mc=100 must be a multiple of mr=6");
 }
 
+// Numbers no integer type holds (found by fuzzing the plan loader under
+// UBSan: the verifiers converted them before checking).
+TEST(KernelsVerify, HugeNumbersAreNotIntegers) {
+  EXPECT_EQ(verifyMessage("bias_add", {desc({4, 6}), desc({6})}, {desc({4, 6})},
+                          makeAttrs({{"axis", 1e300}})),
+            "attribute 'axis' must be an integer in [-2, 2), got 1e+300");
+  EXPECT_CONTAINS(verifyMessage("matmul", {desc({8, 8}), desc({8, 8})},
+                                {desc({8, 8})},
+                                makeAttrs({{"mc", 1e300},
+                                           {"nc", 512},
+                                           {"kc", 256},
+                                           {"mr", 6},
+                                           {"nr", 32}})),
+                  "attribute 'mc' must be an integer");
+  EXPECT_CONTAINS(verifyMessage("send", {desc({3})}, {},
+                                makeAttrs({{"peer", 1e300}, {"tag", 0}})),
+                  "must be integers");
+  EXPECT_CONTAINS(verifyMessage("micro_batch", {desc({4, 3})}, {desc({2, 3})},
+                                makeAttrs({{"index", 0}, {"count", 1e300}})),
+                  "attribute 'index' must be an integer");
+}
+
+TEST(KernelsAttrs, IntegerSaturates) {
+  Attrs attrs = makeAttrs({{"big", 1e300},
+                           {"small", -1e300},
+                           {"nan", std::nan("")},
+                           {"minus", -2.5}});
+  EXPECT_EQ(attrs.integer("big"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(attrs.integer("small"), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(attrs.integer("nan", 7), 7);
+  EXPECT_EQ(attrs.integer("minus"), -2);
+  EXPECT_EQ(attrs.integer("absent", 5), 5);
+  EXPECT_TRUE(isInt64(-0x1p63));
+  EXPECT_FALSE(isInt64(0x1p63));
+  EXPECT_FALSE(isInt64(0.5));
+  EXPECT_FALSE(isInt64(std::nan("")));
+}
+
 } // namespace
 } // namespace strata::rt::test

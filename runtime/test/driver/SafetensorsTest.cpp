@@ -14,6 +14,8 @@
 #include <cstring>
 #include <random>
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 
 using namespace strata::rt;
@@ -203,6 +205,50 @@ TEST(AtomicWrite, FailureKeepsTheOldFile) {
       << status.message();
   EXPECT_EQ(readText(path), "old");
   EXPECT_EQ(dir.list(), std::vector<std::string>{"out.safetensors"});
+}
+
+TEST(AtomicWrite, FileSizeLimitIsAnErrorNotASignal) {
+  // As above with SIGXFSZ at its default disposition (terminate): the write
+  // blocks the signal, fails with EFBIG and discards the pending signal, so
+  // this process lives on and no temporary file is left.
+  TempDir dir;
+  std::string path = dir.path("big.safetensors");
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto oldHandler = std::signal(SIGXFSZ, SIG_DFL);
+  rlimit small = saved;
+  small.rlim_cur = 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  Status status = writeFileAtomically(path, std::string(1 << 20, 'x'));
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, oldHandler);
+  EXPECT_EQ(status.code(), Status::Code::Failure);
+  EXPECT_NE(status.message().find(path + ": cannot write: File too large"),
+            std::string::npos)
+      << status.message();
+  EXPECT_TRUE(dir.list().empty());
+  // The signal mask is as it was.
+  sigset_t mask;
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &mask), 0);
+  EXPECT_FALSE(sigismember(&mask, SIGXFSZ));
+}
+
+TEST(ReadFile, LimitIsAFailure) {
+  TempDir dir;
+  std::string path = dir.path("data.txt");
+  ASSERT_TRUE(writeFileAtomically(path, std::string(100, 'x')).ok());
+  std::string text;
+  EXPECT_TRUE(readFile(path, text, 100).ok());
+  EXPECT_EQ(text.size(), 100u);
+  Status status = readFile(path, text, 99);
+  EXPECT_EQ(status.code(), Status::Code::Failure);
+  EXPECT_NE(status.message().find("larger than the limit of 99 bytes"),
+            std::string::npos)
+      << status.message();
+  EXPECT_TRUE(text.empty());
+  // A device that never ends stops at the limit.
+  status = readFile("/dev/zero", text, 1 << 20);
+  EXPECT_EQ(status.code(), Status::Code::Failure);
 }
 
 TEST(AtomicWrite, MissingDirectoryIsAFailure) {

@@ -83,6 +83,37 @@ TEST(TuneProblem, ParsesAndPrints) {
     EXPECT_NE(parseGemmProblem(bad, q), "") << bad;
 }
 
+TEST(TuneCostTable, ParsesKeepingTheLeastTime) {
+  CostTable table;
+  EXPECT_EQ(parseCostTable("# comment\n"
+                           "16x16x16 16,16,16,8,16 2e-6\n"
+                           "\n"
+                           "16x16x16 16,16,16,8,16 1e-6  # again, faster\n"
+                           "8x8x8:b3:tb 8,16,8,4,16 inf\n",
+                           table),
+            "");
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_EQ(table["16x16x16"][(std::array<int64_t, 5>{16, 16, 16, 8, 16})],
+            1e-6);
+  EXPECT_TRUE(std::isinf(
+      table["8x8x8:b3:tb"][(std::array<int64_t, 5>{8, 16, 8, 4, 16})]));
+}
+
+TEST(TuneCostTable, RejectsMalformedLines) {
+  const char *bad[] = {
+      "16x16x16 16,16,16,8,16",          "16x16x16 16,16,16,8 1e-6",
+      "16x16x16 16,16,16,8,0 1e-6",      "16x16x16 16,16,16,8,-16 1e-6",
+      "16x16 16,16,16,8,16 1e-6",        "16x16x16 16,16,16,8,16 0",
+      "16x16x16 16,16,16,8,16 nan",      "16x16x16 16,16,16,8,16 1e999",
+      "16x16x16 16,16,16,8,16 fast",     "16x16x16 1,2,3,4,99999999999999999999 1",
+      "16x16x16 16,,16,8,16 1e-6",       "16x16x16 16,16,16,8,16 1e-6 extra"};
+  for (const char *text : bad) {
+    CostTable table;
+    std::string error = parseCostTable(std::string("\n") + text, table);
+    EXPECT_EQ(error.rfind("line 2: ", 0), 0u) << text << ": " << error;
+  }
+}
+
 TEST(TuneSpace, PaddedDimsAreSmoothAndAligned) {
   for (const char *text : kShapes) {
     GemmProblem p = problem(text);
