@@ -34,8 +34,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <fcntl.h>
+#include <string>
 #include <unistd.h>
 
 using namespace mlir;
@@ -92,7 +92,8 @@ static const Pipeline kPipelines[] = {
     {"strata-autodiff,strata-tile-gemm{fallback=model},strata-lower-to-plan",
      true},
 };
-static constexpr size_t kNumPipelines = sizeof(kPipelines) / sizeof(*kPipelines);
+static constexpr size_t kNumPipelines =
+    sizeof(kPipelines) / sizeof(*kPipelines);
 static constexpr size_t kMaxInputBytes = 32 * 1024;
 
 /// Refusals by the runtime of an exported plan that are expected, or known

@@ -283,9 +283,9 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
     else if (auto f = dyn_cast<FloatAttr>(value)) {
       // JSON has no infinities or NaNs.
       if (!std::isfinite(f.getValueAsDouble()))
-        return op->emitOpError() << "attribute '" << name << "' is "
-                                 << f.getValueAsDouble()
-                                 << ", which a plan cannot hold";
+        return op->emitOpError()
+               << "attribute '" << name << "' is " << f.getValueAsDouble()
+               << ", which a plan cannot hold";
       attrs[name] = f.getValueAsDouble();
     } else if (auto list = dyn_cast<DenseI64ArrayAttr>(value))
       attrs[name] = llvm::json::Array(list.asArrayRef());
