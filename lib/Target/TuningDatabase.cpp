@@ -25,42 +25,22 @@ using namespace mlir::strata;
 static constexpr const char *kFormat = "strata-gemm-tuning";
 static constexpr int64_t kVersion = 1;
 
-std::string GemmKey::str() const {
-  std::string s =
-      std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-  if (batch != 1)
-    s += ":b" + std::to_string(batch);
-  if (transA)
-    s += ":ta";
-  if (transB)
-    s += ":tb";
-  return s;
-}
-
 bool GemmKey::operator<(const GemmKey &o) const {
-  return std::tie(dtype, m, n, k, batch, transA, transB) <
-         std::tie(o.dtype, o.m, o.n, o.k, o.batch, o.transA, o.transB);
+  return std::make_tuple(dtype, m, n, k, batch, transA, transB) <
+         std::make_tuple(o.dtype, o.m, o.n, o.k, o.batch, o.transA, o.transB);
 }
 
 bool GemmKey::operator==(const GemmKey &o) const {
-  return !(*this < o) && !(o < *this);
+  return dtype == o.dtype && GemmShape::operator==(o);
 }
 
 GemmKey mlir::strata::gemmKeyFor(StringRef dtype, int64_t batch, int64_t m,
                                  int64_t n, int64_t k, bool transA, bool transB,
                                  bool rhsIsMatrix) {
   GemmKey key;
+  static_cast<::strata_plan::GemmShape &>(key) =
+      ::strata_plan::gemmShapeFor(batch, m, n, k, transA, transB, rhsIsMatrix);
   key.dtype = dtype.str();
-  key.n = n;
-  key.k = k;
-  key.transA = transA;
-  key.transB = transB;
-  if (batch == 1 || (rhsIsMatrix && !transA)) {
-    key.m = batch * m;
-    return key;
-  }
-  key.batch = batch;
-  key.m = m;
   return key;
 }
 

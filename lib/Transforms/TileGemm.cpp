@@ -54,9 +54,11 @@ static GemmTilingAttr modelTiling(MLIRContext *ctx, const GemmKey &key) {
     }
   }
   int64_t mr = best->mr, nr = best->nr;
-  int64_t mc = std::min<int64_t>(96, roundUp(key.m, mr));
-  int64_t nc = std::min<int64_t>(2048, roundUp(key.n, nr));
-  int64_t kc = std::min<int64_t>(256, key.k);
+  // The runtime's default cache blocks, shrunk to the problem.
+  const ::strata_plan::GemmTiling defaults;
+  int64_t mc = std::min<int64_t>(defaults.mc, roundUp(key.m, mr));
+  int64_t nc = std::min<int64_t>(defaults.nc, roundUp(key.n, nr));
+  int64_t kc = std::min<int64_t>(defaults.kc, key.k);
   return GemmTilingAttr::get(ctx, mc, nc, kc, mr, nr);
 }
 

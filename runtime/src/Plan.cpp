@@ -393,7 +393,7 @@ Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
         readNonNegative(shape[d], element(shapeWhere, d)));
   buffer.offset =
       readNonNegative(field(entry, "offset", where), member(where, "offset"));
-  if (buffer.offset % 64 != 0)
+  if (buffer.offset % strata_plan::kBufferAlignment != 0)
     fail(member(where, "offset"),
          "must be a multiple of 64, got " + std::to_string(buffer.offset));
   buffer.bytes =
@@ -1090,7 +1090,8 @@ void PlanParser::checkBufferLifetimes() {
   std::vector<LiveInterval> intervals = computeLiveness(programs, persistent);
   if (intervals.size() != plan.buffers.size())
     fail("ranks", "an instruction names a buffer that does not exist");
-  plan.liveLowerBound = liveBytesLowerBound(intervals, bytes, 64);
+  plan.liveLowerBound =
+      liveBytesLowerBound(intervals, bytes, strata_plan::kBufferAlignment);
   std::string overlap = checkNoLiveOverlap(intervals, offsets, bytes);
   if (!overlap.empty())
     fail("buffers", overlap + " (the arena layout would corrupt data)");

@@ -10,6 +10,8 @@
 #ifndef STRATA_CONVERSION_PLAN_H
 #define STRATA_CONVERSION_PLAN_H
 
+#include "strata-rt/PlanFormat.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -20,10 +22,11 @@ class FuncOp;
 namespace strata {
 class BufferAttr;
 
-/// Version of the plan format `exportPlan` writes.
-constexpr int kPlanFormatVersion = 2;
+/// Version of the plan format `exportPlan` writes (PlanFormat.h, shared
+/// with the runtime).
+constexpr int64_t kPlanFormatVersion = ::strata_plan::kFormatVersion;
 /// Alignment of every buffer in the arena.
-constexpr int64_t kBufferAlignment = 64;
+constexpr int64_t kBufferAlignment = ::strata_plan::kBufferAlignment;
 
 /// Assigns every argument and op result of `func` a buffer (see
 /// LowerToPlanPass). Fails on a value that is not a statically shaped tensor.

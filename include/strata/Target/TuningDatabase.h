@@ -28,6 +28,8 @@
 #ifndef STRATA_TARGET_TUNINGDATABASE_H
 #define STRATA_TARGET_TUNINGDATABASE_H
 
+#include "strata-rt/PlanFormat.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -38,23 +40,17 @@
 
 namespace mlir::strata {
 
-/// One GEMM as the runtime's matmul kernel computes it (see gemmKeyFor).
-struct GemmKey {
+/// One GEMM as the runtime's matmul kernel computes it (the shape and its
+/// `str()` syntax are the runtime's, PlanFormat.h) and its element type.
+struct GemmKey : ::strata_plan::GemmShape {
   std::string dtype = "f32";
-  int64_t batch = 1;
-  int64_t m = 1, n = 1, k = 1;
-  bool transA = false, transB = false;
 
-  /// "128x768x768" with ":bB", ":ta", ":tb" when they apply (dtype apart).
-  std::string str() const;
   bool operator<(const GemmKey &o) const;
   bool operator==(const GemmKey &o) const;
 };
 
 /// The GEMM the runtime runs for a matmul of `batch` products op(A)[m x k]
-/// op(B)[k x n]: a linear layer (`rhsIsMatrix`, B of rank 2, without
-/// transposed A) and an unbatched product are one GEMM of batch * m rows;
-/// anything else runs `batch` separate products.
+/// op(B)[k x n] (strata_plan::gemmShapeFor) of element type `dtype`.
 GemmKey gemmKeyFor(llvm::StringRef dtype, int64_t batch, int64_t m, int64_t n,
                    int64_t k, bool transA, bool transB, bool rhsIsMatrix);
 

@@ -13,6 +13,7 @@
 #define STRATA_RT_KERNELS_H
 
 #include "strata-rt/Comm.h"
+#include "strata-rt/PlanFormat.h"
 #include "strata-rt/Tensor.h"
 
 #include <map>
@@ -26,17 +27,9 @@ namespace strata::rt {
 class Communicator;
 class ThreadPool;
 
-/// Blocking of the CPU GEMM: cache blocks (mc x kc panels of A, kc x nc
-/// panels of B) and the register tile (mr x nr) of the micro-kernel. The
-/// defaults suit AVX-512 cores with 48 KiB L1 and 2 MiB L2 (a kc x nr panel of
-/// B stays in L1, an mc x kc block of A in L2); see bench/gemm.md.
-struct GemmTiling {
-  int64_t mc = 96;
-  int64_t nc = 2048;
-  int64_t kc = 256;
-  int64_t mr = 12;
-  int64_t nr = 32;
-};
+/// Blocking of the CPU GEMM (PlanFormat.h: the defaults are part of the
+/// plan format).
+using GemmTiling = strata_plan::GemmTiling;
 
 /// Returns an empty string when `t` is usable, else why not: all sizes must be
 /// positive, mc a multiple of mr, nc a multiple of nr, and mr x nr one of the

@@ -15,6 +15,7 @@
 #define STRATA_RT_PLAN_H
 
 #include "strata-rt/Kernels.h"
+#include "strata-rt/PlanFormat.h"
 #include "strata-rt/Support.h"
 #include "strata-rt/Tensor.h"
 
@@ -27,7 +28,7 @@ namespace strata::rt {
 
 /// The newest plan format version this runtime reads (it also reads
 /// version 1, whose plans have exactly one rank entry).
-constexpr int64_t kPlanFormatVersion = 2;
+constexpr int64_t kPlanFormatVersion = strata_plan::kFormatVersion;
 
 enum class BufferKind { Param, Grad, State, Input, Activation };
 /// "param", "grad", "state", "input", "activation".

@@ -49,26 +49,16 @@ constexpr const char *kCpuGemmKernelVersion = "strata-cpu-gemm-1";
 /// Version of the analytic model of Strata's CUDA GEMM.
 constexpr const char *kCudaGemmModelVersion = "strata-cuda-gemm-model-1";
 
-/// One GEMM as the runtime's matmul kernel computes it: `batch` independent
-/// products op(A)[m x k] op(B)[k x n] (batch > 1 only where the kernel runs
-/// separate products; a linear layer over tokens is one tall GEMM).
-struct GemmProblem {
-  int64_t batch = 1;
-  int64_t m = 1, n = 1, k = 1;
-  bool transA = false, transB = false;
-
-  double flops() const { return 2.0 * batch * m * n * k; }
-  /// "128x768x768", with ":b12", ":ta", ":tb" when they apply.
-  std::string str() const;
-  bool operator==(const GemmProblem &o) const {
-    return batch == o.batch && m == o.m && n == o.n && k == o.k &&
-           transA == o.transA && transB == o.transB;
-  }
-};
+/// One GEMM as the runtime's matmul kernel computes it (the tuning key,
+/// PlanFormat.h).
+using GemmProblem = strata_plan::GemmShape;
 
 /// Parses GemmProblem::str() syntax ("MxNxK[:bB][:ta][:tb]"); returns an
 /// error message, empty on success.
-std::string parseGemmProblem(const std::string &text, GemmProblem &problem);
+inline std::string parseGemmProblem(const std::string &text,
+                                    GemmProblem &problem) {
+  return strata_plan::parseGemmShape(text, problem);
+}
 
 /// Which kernel a state parameterises.
 enum class TileTarget { Cpu, Cuda };

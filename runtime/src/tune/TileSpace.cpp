@@ -82,68 +82,6 @@ int64_t inner(const std::vector<int64_t> &f, int count) {
 
 } // namespace
 
-std::string GemmProblem::str() const {
-  std::string s =
-      std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-  if (batch != 1)
-    s += ":b" + std::to_string(batch);
-  if (transA)
-    s += ":ta";
-  if (transB)
-    s += ":tb";
-  return s;
-}
-
-std::string parseGemmProblem(const std::string &text, GemmProblem &problem) {
-  GemmProblem p;
-  std::stringstream ss(text);
-  std::string part;
-  std::vector<std::string> parts;
-  while (std::getline(ss, part, ':'))
-    parts.push_back(part);
-  auto bad = [&] {
-    return "invalid GEMM shape '" + text +
-           "' (expected MxNxK[:bBATCH][:ta][:tb], e.g. 128x768x3072:tb)";
-  };
-  if (parts.empty())
-    return bad();
-  int64_t dims[3];
-  {
-    std::stringstream ds(parts[0]);
-    std::string item;
-    int count = 0;
-    while (std::getline(ds, item, 'x')) {
-      if (count == 3 || item.empty() ||
-          item.find_first_not_of("0123456789") != std::string::npos ||
-          item.size() > 12)
-        return bad();
-      dims[count++] = std::stoll(item);
-    }
-    if (count != 3 || !dims[0] || !dims[1] || !dims[2])
-      return bad();
-  }
-  p.m = dims[0];
-  p.n = dims[1];
-  p.k = dims[2];
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const std::string &q = parts[i];
-    if (q == "ta") {
-      p.transA = true;
-    } else if (q == "tb") {
-      p.transB = true;
-    } else if (q.size() > 1 && q[0] == 'b' && q.size() < 12 &&
-               q.find_first_not_of("0123456789", 1) == std::string::npos) {
-      p.batch = std::stoll(q.substr(1));
-      if (p.batch < 1)
-        return bad();
-    } else {
-      return bad();
-    }
-  }
-  problem = p;
-  return "";
-}
-
 std::string TileState::str() const {
   static const char *names[] = {"m", "n", "k"};
   std::string s;
