@@ -40,49 +40,46 @@ void forRange(ThreadPool *pool, int64_t n,
     fn(0, n);
 }
 
-/// The instruction of `op` (or `gradOp`) that reads `buffer` as in[operand]
-/// (directly, or one of its micro-batches that a `micro_batch` cut).
-const Instruction *findReader(const Plan &plan,
-                              std::initializer_list<const char *> ops,
-                              size_t operand, int64_t buffer) {
+/// How many distinct values the i32 input `buffer` may hold: the size of the
+/// dimension that the first instruction indexing with it (directly, or with
+/// one of the micro-batches a kBatchSlice op cuts from it) bounds its values
+/// by (PlanOps.def's index operands: the vocabulary of an embedding, the
+/// classes of a cross-entropy); 0 when none does.
+int64_t indexBound(const Plan &plan, int64_t buffer) {
   std::set<int64_t> views{buffer};
   for (const RankPlan &rank : plan.ranks)
     if (rank.programOf == rank.rank)
       for (const Instruction &inst : rank.program)
-        if (inst.op == "micro_batch" && inst.in.at(0) == buffer)
+        if (inst.has(kBatchSlice) && inst.in.at(0) == buffer)
           views.insert(inst.out.at(0));
   for (const RankPlan &rank : plan.ranks) {
     if (rank.programOf != rank.rank)
       continue;
     for (const Instruction &inst : rank.program) {
-      if (operand >= inst.in.size() || !views.count(inst.in[operand]))
+      if (!inst.has(kIndexOperands))
         continue;
-      for (const char *op : ops)
-        if (inst.op == op)
-          return &inst;
+      const IndexOperandSpec &index = inst.info().indexOperand;
+      if (index.output || !views.count(inst.in.at(index.ids)))
+        continue;
+      const Shape &bounded = plan.buffers[inst.in.at(index.tensor)].desc.shape;
+      if (bounded.empty())
+        return 0;
+      int64_t rank = static_cast<int64_t>(bounded.size());
+      return bounded[index.dim < 0 ? index.dim + rank : index.dim];
     }
   }
-  return nullptr;
+  return 0;
 }
 
-/// Classes of the i32 labels `buffer`: the last dim of the logits of the
-/// softmax_cross_entropy that reads them; 0 when none does.
+/// Classes of the i32 labels `buffer` (the last dim of the logits of the
+/// cross-entropy that reads them); 0 when none does.
 int64_t classCount(const Plan &plan, int64_t labels) {
-  const Instruction *loss = findReader(
-      plan, {"softmax_cross_entropy", "softmax_cross_entropy_grad"}, 1, labels);
-  if (!loss)
-    return 0;
-  const Shape &logits = plan.buffers[loss->in[0]].desc.shape;
-  return logits.empty() ? 0 : logits.back();
+  return indexBound(plan, labels);
 }
 
 /// Rows of the embedding table that `tokens` index; 0 when none does.
 int64_t vocabularySize(const Plan &plan, int64_t tokens) {
-  const Instruction *embedding = findReader(plan, {"embedding"}, 1, tokens);
-  if (!embedding)
-    return 0;
-  const Shape &table = plan.buffers[embedding->in[0]].desc.shape;
-  return table.empty() ? 0 : table[0];
+  return indexBound(plan, tokens);
 }
 
 /// Leading dim and per-sample element count of `buffer`.

@@ -150,37 +150,11 @@ void Executor::initialize(uint64_t seed) {
   hostStale = true;
 }
 
-namespace {
-/// An i32 operand whose values index a dimension of another operand.
-struct IndexOperand {
-  /// in[ids] holds the indices.
-  int ids;
-  /// They must lie in [0, dim) of in[tensor] (or out[tensor] when `output`).
-  int tensor;
-  bool output;
-  int64_t dim;
-};
-} // namespace
-
-/// The index operands the kernels rely on being in range.
-static const IndexOperand *indexOperand(const std::string &op) {
-  static const IndexOperand embedding{1, 0, false, 0};
-  static const IndexOperand embeddingGrad{1, 0, true, 0};
-  static const IndexOperand labels{1, 0, false, -1};
-  if (op == "embedding")
-    return &embedding;
-  if (op == "embedding_grad")
-    return &embeddingGrad;
-  if (op == "softmax_cross_entropy" || op == "softmax_cross_entropy_grad")
-    return &labels;
-  return nullptr;
-}
-
 Status Executor::checkIndexOperands(size_t index) const {
   const Instruction &inst = (*program)[index];
-  const IndexOperand *operand = indexOperand(inst.op);
-  if (!operand)
+  if (!inst.has(kIndexOperands))
     return Status::success();
+  const IndexOperandSpec *operand = &inst.info().indexOperand;
   const Tensor &ids = tensors[inst.in[operand->ids]];
   // A device executor can check only what it uploads from the host: the
   // ids in inputs.
@@ -191,14 +165,14 @@ Status Executor::checkIndexOperands(size_t index) const {
                                                   : inst.in[operand->tensor]];
   if (ids.desc.dtype != DType::I32 || bounded.rank() == 0)
     return Status::success();
-  int64_t limit = bounded.dim(operand->dim);
+  int64_t limit = bounded.dim(operand->dim); // negative: from the end
   const int32_t *values = ids.i32();
   for (int64_t i = 0, e = ids.numel(); i < e; ++i) {
     if (values[i] >= 0 && values[i] < limit)
       continue;
     return Status::failure(
-        "instruction #" + std::to_string(index) + " (" + inst.op + "): in[" +
-        std::to_string(operand->ids) + "] (buffer \"" +
+        "instruction #" + std::to_string(index) + " (" + inst.name() +
+        "): in[" + std::to_string(operand->ids) + "] (buffer \"" +
         plan.buffers[inst.in[operand->ids]].name + "\") element " +
         std::to_string(i) + " is " + std::to_string(values[i]) +
         ", outside [0, " + std::to_string(limit) + ")");
@@ -212,19 +186,19 @@ Status Executor::runStep(int64_t step, float &loss) {
 
 Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   auto included = [part](const Instruction &inst) {
-    const std::string &phase = inst.phase;
-    bool wait = inst.op == "all_reduce_wait";
+    Phase phase = inst.phase;
+    bool wait = inst.has(kAsyncWait);
     switch (part) {
     case StepPart::All:
       return true;
     case StepPart::Gradients:
-      return phase != "update" && !wait;
+      return phase != Phase::Update && !wait;
     case StepPart::Apply:
-      return phase == "update" || wait;
+      return phase == Phase::Update || wait;
     case StepPart::Forward:
-      return phase != "update" && phase != "backward";
+      return phase != Phase::Update && phase != Phase::Backward;
     case StepPart::ForwardBackward:
-      return phase != "update";
+      return phase != Phase::Update;
     }
     return true;
   };
@@ -238,7 +212,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   size_t delayAt = program.size();
   double delayMs = backwardDelayMs;
   for (size_t i = 0; i < program.size() && delayMs > 0; ++i)
-    if (selected[i] && program[i].phase == "backward") {
+    if (selected[i] && program[i].phase == Phase::Backward) {
       delayAt = i;
       backwardDelayMs = 0;
       break;
@@ -276,22 +250,22 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       outputs.push_back(tensors[id]);
     delay(i);
     // A send may still read a buffer that an update is about to overwrite.
-    if (!inst.kernel->inPlace.empty() && !context.pendingSends.empty())
+    if (inst.has(kInPlace) && !context.pendingSends.empty())
       if (Status sent = finishSends(); !sent.ok())
         return Status::failure("step " + std::to_string(step) +
                                ": instruction #" + std::to_string(i) + " (" +
-                               inst.op + "): " + sent.message());
+                               inst.name() + "): " + sent.message());
     int64_t start = nowNs();
     try {
       inst.kernel->run(context, inputs, outputs, inst.attrs);
     } catch (const std::exception &e) {
       return Status::failure("step " + std::to_string(step) +
                              ": instruction #" + std::to_string(i) + " (" +
-                             inst.op + "): " + e.what());
+                             inst.name() + "): " + e.what());
     } catch (...) {
       return Status::failure("step " + std::to_string(step) +
                              ": instruction #" + std::to_string(i) + " (" +
-                             inst.op + "): the kernel failed");
+                             inst.name() + "): the kernel failed");
     }
     int64_t end = nowNs();
     lastStepTimes[i] = {(start - originNs) * 1e-3, (end - start) * 1e-3};

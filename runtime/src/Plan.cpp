@@ -302,7 +302,10 @@ private:
                                const std::string &context);
   void checkCollective(const Instruction &inst, int64_t rank,
                        const std::string &where);
-  void checkOperands(const Instruction &inst, const std::string &where);
+  /// Checks operand counts and aliasing and runs the kernel's verifier on
+  /// the attributes as the plan spells them (`raw`); then decodes them.
+  void checkOperands(Instruction &inst, const Attrs &raw,
+                     const std::string &where);
   /// Stages cover every (stage, replica) once, and every send has the
   /// matching recv (same tag and bytes) on its peer stage and vice versa.
   void checkPipeline();
@@ -759,7 +762,7 @@ void PlanParser::parseProgram(const json &program, int64_t rank) {
       if (user.programOf == rank)
         checkCollective(out[i], user.rank,
                         context + "instruction #" + std::to_string(i) + " (" +
-                            out[i].op + ")");
+                            out[i].name() + ")");
   checkBuckets(out, context);
 }
 
@@ -795,17 +798,17 @@ void PlanParser::checkPipeline() {
       std::string context = element("ranks", rank.rank) + ": ";
       for (size_t i = 0; i < program.size(); ++i) {
         const Instruction &inst = program[i];
-        if (inst.op != "send" && inst.op != "recv")
+        if (!inst.has(kPointToPoint))
           continue;
         std::string at = context + "instruction #" + std::to_string(i) + " (" +
-                         inst.op + ")";
-        int64_t peer = inst.attrs.integer("peer", -1);
-        int64_t tag = inst.attrs.integer("tag", -1);
+                         inst.name() + ")";
+        int64_t peer = inst.attrs.peer;
+        int64_t tag = inst.attrs.tag;
         if (peer < 0 || peer >= plan.stages || peer == rank.stage)
           fail(at, "attribute 'peer' must name another of the plan's " +
                        std::to_string(plan.stages) + " stage(s), got " +
                        std::to_string(peer));
-        bool send = inst.op == "send";
+        bool send = inst.info().sends();
         const Buffer &buffer =
             plan.buffers[send ? inst.in.at(0) : inst.out.at(0)];
         auto key = send ? std::make_tuple(rank.stage, peer, tag)
@@ -843,13 +846,13 @@ void PlanParser::checkBuckets(const std::vector<Instruction> &program,
   std::map<int64_t, size_t> open;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
-    if (inst.op != "all_reduce_start" && inst.op != "all_reduce_wait")
+    if (!inst.has(kAsyncStart) && !inst.has(kAsyncWait))
       continue;
-    std::string where =
-        context + "instruction #" + std::to_string(i) + " (" + inst.op + ")";
-    int64_t bucket = inst.attrs.integer("bucket", -1);
+    std::string where = context + "instruction #" + std::to_string(i) + " (" +
+                        inst.name() + ")";
+    int64_t bucket = inst.attrs.bucket;
     auto it = open.find(bucket);
-    if (inst.op == "all_reduce_start") {
+    if (inst.has(kAsyncStart)) {
       if (it != open.end())
         fail(where, "bucket " + std::to_string(bucket) +
                         " is still in flight (started by instruction #" +
@@ -868,7 +871,7 @@ void PlanParser::checkBuckets(const std::vector<Instruction> &program,
   }
   if (!open.empty())
     fail(context + "instruction #" + std::to_string(open.begin()->second) +
-             " (all_reduce_start)",
+             " (" + program[open.begin()->second].name() + ")",
          "bucket " + std::to_string(open.begin()->first) +
              " is never waited for (no all_reduce_wait in the step)");
 }
@@ -880,11 +883,11 @@ void PlanParser::checkStaleness() {
         rank.rank == 0 ? "" : element("ranks", rank.rank) + ": ";
     for (size_t i = 0; i < rank.program.size(); ++i) {
       const Instruction &inst = rank.program[i];
-      if (inst.op != "all_reduce_start")
+      if (!inst.has(kAsyncStart))
         continue;
-      std::string where =
-          context + "instruction #" + std::to_string(i) + " (" + inst.op + ")";
-      int64_t staleness = inst.attrs.integer("staleness", 0);
+      std::string where = context + "instruction #" + std::to_string(i) + " (" +
+                          inst.name() + ")";
+      int64_t staleness = inst.attrs.staleness;
       if (seen && staleness != plan.staleness)
         fail(where, "attribute 'staleness' is " + std::to_string(staleness) +
                         " but an earlier all_reduce_start has " +
@@ -901,19 +904,20 @@ void PlanParser::checkStaleness() {
         rank.rank == 0 ? "" : element("ranks", rank.rank) + ": ";
     for (size_t i = 0; i < rank.program.size(); ++i) {
       const Instruction &inst = rank.program[i];
-      std::string where =
-          context + "instruction #" + std::to_string(i) + " (" + inst.op + ")";
-      bool start = inst.op == "all_reduce_start";
-      if (!start && inst.op != "all_reduce")
+      std::string where = context + "instruction #" + std::to_string(i) + " (" +
+                          inst.name() + ")";
+      // Collectives that start a reduction (not the waits).
+      bool start = inst.has(kAsyncStart);
+      if (!inst.has(kCollective) || inst.has(kAsyncWait))
         continue;
-      if (start && inst.attrs.flag("host"))
+      if (start && inst.attrs.host)
         fail(where, "host accumulation cannot be combined with staleness > 0");
-      if (start && !inst.attrs.flag("mean"))
+      if (start && !inst.attrs.mean)
         fail(where, "with staleness > 0 a bucket must be averaged (mean 1)");
       if (!start && (inst.out.size() != 1 || inst.out[0] != plan.loss))
         fail(where, "with staleness > 0 the only all_reduce may be the "
                     "loss's (a lagging replica cannot join any other)");
-      if (inst.attrs.number("group", 0) != 0 ||
+      if (inst.attrs.group != 0 ||
           static_cast<int64_t>(plan.groups[0].ranks.size()) != plan.worldSize())
         fail(where, "with staleness > 0 collectives must run over one group "
                     "of every rank");
@@ -923,11 +927,10 @@ void PlanParser::checkStaleness() {
 
 void PlanParser::checkCollective(const Instruction &inst, int64_t rank,
                                  const std::string &where) {
-  if (inst.op != "all_reduce" && inst.op != "all_reduce_start")
+  if (!inst.has(kCollective) || inst.has(kAsyncWait))
     return;
-  double group = inst.attrs.number("group", 0);
-  if (group != static_cast<double>(static_cast<int64_t>(group)) || group < 0 ||
-      group >= static_cast<double>(plan.groups.size()))
+  int64_t group = inst.attrs.group;
+  if (group < 0 || group >= static_cast<int64_t>(plan.groups.size()))
     fail(where, "attribute 'group' must index the plan's " +
                     std::to_string(plan.groups.size()) + " group(s), got " +
                     std::to_string(group));
@@ -935,7 +938,7 @@ void PlanParser::checkCollective(const Instruction &inst, int64_t rank,
   if (!std::binary_search(g.ranks.begin(), g.ranks.end(), rank))
     fail(where, "rank " + std::to_string(rank) +
                     " runs it but is not in group \"" + g.name + "\"");
-  int64_t replicas = inst.attrs.integer("replicas", 1);
+  int64_t replicas = inst.attrs.replicas;
   if (replicas != static_cast<int64_t>(g.ranks.size()))
     fail(where, "attribute 'replicas' is " + std::to_string(replicas) +
                     " but group \"" + g.name + "\" has " +
@@ -982,27 +985,28 @@ Instruction PlanParser::parseInstruction(const json &entry, size_t index,
   std::string where = context + "instruction #" + std::to_string(index);
   expectObject(entry, where);
   Instruction inst;
-  inst.op = readStringField(entry, "op", where);
-  inst.kernel = lookupKernel(inst.op);
-  if (!inst.kernel)
-    fail(where, "unknown op \"" + inst.op + "\"");
-  where += " (" + inst.op + ")";
+  std::string op = readStringField(entry, "op", where);
+  if (!lookupOpCode(op, inst.op))
+    fail(where, "unknown op \"" + op + "\"");
+  inst.kernel = &kernelFor(inst.op);
+  where += " (" + op + ")";
   // Fields of an instruction read "instruction #3 (matmul): in[1]: ...".
   std::string prefix = where + ": ";
   size_t numBuffers = plan.buffers.size();
   inst.in = readIds(field(entry, "in", where), prefix + "in", numBuffers);
   inst.out = readIds(field(entry, "out", where), prefix + "out", numBuffers);
+  Attrs raw;
   if (const json *attrs = optionalField(entry, "attrs"))
-    parseAttrs(*attrs, prefix + "attrs", inst.attrs);
+    parseAttrs(*attrs, prefix + "attrs", raw);
   if (const json *layer = optionalField(entry, "layer"))
     inst.layer = readInt(*layer, prefix + "layer");
-  if (const json *phase = optionalField(entry, "phase"))
-    inst.phase = readString(*phase, prefix + "phase");
-  if (!inst.phase.empty() && inst.phase != "forward" &&
-      inst.phase != "backward" && inst.phase != "update")
-    fail(prefix + "phase", "unknown phase \"" + inst.phase +
-                               "\" (expected forward, backward or update)");
-  checkOperands(inst, where);
+  if (const json *phase = optionalField(entry, "phase")) {
+    std::string name = readString(*phase, prefix + "phase");
+    if (!name.empty() && !parsePhase(name, inst.phase))
+      fail(prefix + "phase", "unknown phase \"" + name +
+                                 "\" (expected forward, backward or update)");
+  }
+  checkOperands(inst, raw, where);
   return inst;
 }
 
@@ -1011,21 +1015,21 @@ static bool rangesOverlap(const Buffer &a, const Buffer &b) {
          b.offset < a.offset + a.bytes;
 }
 
-void PlanParser::checkOperands(const Instruction &inst,
+void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
                                const std::string &where) {
-  const OpKernel &kernel = *inst.kernel;
-  if (kernel.numInputs >= 0 &&
-      inst.in.size() != static_cast<size_t>(kernel.numInputs))
-    fail(where, "expects " + std::to_string(kernel.numInputs) +
-                    " inputs, got " + std::to_string(inst.in.size()));
-  if (kernel.numOutputs >= 0 &&
-      inst.out.size() != static_cast<size_t>(kernel.numOutputs))
-    fail(where, "expects " + std::to_string(kernel.numOutputs) +
+  const OpInfo &info = inst.info();
+  if (info.numInputs >= 0 &&
+      inst.in.size() != static_cast<size_t>(info.numInputs))
+    fail(where, "expects " + std::to_string(info.numInputs) + " inputs, got " +
+                    std::to_string(inst.in.size()));
+  if (info.numOutputs >= 0 &&
+      inst.out.size() != static_cast<size_t>(info.numOutputs))
+    fail(where, "expects " + std::to_string(info.numOutputs) +
                     " outputs, got " + std::to_string(inst.out.size()));
 
   // Optimizer updates name the buffers they update as outputs.
   const std::vector<int> *inPlace =
-      kernel.inPlace.empty() ? nullptr : &kernel.inPlace;
+      info.has(kInPlace) ? &info.inPlace : nullptr;
   for (size_t o = 0; o < inst.out.size(); ++o) {
     const Buffer &out = plan.buffers[inst.out[o]];
     std::string name = "out[" + std::to_string(o) + "]";
@@ -1058,12 +1062,15 @@ void PlanParser::checkOperands(const Instruction &inst,
     outputs.push_back(plan.buffers[id].desc);
   std::string message;
   try {
-    message = kernel.verify(inputs, outputs, inst.attrs);
+    message = inst.kernel->verify(inputs, outputs, raw);
   } catch (const std::exception &e) {
     message = std::string("verifier failed: ") + e.what();
   } catch (...) {
     message = "verifier failed";
   }
+  if (!message.empty())
+    fail(where, message);
+  message = decodeAttrs(inst.op, raw, inst.attrs);
   if (!message.empty())
     fail(where, message);
 }
@@ -1075,8 +1082,8 @@ void PlanParser::checkBufferLifetimes() {
       continue;
     std::vector<LiveInstruction> &program = programs.emplace_back();
     for (const Instruction &inst : rank.program)
-      program.push_back({inst.in, inst.out, !inst.kernel->inPlace.empty(),
-                         inst.kernel->readsAfterReturn});
+      program.push_back(
+          {inst.in, inst.out, inst.has(kInPlace), inst.has(kReadsAfterReturn)});
   }
   std::vector<bool> persistent(plan.buffers.size());
   std::vector<int64_t> offsets, bytes;

@@ -34,9 +34,8 @@ struct LayerEntry {
 
 /// Transfers and collectives: waiting, not the layer's compute (the
 /// partitioner prices communication itself).
-bool isCommunication(const std::string &op) {
-  return op == "send" || op == "recv" || op == "all_reduce" ||
-         op == "all_reduce_start" || op == "all_reduce_wait";
+bool isCommunication(const Instruction &inst) {
+  return inst.has(kCollective) || inst.has(kPointToPoint);
 }
 
 double median(std::vector<double> values) {
@@ -62,12 +61,12 @@ Status ProfileRecorder::write(const Plan &plan,
     std::map<int64_t, double> f, b, u;
     for (size_t i = 0; i < program.size() && i < steps[s].size(); ++i) {
       const Instruction &inst = program[i];
-      if (inst.layer < 0 || isCommunication(inst.op))
+      if (inst.layer < 0 || isCommunication(inst))
         continue;
       double seconds = steps[s][i] * 1e-6;
-      if (inst.phase == "backward")
+      if (inst.phase == Phase::Backward)
         b[inst.layer] += seconds;
-      else if (inst.phase == "update")
+      else if (inst.phase == Phase::Update)
         u[inst.layer] += seconds;
       else
         f[inst.layer] += seconds;
@@ -87,14 +86,15 @@ Status ProfileRecorder::write(const Plan &plan,
   // Tensors: who writes each buffer in forward, who reads it.
   std::map<int64_t, int64_t> forwardWriter;
   for (const Instruction &inst : program)
-    if (inst.layer >= 0 && inst.phase != "backward" && inst.phase != "update")
+    if (inst.layer >= 0 && inst.phase != Phase::Backward &&
+        inst.phase != Phase::Update)
       for (int64_t out : inst.out)
         forwardWriter[out] = inst.layer;
   std::map<std::pair<int64_t, int64_t>, int64_t> edges;
   std::set<std::pair<int64_t, int64_t>> counted; // (buffer, consumer layer)
   std::set<int64_t> stashed;
   for (const Instruction &inst : program) {
-    if (inst.layer < 0 || isCommunication(inst.op))
+    if (inst.layer < 0 || isCommunication(inst))
       continue;
     for (int64_t in : inst.in) {
       auto it = forwardWriter.find(in);
@@ -103,10 +103,10 @@ Status ProfileRecorder::write(const Plan &plan,
       int64_t from = it->second, bytes = plan.buffers[in].bytes;
       if (!layers.count(from))
         continue;
-      if (inst.phase == "backward") {
+      if (inst.phase == Phase::Backward) {
         if (stashed.insert(in).second)
           layers[from].stash += bytes;
-      } else if (inst.phase != "update" && inst.layer != from &&
+      } else if (inst.phase != Phase::Update && inst.layer != from &&
                  counted.insert({in, inst.layer}).second) {
         edges[{from, inst.layer}] += bytes;
       }

@@ -140,10 +140,10 @@ std::vector<std::pair<int, int>> pipelineLinks(const Plan &plan) {
   std::set<std::pair<int, int>> links;
   for (const RankPlan &rank : plan.ranks)
     for (const Instruction &inst : plan.programOf(rank.rank))
-      if (inst.op == "send")
-        links.insert({static_cast<int>(rank.rank),
-                      static_cast<int>(plan.rankOf(
-                          inst.attrs.integer("peer", 0), rank.replica))});
+      if (inst.info().sends())
+        links.insert(
+            {static_cast<int>(rank.rank),
+             static_cast<int>(plan.rankOf(inst.attrs.peer, rank.replica))});
   return {links.begin(), links.end()};
 }
 
@@ -176,8 +176,8 @@ void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
   const std::vector<InstructionTime> &times = executor.getLastStepTimes();
   for (size_t i = 0; i < program.size(); ++i) {
     TraceEvent event;
-    event.name = program[i].op;
-    event.category = program[i].phase;
+    event.name = program[i].name();
+    event.category = phaseName(program[i].phase);
     event.startUs = times[i].startUs;
     event.durationUs = times[i].durationUs;
     event.layer = program[i].layer;
@@ -218,7 +218,7 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
   std::map<int64_t, int64_t> ownerStage;
   for (int64_t stage = 0; stage < plan.stages; ++stage)
     for (const Instruction &inst : plan.programOf(plan.rankOf(stage, 0)))
-      if (!inst.kernel->inPlace.empty())
+      if (inst.has(kInPlace))
         for (int64_t out : inst.out)
           ownerStage[out] = stage;
   constexpr int kGatherTag = 32000;
@@ -292,7 +292,7 @@ Status runLaggingSteps(const TrainOptions &options, const Straggler &straggler,
   const Plan &plan = executor.getPlan();
   int64_t setFloats = 0;
   for (const Instruction &inst : executor.getProgram())
-    if (inst.op == "all_reduce_start")
+    if (inst.has(kAsyncStart))
       for (int64_t id : inst.in)
         setFloats += plan.buffers[id].desc.numel();
   std::FILE *lagLog = nullptr;

@@ -14,6 +14,7 @@
 
 #include "strata-rt/Comm.h"
 #include "strata-rt/PlanFormat.h"
+#include "strata-rt/PlanOps.h"
 #include "strata-rt/Tensor.h"
 
 #include <map>
@@ -98,32 +99,30 @@ struct KernelContext {
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).
 int64_t steadyNowNs();
 
+/// The CPU kernel of one plan op (its static facts are the op table's,
+/// PlanOps.h).
 struct OpKernel {
-  const char *name;
-  /// Operand counts; -1: any number (at least one), which `verify` checks.
-  int numInputs;
-  int numOutputs;
+  OpCode op;
   /// Empty when the instruction is valid; otherwise a message such as
-  /// "input #1 must have shape [16], got [15]".
+  /// "input #1 must have shape [16], got [15]". Reads the attributes as the
+  /// plan spells them (once, when the plan is loaded).
   std::string (*verify)(const std::vector<TensorDesc> &inputs,
                         const std::vector<TensorDesc> &outputs,
                         const Attrs &attrs);
+  /// Runs an instruction that passed `verify`, whose attributes were
+  /// decoded into `attrs`.
   void (*run)(KernelContext &ctx, const std::vector<Tensor> &inputs,
-              const std::vector<Tensor> &outputs, const Attrs &attrs);
-  /// For ops that update operands in place (optimizer updates): output #i
-  /// must be the buffer of input #inPlace[i]. Empty for every other op,
-  /// whose outputs may not alias their inputs.
-  std::vector<int> inPlace = {};
-  /// The kernel may still read its inputs after it returns, until the
-  /// executor completes it before the next in-place instruction or at the end
-  /// of the step (a non-blocking send). Buffer lifetimes (Liveness.h) keep
-  /// such inputs until then.
-  bool readsAfterReturn = false;
+              const std::vector<Tensor> &outputs, const OpAttrs &attrs);
+
+  const OpInfo &info() const { return opInfo(op); }
+  const char *name() const { return opName(op); }
 };
 
+/// The CPU kernel of `op` (every op has one).
+const OpKernel &kernelFor(OpCode op);
 /// The kernel of plan op `name`, or nullptr.
 const OpKernel *lookupKernel(const std::string &name);
-/// All kernels, sorted by name.
+/// All kernels, in op code order (which is sorted by name).
 std::vector<const OpKernel *> allKernels();
 
 /// Pipelines: the rank that runs stage `peer` (the attribute of `send` and
@@ -132,7 +131,7 @@ std::vector<const OpKernel *> allKernels();
 /// communicator (`haveComm` false) or no rank holds that stage. Shared by
 /// the CPU and CUDA kernels.
 int pipelinePeerRank(const std::vector<int> &stageRanks, bool haveComm,
-                     const Attrs &attrs, const char *op);
+                     const OpAttrs &attrs, const char *op);
 
 /// Collectives: the communicator of the instruction's `group` attribute
 /// (default 0) among `groups` (the contexts' groups; when empty, group 0 is
@@ -142,7 +141,7 @@ int pipelinePeerRank(const std::vector<int> &stageRanks, bool haveComm,
 /// Shared by the CPU and CUDA kernels.
 Communicator *resolveCollectiveGroup(Communicator *world,
                                      const std::vector<Communicator *> &groups,
-                                     const Attrs &attrs, const char *op);
+                                     const OpAttrs &attrs, const char *op);
 
 } // namespace strata::rt
 

@@ -16,6 +16,7 @@
 
 #include "strata-rt/Kernels.h"
 #include "strata-rt/PlanFormat.h"
+#include "strata-rt/PlanOps.h"
 #include "strata-rt/Support.h"
 #include "strata-rt/Tensor.h"
 
@@ -94,16 +95,23 @@ struct Input {
   int64_t buffer = -1;
 };
 
+/// One instruction, decoded once by the loader: code outside the kernels
+/// tests its op's traits (`info()`), kernels read its typed attributes.
 struct Instruction {
-  std::string op;
-  /// Never null in a loaded plan.
+  OpCode op = OpCode::Add;
+  /// The op's CPU kernel; never null in a loaded plan.
   const OpKernel *kernel = nullptr;
   std::vector<int64_t> in;
   std::vector<int64_t> out;
-  Attrs attrs;
+  OpAttrs attrs;
   int64_t layer = -1;
-  /// "forward", "backward", "update", or "" when the plan gives none.
-  std::string phase;
+  /// Phase::None when the plan gives none.
+  Phase phase = Phase::None;
+
+  const OpInfo &info() const { return opInfo(op); }
+  bool has(OpTrait trait) const { return info().has(trait); }
+  /// The mnemonic, for messages.
+  const char *name() const { return opName(op); }
 };
 
 /// Where a rank's program runs: the host CPU or a CUDA GPU.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace strata::rt {
@@ -188,6 +189,7 @@ void parallelFor(ThreadPool &pool, int64_t n, int64_t costPerItem,
 } // namespace detail
 
 namespace {
+/// The kernels indexed by op code; every op has exactly one.
 const std::vector<OpKernel> &registry() {
   static const std::vector<OpKernel> kernels = [] {
     std::vector<OpKernel> all;
@@ -196,23 +198,30 @@ const std::vector<OpKernel> &registry() {
     detail::appendConvKernels(all);
     detail::appendOptimKernels(all);
     detail::appendCommKernels(all);
-    std::sort(all.begin(), all.end(), [](const OpKernel &a, const OpKernel &b) {
-      return std::strcmp(a.name, b.name) < 0;
-    });
+    std::sort(all.begin(), all.end(),
+              [](const OpKernel &a, const OpKernel &b) { return a.op < b.op; });
+    for (int i = 0; i < kNumOpCodes; ++i)
+      if (i >= static_cast<int>(all.size()) ||
+          all[i].op != static_cast<OpCode>(i)) {
+        std::fprintf(stderr,
+                     "strata runtime: op '%s' has no CPU kernel or "
+                     "more than one\n",
+                     opName(static_cast<OpCode>(i)));
+        std::abort();
+      }
     return all;
   }();
   return kernels;
 }
 } // namespace
 
+const OpKernel &kernelFor(OpCode op) {
+  return registry()[static_cast<size_t>(op)];
+}
+
 const OpKernel *lookupKernel(const std::string &name) {
-  const std::vector<OpKernel> &all = registry();
-  auto it = std::lower_bound(
-      all.begin(), all.end(), name,
-      [](const OpKernel &k, const std::string &n) { return k.name < n; });
-  if (it == all.end() || name != it->name)
-    return nullptr;
-  return &*it;
+  OpCode op;
+  return lookupOpCode(name, op) ? &kernelFor(op) : nullptr;
 }
 
 std::vector<const OpKernel *> allKernels() {

@@ -43,7 +43,7 @@ std::string verifyAllReduce(const Descs &inputs, const Descs &outputs,
 }
 
 void runAllReduce(KernelContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &attrs) {
+                  const Tensors &outputs, const OpAttrs &attrs) {
   const Tensor &in = inputs[0], &out = outputs[0];
   if (in.data != out.data)
     std::memcpy(out.data, in.data, static_cast<size_t>(in.desc.bytes()));
@@ -52,7 +52,7 @@ void runAllReduce(KernelContext &ctx, const Tensors &inputs,
   int size = comm ? comm->size() : 1;
   if (size == 1 || ctx.deferCollectives)
     return;
-  ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
+  ReduceOp op = attrs.mean ? ReduceOp::Mean : ReduceOp::Sum;
   Status status = comm->startAllReduce(out.f32(), out.numel(), op)->wait();
   if (!status.ok())
     throw std::runtime_error(status.message());
@@ -177,8 +177,8 @@ private:
 };
 
 void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
-                       const Tensors &, const Attrs &attrs) {
-  int64_t bucket = attrs.integer("bucket", 0);
+                       const Tensors &, const OpAttrs &attrs) {
+  int64_t bucket = attrs.bucket;
   Communicator *comm =
       resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce_start");
   BucketTransfer &transfer = ctx.buckets[bucket];
@@ -199,26 +199,25 @@ void runAllReduceStart(KernelContext &ctx, const Tensors &inputs,
   transfer.doneNs = 0;
   if (!comm || comm->size() == 1 || ctx.deferCollectives)
     return;
-  if (attrs.flag("host")) {
+  if (attrs.host) {
     // Earlier host buckets send their sums back now (same point on every
     // rank).
     for (auto &[id, other] : ctx.buckets)
       if (auto *host = dynamic_cast<HostAccumulation *>(other.request.get()))
         if (Status s = host->advance(); !s.ok())
           throw std::runtime_error(s.message());
-    int64_t chunk =
-        std::max<int64_t>(attrs.integer("chunk_bytes", 1 << 20) / 4, 1);
+    int64_t chunk = std::max<int64_t>(attrs.chunkBytes / 4, 1);
     transfer.request = std::make_unique<HostAccumulation>(
-        *comm, transfer.staging.data(), count, chunk, attrs.flag("mean"));
+        *comm, transfer.staging.data(), count, chunk, attrs.mean);
     return;
   }
-  ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
+  ReduceOp op = attrs.mean ? ReduceOp::Mean : ReduceOp::Sum;
   transfer.request = comm->startAllReduce(transfer.staging.data(), count, op);
 }
 
 void runAllReduceWait(KernelContext &ctx, const Tensors &,
-                      const Tensors &outputs, const Attrs &attrs) {
-  int64_t bucket = attrs.integer("bucket", 0);
+                      const Tensors &outputs, const OpAttrs &attrs) {
+  int64_t bucket = attrs.bucket;
   auto it = ctx.buckets.find(bucket);
   if (it == ctx.buckets.end() ||
       (!it->second.inFlight && !ctx.deferCollectives))
@@ -282,17 +281,17 @@ std::string verifyRecv(const Descs &inputs, const Descs &outputs,
 }
 
 void runSend(KernelContext &ctx, const Tensors &inputs, const Tensors &,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "send");
-  int tag = kPipelineTagBase + static_cast<int>(attrs.integer("tag", 0));
+  int tag = kPipelineTagBase + static_cast<int>(attrs.tag);
   ctx.pendingSends.push_back(
       ctx.comm->startSend(inputs[0].f32(), inputs[0].numel(), peer, tag));
 }
 
 void runRecv(KernelContext &ctx, const Tensors &, const Tensors &outputs,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "recv");
-  int tag = kPipelineTagBase + static_cast<int>(attrs.integer("tag", 0));
+  int tag = kPipelineTagBase + static_cast<int>(attrs.tag);
   Status status =
       ctx.comm->startRecv(outputs[0].f32(), outputs[0].numel(), peer, tag)
           ->wait();
@@ -303,27 +302,21 @@ void runRecv(KernelContext &ctx, const Tensors &, const Tensors &outputs,
 } // namespace
 
 void appendCommKernels(std::vector<OpKernel> &kernels) {
-  kernels.push_back({"all_reduce", 1, 1, verifyAllReduce, runAllReduce});
-  kernels.push_back({"send",
-                     1,
-                     0,
-                     verifySend,
-                     runSend,
-                     {},
-                     /*readsAfterReturn=*/true});
-  kernels.push_back({"recv", 0, 1, verifyRecv, runRecv});
+  kernels.push_back({OpCode::AllReduce, verifyAllReduce, runAllReduce});
+  kernels.push_back({OpCode::Send, verifySend, runSend});
+  kernels.push_back({OpCode::Recv, verifyRecv, runRecv});
   kernels.push_back(
-      {"all_reduce_start", -1, 0, verifyAllReduceStart, runAllReduceStart});
+      {OpCode::AllReduceStart, verifyAllReduceStart, runAllReduceStart});
   kernels.push_back(
-      {"all_reduce_wait", -1, -1, verifyAllReduceWait, runAllReduceWait});
+      {OpCode::AllReduceWait, verifyAllReduceWait, runAllReduceWait});
 }
 
 } // namespace strata::rt::detail
 
 int strata::rt::pipelinePeerRank(const std::vector<int> &stageRanks,
-                                 bool haveComm, const Attrs &attrs,
+                                 bool haveComm, const OpAttrs &attrs,
                                  const char *op) {
-  int64_t peer = attrs.integer("peer", -1);
+  int64_t peer = attrs.peer;
   if (!haveComm || peer < 0 ||
       peer >= static_cast<int64_t>(stageRanks.size()) || stageRanks[peer] < 0)
     throw std::runtime_error(std::string(op) + " to pipeline stage " +
@@ -335,9 +328,9 @@ int strata::rt::pipelinePeerRank(const std::vector<int> &stageRanks,
 strata::rt::Communicator *
 strata::rt::resolveCollectiveGroup(Communicator *world,
                                    const std::vector<Communicator *> &groups,
-                                   const Attrs &attrs, const char *op) {
-  int64_t replicas = attrs.integer("replicas", 1);
-  int64_t group = attrs.integer("group", 0);
+                                   const OpAttrs &attrs, const char *op) {
+  int64_t replicas = attrs.replicas;
+  int64_t group = attrs.group;
   Communicator *comm = world;
   if (!groups.empty()) {
     if (group < 0 || group >= static_cast<int64_t>(groups.size()) ||

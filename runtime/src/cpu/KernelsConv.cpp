@@ -40,9 +40,10 @@ struct Window {
   }
 };
 
-Window makeWindow(const Shape &x, int64_t kh, int64_t kw, const Attrs &attrs) {
-  const std::vector<int64_t> &s = attrs.list("strides");
-  const std::vector<int64_t> &p = attrs.list("padding");
+Window makeWindow(const Shape &x, int64_t kh, int64_t kw,
+                  const OpAttrs &attrs) {
+  const std::vector<int64_t> &s = attrs.strides;
+  const std::vector<int64_t> &p = attrs.padding;
   Window g{x[0], x[1], x[2], x[3], kh, kw, s[0], s[1], p[0], p[1], 0, 0};
   g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
   g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
@@ -165,7 +166,7 @@ std::string verifyConv(const Descs &inputs, const Descs &outputs,
 }
 
 void runConv(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   const Shape &ws = inputs[1].shape();
   Window g = makeWindow(inputs[0].shape(), ws[2], ws[3], attrs);
   const float *x = inputs[0].f32(), *w = inputs[1].f32();
@@ -219,7 +220,7 @@ std::string verifyConvGradInput(const Descs &inputs, const Descs &outputs,
 }
 
 void runConvGradInput(KernelContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &attrs) {
+                      const Tensors &outputs, const OpAttrs &attrs) {
   const Shape &ws = inputs[1].shape();
   Window g = makeWindow(outputs[0].shape(), ws[2], ws[3], attrs);
   const float *dy = inputs[0].f32(), *w = inputs[1].f32();
@@ -268,7 +269,7 @@ std::string verifyConvGradFilter(const Descs &inputs, const Descs &outputs,
 }
 
 void runConvGradFilter(KernelContext &ctx, const Tensors &inputs,
-                       const Tensors &outputs, const Attrs &attrs) {
+                       const Tensors &outputs, const OpAttrs &attrs) {
   const Shape &ws = outputs[0].shape();
   Window g = makeWindow(inputs[1].shape(), ws[2], ws[3], attrs);
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
@@ -342,8 +343,8 @@ inline int64_t argMax(const Window &g, const float *plane, int64_t oy,
 }
 
 void runMaxPool(KernelContext &ctx, const Tensors &inputs,
-                const Tensors &outputs, const Attrs &attrs) {
-  const std::vector<int64_t> &kernel = attrs.list("kernel");
+                const Tensors &outputs, const OpAttrs &attrs) {
+  const std::vector<int64_t> &kernel = attrs.kernel;
   Window g = makeWindow(inputs[0].shape(), kernel[0], kernel[1], attrs);
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
@@ -372,8 +373,8 @@ std::string verifyMaxPoolGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runMaxPoolGrad(KernelContext &ctx, const Tensors &inputs,
-                    const Tensors &outputs, const Attrs &attrs) {
-  const std::vector<int64_t> &kernel = attrs.list("kernel");
+                    const Tensors &outputs, const OpAttrs &attrs) {
+  const std::vector<int64_t> &kernel = attrs.kernel;
   Window g = makeWindow(inputs[1].shape(), kernel[0], kernel[1], attrs);
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
   float *dx = outputs[0].f32();
@@ -406,7 +407,7 @@ std::string verifyGlobalAvgPool(const Descs &inputs, const Descs &outputs,
 }
 
 void runGlobalAvgPool(KernelContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &) {
+                      const Tensors &outputs, const OpAttrs &) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
   int64_t hw = inputs[0].dim(2) * inputs[0].dim(3);
@@ -428,7 +429,7 @@ std::string verifyGlobalAvgPoolGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runGlobalAvgPoolGrad(KernelContext &ctx, const Tensors &inputs,
-                          const Tensors &outputs, const Attrs &) {
+                          const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32();
   float *dx = outputs[0].f32();
   int64_t hw = outputs[0].dim(2) * outputs[0].dim(3);
@@ -441,17 +442,16 @@ void runGlobalAvgPoolGrad(KernelContext &ctx, const Tensors &inputs,
 } // namespace
 
 void appendConvKernels(std::vector<OpKernel> &kernels) {
-  kernels.push_back({"conv2d", 2, 1, verifyConv, runConv});
+  kernels.push_back({OpCode::Conv2d, verifyConv, runConv});
   kernels.push_back(
-      {"conv2d_grad_input", 2, 1, verifyConvGradInput, runConvGradInput});
+      {OpCode::Conv2dGradInput, verifyConvGradInput, runConvGradInput});
   kernels.push_back(
-      {"conv2d_grad_filter", 2, 1, verifyConvGradFilter, runConvGradFilter});
-  kernels.push_back({"max_pool2d", 1, 1, verifyMaxPool, runMaxPool});
+      {OpCode::Conv2dGradFilter, verifyConvGradFilter, runConvGradFilter});
+  kernels.push_back({OpCode::MaxPool2d, verifyMaxPool, runMaxPool});
+  kernels.push_back({OpCode::MaxPool2dGrad, verifyMaxPoolGrad, runMaxPoolGrad});
   kernels.push_back(
-      {"max_pool2d_grad", 2, 1, verifyMaxPoolGrad, runMaxPoolGrad});
-  kernels.push_back(
-      {"global_avg_pool", 1, 1, verifyGlobalAvgPool, runGlobalAvgPool});
-  kernels.push_back({"global_avg_pool_grad", 1, 1, verifyGlobalAvgPoolGrad,
+      {OpCode::GlobalAvgPool, verifyGlobalAvgPool, runGlobalAvgPool});
+  kernels.push_back({OpCode::GlobalAvgPoolGrad, verifyGlobalAvgPoolGrad,
                      runGlobalAvgPoolGrad});
 }
 

@@ -25,7 +25,7 @@ using Tensors = std::vector<Tensor>;
 // matmul
 //===----------------------------------------------------------------------===//
 
-const char *const kTilingAttrs[] = {"mc", "nc", "kc", "mr", "nr"};
+const auto &kTilingAttrs = strata_plan::kGemmTilingNames;
 
 /// Reads the optional tiling attributes; `present` says whether any is.
 std::string readTiling(const Attrs &attrs, GemmTiling &tiling, bool &present) {
@@ -109,13 +109,13 @@ std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
 }
 
 void runMatmul(KernelContext &ctx, const Tensors &inputs,
-               const Tensors &outputs, const Attrs &attrs) {
-  GemmTiling tiling = ctx.gemm;
-  bool present;
-  readTiling(attrs, tiling, present);
-  if (!present)
-    tiling = ctx.gemm;
-  bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
+               const Tensors &outputs, const OpAttrs &attrs) {
+  // The verifier saw all five tiling attributes or none.
+  GemmTiling tiling =
+      attrs.has(AttrId::Mc)
+          ? GemmTiling{attrs.mc, attrs.nc, attrs.kc, attrs.mr, attrs.nr}
+          : ctx.gemm;
+  bool ta = attrs.transposeA, tb = attrs.transposeB;
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
   MatmulDims d = matmulDims(as, bs, ta, tb);
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
@@ -176,7 +176,7 @@ void elementwise(KernelContext &ctx, int64_t n, int64_t cost, Fn fn) {
 }
 
 void runAdd(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-            const Attrs &) {
+            const OpAttrs &) {
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
   float *c = outputs[0].f32();
   elementwise(ctx, outputs[0].numel(), 1,
@@ -184,7 +184,7 @@ void runAdd(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
 }
 
 void runRelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &) {
+             const OpAttrs &) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
   elementwise(ctx, outputs[0].numel(), 1,
@@ -192,7 +192,7 @@ void runRelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
 }
 
 void runReluGrad(KernelContext &ctx, const Tensors &inputs,
-                 const Tensors &outputs, const Attrs &) {
+                 const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
   float *dx = outputs[0].f32();
   elementwise(ctx, outputs[0].numel(), 1,
@@ -200,7 +200,7 @@ void runReluGrad(KernelContext &ctx, const Tensors &inputs,
 }
 
 void runGelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &) {
+             const OpAttrs &) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
   parallelFor(ctx.pool, outputs[0].numel(), 10,
@@ -210,7 +210,7 @@ void runGelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
 }
 
 void runGeluGrad(KernelContext &ctx, const Tensors &inputs,
-                 const Tensors &outputs, const Attrs &) {
+                 const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
   float *dx = outputs[0].f32();
   parallelFor(ctx.pool, outputs[0].numel(), 12,
@@ -253,8 +253,8 @@ std::string verifyBiasAdd(const Descs &inputs, const Descs &outputs,
 }
 
 void runBiasAdd(KernelContext &ctx, const Tensors &inputs,
-                const Tensors &outputs, const Attrs &attrs) {
-  int64_t axis = attrs.integer("axis", -1);
+                const Tensors &outputs, const OpAttrs &attrs) {
+  int64_t axis = attrs.axis;
   if (axis < 0)
     axis += inputs[0].rank();
   AxisView view = axisView(inputs[0].shape(), axis);
@@ -291,8 +291,8 @@ std::string verifyBiasAddGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runBiasAddGrad(KernelContext &ctx, const Tensors &inputs,
-                    const Tensors &outputs, const Attrs &attrs) {
-  int64_t axis = attrs.integer("axis", -1);
+                    const Tensors &outputs, const OpAttrs &attrs) {
+  int64_t axis = attrs.axis;
   if (axis < 0)
     axis += inputs[0].rank();
   AxisView view = axisView(inputs[0].shape(), axis);
@@ -357,7 +357,7 @@ std::string verifyFlatten(const Descs &inputs, const Descs &outputs,
 }
 
 void runCopy(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &) {
+             const OpAttrs &) {
   const char *src = static_cast<const char *>(inputs[0].data);
   char *dst = static_cast<char *>(outputs[0].data);
   if (src == dst)
@@ -410,8 +410,8 @@ std::string verifyTranspose(const Descs &inputs, const Descs &outputs,
 }
 
 void runTranspose(KernelContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &attrs) {
-  const std::vector<int64_t> &perm = attrs.list("permutation");
+                  const Tensors &outputs, const OpAttrs &attrs) {
+  const std::vector<int64_t> &perm = attrs.permutation;
   const Shape &xs = inputs[0].shape();
   const Shape &ys = outputs[0].shape();
   int64_t rank = xs.size();
@@ -471,8 +471,8 @@ std::string verifyFill(const Descs &inputs, const Descs &outputs,
 }
 
 void runFill(KernelContext &ctx, const Tensors &, const Tensors &outputs,
-             const Attrs &attrs) {
-  double value = attrs.number("value");
+             const OpAttrs &attrs) {
+  double value = attrs.value;
   int64_t n = outputs[0].numel();
   if (outputs[0].desc.dtype == DType::I32) {
     int32_t *y = outputs[0].i32();
@@ -499,10 +499,10 @@ std::string verifyScale(const Descs &inputs, const Descs &outputs,
 }
 
 void runScale(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-              const Attrs &attrs) {
+              const OpAttrs &attrs) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
-  float factor = static_cast<float>(attrs.number("factor"));
+  float factor = static_cast<float>(attrs.factor);
   elementwise(ctx, outputs[0].numel(), 1,
               [=](int64_t i) { y[i] = x[i] * factor; });
 }
@@ -534,9 +534,9 @@ std::string verifyMicroBatch(const Descs &inputs, const Descs &outputs,
 }
 
 void runMicroBatch(KernelContext &, const Tensors &inputs,
-                   const Tensors &outputs, const Attrs &attrs) {
+                   const Tensors &outputs, const OpAttrs &attrs) {
   int64_t bytes = outputs[0].desc.bytes();
-  int64_t index = attrs.integer("index", 0);
+  int64_t index = attrs.index;
   std::memcpy(outputs[0].data,
               static_cast<const char *>(inputs[0].data) + index * bytes,
               static_cast<size_t>(bytes));
@@ -545,20 +545,20 @@ void runMicroBatch(KernelContext &, const Tensors &inputs,
 } // namespace
 
 void appendDenseKernels(std::vector<OpKernel> &kernels) {
-  kernels.push_back({"matmul", 2, 1, verifyMatmul, runMatmul});
-  kernels.push_back({"add", 2, 1, verifyBinary, runAdd});
-  kernels.push_back({"relu", 1, 1, verifyUnary, runRelu});
-  kernels.push_back({"relu_grad", 2, 1, verifyBinary, runReluGrad});
-  kernels.push_back({"gelu", 1, 1, verifyUnary, runGelu});
-  kernels.push_back({"gelu_grad", 2, 1, verifyBinary, runGeluGrad});
-  kernels.push_back({"bias_add", 2, 1, verifyBiasAdd, runBiasAdd});
-  kernels.push_back({"bias_add_grad", 1, 1, verifyBiasAddGrad, runBiasAddGrad});
-  kernels.push_back({"reshape", 1, 1, verifyReshape, runCopy});
-  kernels.push_back({"flatten", 1, 1, verifyFlatten, runCopy});
-  kernels.push_back({"transpose", 1, 1, verifyTranspose, runTranspose});
-  kernels.push_back({"fill", 0, 1, verifyFill, runFill});
-  kernels.push_back({"scale", 1, 1, verifyScale, runScale});
-  kernels.push_back({"micro_batch", 1, 1, verifyMicroBatch, runMicroBatch});
+  kernels.push_back({OpCode::Matmul, verifyMatmul, runMatmul});
+  kernels.push_back({OpCode::Add, verifyBinary, runAdd});
+  kernels.push_back({OpCode::Relu, verifyUnary, runRelu});
+  kernels.push_back({OpCode::ReluGrad, verifyBinary, runReluGrad});
+  kernels.push_back({OpCode::Gelu, verifyUnary, runGelu});
+  kernels.push_back({OpCode::GeluGrad, verifyBinary, runGeluGrad});
+  kernels.push_back({OpCode::BiasAdd, verifyBiasAdd, runBiasAdd});
+  kernels.push_back({OpCode::BiasAddGrad, verifyBiasAddGrad, runBiasAddGrad});
+  kernels.push_back({OpCode::Reshape, verifyReshape, runCopy});
+  kernels.push_back({OpCode::Flatten, verifyFlatten, runCopy});
+  kernels.push_back({OpCode::Transpose, verifyTranspose, runTranspose});
+  kernels.push_back({OpCode::Fill, verifyFill, runFill});
+  kernels.push_back({OpCode::Scale, verifyScale, runScale});
+  kernels.push_back({OpCode::MicroBatch, verifyMicroBatch, runMicroBatch});
 }
 
 } // namespace strata::rt::detail

@@ -53,15 +53,15 @@ std::string verifySoftmax(const Descs &inputs, const Descs &outputs,
 }
 
 void runSoftmax(KernelContext &ctx, const Tensors &inputs,
-                const Tensors &outputs, const Attrs &attrs) {
+                const Tensors &outputs, const OpAttrs &attrs) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
   int64_t len = inputs[0].dim(-1);
   if (len == 0)
     return;
   int64_t rows = inputs[0].numel() / len;
-  float scale = (float)attrs.number("scale", 1.0);
-  bool causal = attrs.flag("causal");
+  float scale = (float)attrs.scale;
+  bool causal = attrs.causal;
   parallelFor(ctx.pool, rows, 10 * len, [=](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float *xr = x + r * len;
@@ -92,14 +92,14 @@ std::string verifySoftmaxGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runSoftmaxGrad(KernelContext &ctx, const Tensors &inputs,
-                    const Tensors &outputs, const Attrs &attrs) {
+                    const Tensors &outputs, const OpAttrs &attrs) {
   const float *dy = inputs[0].f32(), *y = inputs[1].f32();
   float *dx = outputs[0].f32();
   int64_t len = inputs[0].dim(-1);
   if (len == 0)
     return;
   int64_t rows = inputs[0].numel() / len;
-  float scale = (float)attrs.number("scale", 1.0);
+  float scale = (float)attrs.scale;
   // Masked (causal) entries have y == 0 and so get exactly 0.
   parallelFor(ctx.pool, rows, 4 * len, [=](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -151,7 +151,7 @@ std::string verifyLayerNorm(const Descs &inputs, const Descs &outputs,
 }
 
 void runLayerNorm(KernelContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &attrs) {
+                  const Tensors &outputs, const OpAttrs &attrs) {
   const float *x = inputs[0].f32(), *gamma = inputs[1].f32(),
               *beta = inputs[2].f32();
   float *y = outputs[0].f32();
@@ -159,7 +159,7 @@ void runLayerNorm(KernelContext &ctx, const Tensors &inputs,
   if (h == 0)
     return;
   int64_t rows = inputs[0].numel() / h;
-  float epsilon = (float)attrs.number("epsilon", 1e-5);
+  float epsilon = (float)attrs.epsilon;
   parallelFor(ctx.pool, rows, 8 * h, [=](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float *xr = x + r * h;
@@ -187,7 +187,7 @@ std::string verifyLayerNormGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runLayerNormGrad(KernelContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &attrs) {
+                      const Tensors &outputs, const OpAttrs &attrs) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32(),
               *gamma = inputs[2].f32();
   float *dx = outputs[0].f32(), *dgamma = outputs[1].f32(),
@@ -196,7 +196,7 @@ void runLayerNormGrad(KernelContext &ctx, const Tensors &inputs,
   if (h == 0)
     return;
   int64_t rows = inputs[1].numel() / h;
-  float epsilon = (float)attrs.number("epsilon", 1e-5);
+  float epsilon = (float)attrs.epsilon;
   std::vector<float> means(rows), rstds(rows);
   float *meanp = means.data(), *rstdp = rstds.data();
   // dx per row: with xhat = (x - mean) rstd and g = dy gamma,
@@ -260,7 +260,7 @@ std::string verifyEmbedding(const Descs &inputs, const Descs &outputs,
 }
 
 void runEmbedding(KernelContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &) {
+                  const Tensors &outputs, const OpAttrs &) {
   const float *table = inputs[0].f32();
   const int32_t *ids = inputs[1].i32();
   float *y = outputs[0].f32();
@@ -285,7 +285,7 @@ std::string verifyEmbeddingGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runEmbeddingGrad(KernelContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &) {
+                      const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32();
   const int32_t *ids = inputs[1].i32();
   float *dtable = outputs[0].f32();
@@ -322,7 +322,7 @@ std::string verifyPositionEmbedding(const Descs &inputs, const Descs &outputs,
 }
 
 void runPositionEmbedding(KernelContext &ctx, const Tensors &inputs,
-                          const Tensors &outputs, const Attrs &) {
+                          const Tensors &outputs, const OpAttrs &) {
   const float *x = inputs[0].f32(), *table = inputs[1].f32();
   float *y = outputs[0].f32();
   int64_t s = inputs[0].dim(1), h = inputs[0].dim(2);
@@ -352,7 +352,7 @@ std::string verifyPositionEmbeddingGrad(const Descs &inputs,
 }
 
 void runPositionEmbeddingGrad(KernelContext &ctx, const Tensors &inputs,
-                              const Tensors &outputs, const Attrs &) {
+                              const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32();
   float *dtable = outputs[0].f32();
   int64_t b = inputs[0].dim(0), s = inputs[0].dim(1), h = inputs[0].dim(2);
@@ -404,7 +404,7 @@ std::string verifyCrossEntropy(const Descs &inputs, const Descs &outputs,
 }
 
 void runCrossEntropy(KernelContext &ctx, const Tensors &inputs,
-                     const Tensors &outputs, const Attrs &) {
+                     const Tensors &outputs, const OpAttrs &) {
   const float *logits = inputs[0].f32();
   const int32_t *labels = inputs[1].i32();
   int64_t c = inputs[0].dim(-1), rows = inputs[1].numel();
@@ -432,7 +432,7 @@ std::string verifyCrossEntropyGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runCrossEntropyGrad(KernelContext &ctx, const Tensors &inputs,
-                         const Tensors &outputs, const Attrs &) {
+                         const Tensors &outputs, const OpAttrs &) {
   const float *logits = inputs[0].f32();
   const int32_t *labels = inputs[1].i32();
   float *dx = outputs[0].f32();
@@ -463,7 +463,7 @@ std::string verifyMse(const Descs &inputs, const Descs &outputs,
 }
 
 void runMse(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-            const Attrs &) {
+            const OpAttrs &) {
   const float *x = inputs[0].f32(), *t = inputs[1].f32();
   int64_t n = inputs[0].numel();
   // Fixed-size blocks summed in double, then the blocks in order: the same
@@ -497,7 +497,7 @@ std::string verifyMseGrad(const Descs &inputs, const Descs &outputs,
 }
 
 void runMseGrad(KernelContext &ctx, const Tensors &inputs,
-                const Tensors &outputs, const Attrs &) {
+                const Tensors &outputs, const OpAttrs &) {
   const float *x = inputs[0].f32(), *t = inputs[1].f32();
   float *dx = outputs[0].f32();
   int64_t n = inputs[0].numel();
@@ -511,24 +511,24 @@ void runMseGrad(KernelContext &ctx, const Tensors &inputs,
 } // namespace
 
 void appendNNKernels(std::vector<OpKernel> &kernels) {
-  kernels.push_back({"softmax", 1, 1, verifySoftmax, runSoftmax});
-  kernels.push_back({"softmax_grad", 2, 1, verifySoftmaxGrad, runSoftmaxGrad});
-  kernels.push_back({"layer_norm", 3, 1, verifyLayerNorm, runLayerNorm});
+  kernels.push_back({OpCode::Softmax, verifySoftmax, runSoftmax});
+  kernels.push_back({OpCode::SoftmaxGrad, verifySoftmaxGrad, runSoftmaxGrad});
+  kernels.push_back({OpCode::LayerNorm, verifyLayerNorm, runLayerNorm});
   kernels.push_back(
-      {"layer_norm_grad", 3, 3, verifyLayerNormGrad, runLayerNormGrad});
-  kernels.push_back({"embedding", 2, 1, verifyEmbedding, runEmbedding});
+      {OpCode::LayerNormGrad, verifyLayerNormGrad, runLayerNormGrad});
+  kernels.push_back({OpCode::Embedding, verifyEmbedding, runEmbedding});
   kernels.push_back(
-      {"embedding_grad", 2, 1, verifyEmbeddingGrad, runEmbeddingGrad});
-  kernels.push_back({"position_embedding", 2, 1, verifyPositionEmbedding,
+      {OpCode::EmbeddingGrad, verifyEmbeddingGrad, runEmbeddingGrad});
+  kernels.push_back({OpCode::PositionEmbedding, verifyPositionEmbedding,
                      runPositionEmbedding});
-  kernels.push_back({"position_embedding_grad", 1, 1,
-                     verifyPositionEmbeddingGrad, runPositionEmbeddingGrad});
+  kernels.push_back({OpCode::PositionEmbeddingGrad, verifyPositionEmbeddingGrad,
+                     runPositionEmbeddingGrad});
   kernels.push_back(
-      {"softmax_cross_entropy", 2, 1, verifyCrossEntropy, runCrossEntropy});
-  kernels.push_back({"softmax_cross_entropy_grad", 3, 1, verifyCrossEntropyGrad,
+      {OpCode::SoftmaxCrossEntropy, verifyCrossEntropy, runCrossEntropy});
+  kernels.push_back({OpCode::SoftmaxCrossEntropyGrad, verifyCrossEntropyGrad,
                      runCrossEntropyGrad});
-  kernels.push_back({"mse_loss", 2, 1, verifyMse, runMse});
-  kernels.push_back({"mse_loss_grad", 3, 1, verifyMseGrad, runMseGrad});
+  kernels.push_back({OpCode::MseLoss, verifyMse, runMse});
+  kernels.push_back({OpCode::MseLossGrad, verifyMseGrad, runMseGrad});
 }
 
 } // namespace strata::rt::detail

@@ -32,13 +32,12 @@ std::string verifySgd(const Descs &inputs, const Descs &outputs,
 }
 
 void runSgd(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-            const Attrs &attrs) {
+            const OpAttrs &attrs) {
   const float *p = inputs[0].f32(), *g = inputs[1].f32(),
               *vel = inputs[2].f32();
   float *pOut = outputs[0].f32(), *velOut = outputs[1].f32();
-  float lr = (float)attrs.number("lr"),
-        momentum = (float)attrs.number("momentum", 0.0),
-        decay = (float)attrs.number("weight_decay", 0.0);
+  float lr = (float)attrs.lr, momentum = (float)attrs.momentum,
+        decay = (float)attrs.weightDecay;
   parallelFor(ctx.pool, inputs[0].numel(), 4, [=](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float pi = p[i];
@@ -75,7 +74,7 @@ std::string verifyAdam(const Descs &inputs, const Descs &outputs,
 }
 
 void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   const float *p = inputs[0].f32(), *g = inputs[1].f32(), *m = inputs[2].f32(),
               *v = inputs[3].f32();
   float *pOut = outputs[0].f32(), *mOut = outputs[1].f32(),
@@ -84,12 +83,10 @@ void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
   if (step < 1)
     throw std::runtime_error("adam_update: step must be at least 1, got " +
                              std::to_string(step));
-  double beta1 = attrs.number("beta1", 0.9),
-         beta2 = attrs.number("beta2", 0.999);
-  float lr = (float)attrs.number("lr"),
-        epsilon = (float)attrs.number("epsilon", 1e-8),
-        decay = (float)attrs.number("weight_decay", 0.0);
-  bool decoupled = attrs.flag("decoupled");
+  double beta1 = attrs.beta1, beta2 = attrs.beta2;
+  float lr = (float)attrs.lr, epsilon = (float)attrs.epsilon,
+        decay = (float)attrs.weightDecay;
+  bool decoupled = attrs.decoupled;
   float b1 = (float)beta1, b2 = (float)beta2;
   float c1 = (float)(1.0 - beta1), c2 = (float)(1.0 - beta2);
   // Bias corrections in double: 1 - beta^t loses digits in float.
@@ -114,8 +111,8 @@ void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
 } // namespace
 
 void appendOptimKernels(std::vector<OpKernel> &kernels) {
-  kernels.push_back({"sgd_update", 3, 2, verifySgd, runSgd, {0, 2}});
-  kernels.push_back({"adam_update", 5, 3, verifyAdam, runAdam, {0, 2, 3}});
+  kernels.push_back({OpCode::SgdUpdate, verifySgd, runSgd});
+  kernels.push_back({OpCode::AdamUpdate, verifyAdam, runAdam});
 }
 
 } // namespace strata::rt::detail

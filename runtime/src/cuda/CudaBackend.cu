@@ -198,7 +198,7 @@ Status CudaBackend::prepare(const Plan &plan,
     CudaKernelFn fn = lookupCudaKernel(inst.op);
     if (!fn)
       return Status::failure(plan.path + ": instruction #" + std::to_string(i) +
-                             " (" + inst.op + "): no CUDA kernel");
+                             " (" + inst.name() + "): no CUDA kernel");
     kernels_.push_back(fn);
     std::vector<TensorDesc> in, out;
     for (int64_t id : inst.in)
@@ -262,7 +262,7 @@ Status orderPipelineSends(const Plan &plan,
             "send would have to wait for them past " +
             (before < program.size()
                  ? "instruction #" + std::to_string(before) + " (" +
-                       program[before].op + "), which updates in place"
+                       program[before].name() + "), which updates in place"
                  : std::string("the end of the step")) +
             " (NCCL matches transfers in the order they are issued; run "
             "this pipeline with --device=cpu)");
@@ -271,20 +271,21 @@ Status orderPipelineSends(const Plan &plan,
   };
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
-    if (!inst.kernel->inPlace.empty())
+    if (inst.has(kInPlace))
       if (Status status = heldBack(i); !status.ok())
         return status;
-    if (inst.op != "send")
+    if (!inst.info().sends())
       continue;
-    int64_t peer = inst.attrs.integer("peer", -1);
+    int64_t peer = inst.attrs.peer;
     auto [tags, fresh] = order.try_emplace(peer);
     if (fresh)
       if (int64_t receiver = plan.rankOf(peer, 0); receiver >= 0)
         for (const Instruction &other : plan.programOf(receiver))
-          if (other.op == "recv" && other.attrs.integer("peer", -1) == stage)
-            tags->second.push_back(other.attrs.integer("tag", 0));
+          if (other.has(kPointToPoint) && !other.info().sends() &&
+              other.attrs.peer == stage)
+            tags->second.push_back(other.attrs.tag);
     std::map<int64_t, size_t> &waiting = held[peer];
-    waiting[inst.attrs.integer("tag", 0)] = i;
+    waiting[inst.attrs.tag] = i;
     for (size_t &next = issued[peer]; next < tags->second.size(); ++next) {
       auto send = waiting.find(tags->second[next]);
       if (send == waiting.end())
@@ -356,10 +357,10 @@ Status CudaBackend::enqueue(size_t index) {
   // A send may still read a buffer that this update overwrites: the
   // update waits for the sends on the device, like the CPU executor's host
   // wait (finishSends).
-  if (!inst.kernel->inPlace.empty() && !context_.pendingSends.empty())
+  if (inst.has(kInPlace) && !context_.pendingSends.empty())
     if (Status status = orderAfterSends(); !status.ok())
       return Status::failure("instruction #" + std::to_string(index) + " (" +
-                             inst.op + "): " + status.message());
+                             inst.name() + "): " + status.message());
   STRATA_CUDA_TRY(cudaEventRecord(starts_[index], compute_));
   auto run = [&](size_t i) {
     const Instruction &at = (*program_)[i];
@@ -371,7 +372,7 @@ Status CudaBackend::enqueue(size_t index) {
     kernels_[i](context_, inputs, outputs, at.attrs);
   };
   try {
-    if (inst.op == "send") {
+    if (inst.info().sends()) {
       for (size_t i : sendsAt_[index])
         run(i);
     } else {
@@ -379,7 +380,7 @@ Status CudaBackend::enqueue(size_t index) {
     }
   } catch (const std::exception &e) {
     return Status::failure("instruction #" + std::to_string(index) + " (" +
-                           inst.op + "): " + e.what());
+                           inst.name() + "): " + e.what());
   }
   STRATA_CUDA_TRY(cudaEventRecord(ends_[index], compute_));
   enqueued_.push_back(index);

@@ -127,44 +127,46 @@ const std::vector<detail::CudaKernelEntry> &registry() {
     detail::appendOptimCudaKernels(all);
     detail::appendCommCudaKernels(all);
     detail::appendAsyncCudaKernels(all);
-    std::sort(
-        all.begin(), all.end(),
-        [](const detail::CudaKernelEntry &a, const detail::CudaKernelEntry &b) {
-          return std::strcmp(a.name, b.name) < 0;
-        });
+    std::sort(all.begin(), all.end(),
+              [](const detail::CudaKernelEntry &a,
+                 const detail::CudaKernelEntry &b) { return a.op < b.op; });
     return all;
   }();
   return kernels;
 }
 
-const detail::CudaKernelEntry *lookupEntry(const std::string &name) {
+const detail::CudaKernelEntry *lookupEntry(OpCode op) {
   const std::vector<detail::CudaKernelEntry> &all = registry();
-  auto it = std::lower_bound(all.begin(), all.end(), name,
-                             [](const detail::CudaKernelEntry &k,
-                                const std::string &n) { return k.name < n; });
-  if (it == all.end() || name != it->name)
+  auto it = std::lower_bound(
+      all.begin(), all.end(), op,
+      [](const detail::CudaKernelEntry &k, OpCode o) { return k.op < o; });
+  if (it == all.end() || it->op != op)
     return nullptr;
   return &*it;
 }
 
 } // namespace
 
-CudaKernelFn lookupCudaKernel(const std::string &name) {
-  const detail::CudaKernelEntry *entry = lookupEntry(name);
+CudaKernelFn lookupCudaKernel(OpCode op) {
+  const detail::CudaKernelEntry *entry = lookupEntry(op);
   return entry ? entry->run : nullptr;
+}
+
+CudaKernelFn lookupCudaKernel(const std::string &name) {
+  OpCode op;
+  return lookupOpCode(name, op) ? lookupCudaKernel(op) : nullptr;
 }
 
 std::vector<std::string> cudaKernelNames() {
   std::vector<std::string> names;
   for (const detail::CudaKernelEntry &k : registry())
-    names.push_back(k.name);
+    names.push_back(opName(k.op));
   return names;
 }
 
-size_t cudaScratchBytes(const std::string &op,
-                        const std::vector<TensorDesc> &inputs,
+size_t cudaScratchBytes(OpCode op, const std::vector<TensorDesc> &inputs,
                         const std::vector<TensorDesc> &outputs,
-                        const Attrs &attrs) {
+                        const OpAttrs &attrs) {
   const detail::CudaKernelEntry *entry = lookupEntry(op);
   if (!entry || !entry->scratch)
     return 0;

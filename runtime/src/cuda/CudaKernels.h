@@ -17,6 +17,7 @@
 #define STRATA_RT_CUDA_KERNELS_H
 
 #include "strata-rt/Comm.h"
+#include "strata-rt/PlanOps.h"
 #include "strata-rt/Tensor.h"
 
 #include <cublas_v2.h>
@@ -91,9 +92,11 @@ struct CudaContext {
 using CudaKernelFn = void (*)(CudaContext &ctx,
                               const std::vector<Tensor> &inputs,
                               const std::vector<Tensor> &outputs,
-                              const Attrs &attrs);
+                              const OpAttrs &attrs);
 
-/// The CUDA kernel of plan op `name`, or nullptr when there is none.
+/// The CUDA kernel of plan op `op`, or nullptr when there is none.
+CudaKernelFn lookupCudaKernel(OpCode op);
+/// As above, by mnemonic.
 CudaKernelFn lookupCudaKernel(const std::string &name);
 /// Names of every op that has a CUDA kernel, sorted.
 std::vector<std::string> cudaKernelNames();
@@ -113,10 +116,9 @@ std::vector<std::string> cudaKernelNames();
 /// - embedding_grad: a stable radix sort of the ids (CUB temporary storage
 ///   plus 3 ids-sized i32 arrays); with less, a scan kernel that gives the
 ///   same bits. Asking for embedding_grad queries CUB and so needs a device.
-size_t cudaScratchBytes(const std::string &op,
-                        const std::vector<TensorDesc> &inputs,
+size_t cudaScratchBytes(OpCode op, const std::vector<TensorDesc> &inputs,
                         const std::vector<TensorDesc> &outputs,
-                        const Attrs &attrs);
+                        const OpAttrs &attrs);
 
 /// C = alpha * op(A) * op(B) + beta * C, row-major, with Strata's own tiled
 /// kernel, for `batch` matrices at the given element strides (stride 0

@@ -48,11 +48,11 @@ DeviceBucket &lookupBucket(const CudaContext &ctx, int64_t bucket) {
 }
 
 void runAllReduceStart(CudaContext &ctx, const Tensors &inputs, const Tensors &,
-                       const Attrs &attrs) {
-  int64_t bucketId = attrs.integer("bucket", 0);
+                       const OpAttrs &attrs) {
+  int64_t bucketId = attrs.bucket;
   Communicator *comm =
       resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce_start");
-  if (attrs.flag("host"))
+  if (attrs.host)
     throw std::runtime_error(
         "all_reduce_start: host accumulation (accumulate=host) runs on CPU "
         "ranks only; GPU ranks all-reduce on the device (NCCL)");
@@ -80,14 +80,14 @@ void runAllReduceStart(CudaContext &ctx, const Tensors &inputs, const Tensors &,
   bucket.inFlight = true;
   if (!comm || comm->size() == 1)
     return;
-  ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
+  ReduceOp op = attrs.mean ? ReduceOp::Mean : ReduceOp::Sum;
   bucket.request =
       comm->startAllReduce(static_cast<float *>(bucket.staging), count, op);
 }
 
 void runAllReduceWait(CudaContext &ctx, const Tensors &, const Tensors &outputs,
-                      const Attrs &attrs) {
-  int64_t bucketId = attrs.integer("bucket", 0);
+                      const OpAttrs &attrs) {
+  int64_t bucketId = attrs.bucket;
   DeviceBucket &bucket = lookupBucket(ctx, bucketId);
   if (!bucket.inFlight)
     throw std::runtime_error("bucket " + std::to_string(bucketId) +
@@ -109,8 +109,8 @@ void runAllReduceWait(CudaContext &ctx, const Tensors &, const Tensors &outputs,
 } // namespace
 
 void appendAsyncCudaKernels(std::vector<CudaKernelEntry> &kernels) {
-  kernels.push_back({"all_reduce_start", runAllReduceStart});
-  kernels.push_back({"all_reduce_wait", runAllReduceWait});
+  kernels.push_back({OpCode::AllReduceStart, runAllReduceStart});
+  kernels.push_back({OpCode::AllReduceWait, runAllReduceWait});
 }
 
 } // namespace strata::rt::cuda::detail

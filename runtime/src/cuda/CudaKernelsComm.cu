@@ -37,7 +37,7 @@ namespace strata::rt::cuda::detail {
 namespace {
 
 void runAllReduce(CudaContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &attrs) {
+                  const Tensors &outputs, const OpAttrs &attrs) {
   const Tensor &in = inputs[0], &out = outputs[0];
   Communicator *comm =
       resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce");
@@ -45,16 +45,16 @@ void runAllReduce(CudaContext &ctx, const Tensors &inputs,
   copyDevice(ctx, out.data, in.data, in.desc.bytes());
   if (size == 1)
     return;
-  ReduceOp op = attrs.flag("mean") ? ReduceOp::Mean : ReduceOp::Sum;
+  ReduceOp op = attrs.mean ? ReduceOp::Mean : ReduceOp::Sum;
   Status status = comm->startAllReduce(out.f32(), out.numel(), op)->wait();
   if (!status.ok())
     throw std::runtime_error(status.message());
 }
 
 void runSend(CudaContext &ctx, const Tensors &inputs, const Tensors &,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "send");
-  int tag = static_cast<int>(attrs.integer("tag", 0));
+  int tag = static_cast<int>(attrs.tag);
   std::unique_ptr<Request> request =
       ctx.comm->startSend(inputs[0].f32(), inputs[0].numel(), peer, tag);
   // A request that failed to start reports it at once (test() is true and
@@ -66,9 +66,9 @@ void runSend(CudaContext &ctx, const Tensors &inputs, const Tensors &,
 }
 
 void runRecv(CudaContext &ctx, const Tensors &, const Tensors &outputs,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   int peer = pipelinePeerRank(ctx.stageRanks, ctx.comm, attrs, "recv");
-  int tag = static_cast<int>(attrs.integer("tag", 0));
+  int tag = static_cast<int>(attrs.tag);
   Status status =
       ctx.comm->startRecv(outputs[0].f32(), outputs[0].numel(), peer, tag)
           ->wait();
@@ -79,9 +79,9 @@ void runRecv(CudaContext &ctx, const Tensors &, const Tensors &outputs,
 } // namespace
 
 void appendCommCudaKernels(std::vector<CudaKernelEntry> &kernels) {
-  kernels.push_back({"all_reduce", runAllReduce});
-  kernels.push_back({"send", runSend});
-  kernels.push_back({"recv", runRecv});
+  kernels.push_back({OpCode::AllReduce, runAllReduce});
+  kernels.push_back({OpCode::Send, runSend});
+  kernels.push_back({OpCode::Recv, runRecv});
 }
 
 } // namespace strata::rt::cuda::detail

@@ -43,9 +43,10 @@ struct Window {
   }
 };
 
-Window makeWindow(const Shape &x, int64_t kh, int64_t kw, const Attrs &attrs) {
-  const std::vector<int64_t> &s = attrs.list("strides");
-  const std::vector<int64_t> &p = attrs.list("padding");
+Window makeWindow(const Shape &x, int64_t kh, int64_t kw,
+                  const OpAttrs &attrs) {
+  const std::vector<int64_t> &s = attrs.strides;
+  const std::vector<int64_t> &p = attrs.padding;
   Window g{x[0], x[1], x[2], x[3], kh, kw, s[0], s[1], p[0], p[1], 0, 0};
   g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
   g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
@@ -195,14 +196,14 @@ size_t columnScratch(int64_t n, int64_t floatsPerImage) {
 // conv2d
 //===----------------------------------------------------------------------===//
 
-size_t convScratch(const Descs &inputs, const Descs &, const Attrs &attrs) {
+size_t convScratch(const Descs &inputs, const Descs &, const OpAttrs &attrs) {
   const Shape &ws = inputs[1].shape;
   Window g = makeWindow(inputs[0].shape, ws[2], ws[3], attrs);
   return g.identity() ? 0 : columnScratch(g.n, g.rows() * g.cols());
 }
 
 void runConv(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   const Shape &ws = inputs[1].shape();
   Window g = makeWindow(inputs[0].shape(), ws[2], ws[3], attrs);
   const float *x = inputs[0].f32(), *w = inputs[1].f32();
@@ -235,14 +236,14 @@ void runConv(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
 //===----------------------------------------------------------------------===//
 
 size_t convGradInputScratch(const Descs &inputs, const Descs &outputs,
-                            const Attrs &attrs) {
+                            const OpAttrs &attrs) {
   const Shape &ws = inputs[1].shape;
   Window g = makeWindow(outputs[0].shape, ws[2], ws[3], attrs);
   return g.identity() ? 0 : columnScratch(g.n, g.rows() * g.cols());
 }
 
 void runConvGradInput(CudaContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &attrs) {
+                      const Tensors &outputs, const OpAttrs &attrs) {
   const Shape &ws = inputs[1].shape();
   Window g = makeWindow(outputs[0].shape(), ws[2], ws[3], attrs);
   const float *dy = inputs[0].f32(), *w = inputs[1].f32();
@@ -304,7 +305,7 @@ int64_t filterImages(size_t bytes, int64_t n, int64_t colFloats,
 }
 
 size_t convGradFilterScratch(const Descs &inputs, const Descs &outputs,
-                             const Attrs &attrs) {
+                             const OpAttrs &attrs) {
   const Shape &ws = outputs[0].shape;
   Window g = makeWindow(inputs[1].shape, ws[2], ws[3], attrs);
   int64_t colFloats = g.identity() ? 0 : g.rows() * g.cols();
@@ -321,7 +322,7 @@ size_t convGradFilterScratch(const Descs &inputs, const Descs &outputs,
 }
 
 void runConvGradFilter(CudaContext &ctx, const Tensors &inputs,
-                       const Tensors &outputs, const Attrs &attrs) {
+                       const Tensors &outputs, const OpAttrs &attrs) {
   const Shape &ws = outputs[0].shape();
   Window g = makeWindow(inputs[1].shape(), ws[2], ws[3], attrs);
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
@@ -412,8 +413,8 @@ __global__ void maxPoolKernel(const float *__restrict__ x, Window g,
 }
 
 void runMaxPool(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-                const Attrs &attrs) {
-  const std::vector<int64_t> &kernel = attrs.list("kernel");
+                const OpAttrs &attrs) {
+  const std::vector<int64_t> &kernel = attrs.kernel;
   Window g = makeWindow(inputs[0].shape(), kernel[0], kernel[1], attrs);
   int64_t total = outputs[0].numel();
   if (total == 0)
@@ -450,8 +451,8 @@ __global__ void maxPoolGradKernel(const float *__restrict__ dy,
 }
 
 void runMaxPoolGrad(CudaContext &ctx, const Tensors &inputs,
-                    const Tensors &outputs, const Attrs &attrs) {
-  const std::vector<int64_t> &kernel = attrs.list("kernel");
+                    const Tensors &outputs, const OpAttrs &attrs) {
+  const std::vector<int64_t> &kernel = attrs.kernel;
   Window g = makeWindow(inputs[1].shape(), kernel[0], kernel[1], attrs);
   int64_t total = outputs[0].numel();
   if (total == 0)
@@ -485,7 +486,7 @@ __global__ void globalAvgPoolKernel(const float *__restrict__ x,
 }
 
 void runGlobalAvgPool(CudaContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &) {
+                      const Tensors &outputs, const OpAttrs &) {
   int64_t planes = outputs[0].numel();
   int64_t hw = inputs[0].dim(2) * inputs[0].dim(3);
   if (planes == 0)
@@ -514,7 +515,7 @@ __global__ void globalAvgPoolGradKernel(const float *__restrict__ dy,
 }
 
 void runGlobalAvgPoolGrad(CudaContext &ctx, const Tensors &inputs,
-                          const Tensors &outputs, const Attrs &) {
+                          const Tensors &outputs, const OpAttrs &) {
   int64_t total = outputs[0].numel();
   int64_t hw = outputs[0].dim(2) * outputs[0].dim(3);
   if (total == 0)
@@ -527,15 +528,15 @@ void runGlobalAvgPoolGrad(CudaContext &ctx, const Tensors &inputs,
 } // namespace
 
 void appendConvCudaKernels(std::vector<CudaKernelEntry> &kernels) {
-  kernels.push_back({"conv2d", runConv, convScratch});
+  kernels.push_back({OpCode::Conv2d, runConv, convScratch});
   kernels.push_back(
-      {"conv2d_grad_input", runConvGradInput, convGradInputScratch});
+      {OpCode::Conv2dGradInput, runConvGradInput, convGradInputScratch});
   kernels.push_back(
-      {"conv2d_grad_filter", runConvGradFilter, convGradFilterScratch});
-  kernels.push_back({"max_pool2d", runMaxPool});
-  kernels.push_back({"max_pool2d_grad", runMaxPoolGrad});
-  kernels.push_back({"global_avg_pool", runGlobalAvgPool});
-  kernels.push_back({"global_avg_pool_grad", runGlobalAvgPoolGrad});
+      {OpCode::Conv2dGradFilter, runConvGradFilter, convGradFilterScratch});
+  kernels.push_back({OpCode::MaxPool2d, runMaxPool});
+  kernels.push_back({OpCode::MaxPool2dGrad, runMaxPoolGrad});
+  kernels.push_back({OpCode::GlobalAvgPool, runGlobalAvgPool});
+  kernels.push_back({OpCode::GlobalAvgPoolGrad, runGlobalAvgPoolGrad});
 }
 
 } // namespace strata::rt::cuda::detail

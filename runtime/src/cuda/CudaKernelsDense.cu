@@ -28,8 +28,8 @@ namespace {
 /// Tiling attributes mc/nc/kc/mr/nr of matmul instructions are for the CPU
 /// GEMM and are ignored here.
 void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-               const Attrs &attrs) {
-  bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
+               const OpAttrs &attrs) {
+  bool ta = attrs.transposeA, tb = attrs.transposeB;
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
   int64_t r = as.size();
   int64_t batch = 1;
@@ -160,23 +160,23 @@ void launchBinary(CudaContext &ctx, const Tensors &inputs,
 }
 
 void runAdd(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-            const Attrs &) {
+            const OpAttrs &) {
   launchBinary<AddOp>(ctx, inputs, outputs);
 }
 void runRelu(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &) {
+             const OpAttrs &) {
   launchUnary<ReluOp>(ctx, inputs, outputs);
 }
 void runReluGrad(CudaContext &ctx, const Tensors &inputs,
-                 const Tensors &outputs, const Attrs &) {
+                 const Tensors &outputs, const OpAttrs &) {
   launchBinary<ReluGradOp>(ctx, inputs, outputs);
 }
 void runGelu(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &) {
+             const OpAttrs &) {
   launchUnary<GeluOp>(ctx, inputs, outputs);
 }
 void runGeluGrad(CudaContext &ctx, const Tensors &inputs,
-                 const Tensors &outputs, const Attrs &) {
+                 const Tensors &outputs, const OpAttrs &) {
   launchBinary<GeluGradOp>(ctx, inputs, outputs);
 }
 
@@ -215,8 +215,8 @@ __global__ void biasAddKernel(const float *__restrict__ x,
 }
 
 void runBiasAdd(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-                const Attrs &attrs) {
-  int64_t axis = normaliseAxis(attrs.integer("axis", -1), inputs[0].rank());
+                const OpAttrs &attrs) {
+  int64_t axis = normaliseAxis(attrs.axis, inputs[0].rank());
   AxisView view = axisView(inputs[0].shape(), axis);
   const float *x = inputs[0].f32(), *bias = inputs[1].f32();
   float *y = outputs[0].f32();
@@ -316,17 +316,17 @@ void sumChunks(CudaContext &ctx, const float *partial, int64_t chunks,
 namespace {
 
 size_t biasAddGradScratch(const Descs &inputs, const Descs &,
-                          const Attrs &attrs) {
+                          const OpAttrs &attrs) {
   const Shape &s = inputs[0].shape;
-  AxisView v = axisView(s, normaliseAxis(attrs.integer("axis", -1), s.size()));
+  AxisView v = axisView(s, normaliseAxis(attrs.axis, s.size()));
   int64_t chunks =
       v.inner == 1 ? columnChunks(v.outer, v.dim) : outerChunks(v.outer, v.dim);
   return chunks > 1 ? alignUp(chunks * v.dim * sizeof(float)) : 0;
 }
 
 void runBiasAddGrad(CudaContext &ctx, const Tensors &inputs,
-                    const Tensors &outputs, const Attrs &attrs) {
-  int64_t axis = normaliseAxis(attrs.integer("axis", -1), inputs[0].rank());
+                    const Tensors &outputs, const OpAttrs &attrs) {
+  int64_t axis = normaliseAxis(attrs.axis, inputs[0].rank());
   AxisView v = axisView(inputs[0].shape(), axis);
   const float *dy = inputs[0].f32();
   float *db = outputs[0].f32();
@@ -362,7 +362,7 @@ void runBiasAddGrad(CudaContext &ctx, const Tensors &inputs,
 //===----------------------------------------------------------------------===//
 
 void runCopy(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &) {
+             const OpAttrs &) {
   copyDevice(ctx, outputs[0].data, inputs[0].data, outputs[0].desc.bytes());
 }
 
@@ -419,8 +419,8 @@ __global__ void transposeTileKernel(const uint32_t *__restrict__ x,
 }
 
 void runTranspose(CudaContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &attrs) {
-  const std::vector<int64_t> &perm = attrs.list("permutation");
+                  const Tensors &outputs, const OpAttrs &attrs) {
+  const std::vector<int64_t> &perm = attrs.permutation;
   const Shape &xs = inputs[0].shape();
   int64_t n = outputs[0].numel();
   if (n == 0)
@@ -527,29 +527,27 @@ __global__ void scaleKernel(const float *x, float *y, int64_t n, float factor) {
 }
 
 void runScale(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-              const Attrs &attrs) {
+              const OpAttrs &attrs) {
   int64_t n = outputs[0].numel();
   if (n == 0)
     return;
   scaleKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      inputs[0].f32(), outputs[0].f32(), n,
-      static_cast<float>(attrs.number("factor")));
+      inputs[0].f32(), outputs[0].f32(), n, static_cast<float>(attrs.factor));
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
 /// Block `index` of the rows: one contiguous stream-ordered copy.
 void runMicroBatch(CudaContext &ctx, const Tensors &inputs,
-                   const Tensors &outputs, const Attrs &attrs) {
+                   const Tensors &outputs, const OpAttrs &attrs) {
   int64_t bytes = outputs[0].desc.bytes();
   copyDevice(ctx, outputs[0].data,
-             static_cast<const char *>(inputs[0].data) +
-                 attrs.integer("index", 0) * bytes,
+             static_cast<const char *>(inputs[0].data) + attrs.index * bytes,
              bytes);
 }
 
 void runFill(CudaContext &ctx, const Tensors &, const Tensors &outputs,
-             const Attrs &attrs) {
-  double value = attrs.number("value");
+             const OpAttrs &attrs) {
+  double value = attrs.value;
   int64_t n = outputs[0].numel();
   if (n == 0)
     return;
@@ -574,20 +572,20 @@ void runFill(CudaContext &ctx, const Tensors &, const Tensors &outputs,
 } // namespace
 
 void appendDenseCudaKernels(std::vector<CudaKernelEntry> &kernels) {
-  kernels.push_back({"matmul", runMatmul});
-  kernels.push_back({"add", runAdd});
-  kernels.push_back({"relu", runRelu});
-  kernels.push_back({"relu_grad", runReluGrad});
-  kernels.push_back({"gelu", runGelu});
-  kernels.push_back({"gelu_grad", runGeluGrad});
-  kernels.push_back({"bias_add", runBiasAdd});
-  kernels.push_back({"bias_add_grad", runBiasAddGrad, biasAddGradScratch});
-  kernels.push_back({"reshape", runCopy});
-  kernels.push_back({"flatten", runCopy});
-  kernels.push_back({"transpose", runTranspose});
-  kernels.push_back({"fill", runFill});
-  kernels.push_back({"scale", runScale});
-  kernels.push_back({"micro_batch", runMicroBatch});
+  kernels.push_back({OpCode::Matmul, runMatmul});
+  kernels.push_back({OpCode::Add, runAdd});
+  kernels.push_back({OpCode::Relu, runRelu});
+  kernels.push_back({OpCode::ReluGrad, runReluGrad});
+  kernels.push_back({OpCode::Gelu, runGelu});
+  kernels.push_back({OpCode::GeluGrad, runGeluGrad});
+  kernels.push_back({OpCode::BiasAdd, runBiasAdd});
+  kernels.push_back({OpCode::BiasAddGrad, runBiasAddGrad, biasAddGradScratch});
+  kernels.push_back({OpCode::Reshape, runCopy});
+  kernels.push_back({OpCode::Flatten, runCopy});
+  kernels.push_back({OpCode::Transpose, runTranspose});
+  kernels.push_back({OpCode::Fill, runFill});
+  kernels.push_back({OpCode::Scale, runScale});
+  kernels.push_back({OpCode::MicroBatch, runMicroBatch});
 }
 
 } // namespace strata::rt::cuda::detail

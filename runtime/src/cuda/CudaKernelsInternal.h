@@ -241,10 +241,10 @@ using Tensors = std::vector<Tensor>;
 
 /// Scratch bytes of the fastest path for these operands.
 using CudaScratchFn = size_t (*)(const Descs &inputs, const Descs &outputs,
-                                 const Attrs &attrs);
+                                 const OpAttrs &attrs);
 
 struct CudaKernelEntry {
-  const char *name;
+  OpCode op;
   CudaKernelFn run;
   CudaScratchFn scratch = nullptr;
 };

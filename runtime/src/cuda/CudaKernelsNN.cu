@@ -94,13 +94,13 @@ __global__ void softmaxKernel(const float *__restrict__ x,
 }
 
 void runSoftmax(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-                const Attrs &attrs) {
+                const OpAttrs &attrs) {
   int64_t len = inputs[0].dim(-1);
   if (len == 0 || inputs[0].numel() == 0)
     return;
   int64_t rows = inputs[0].numel() / len;
-  float scale = (float)attrs.number("scale", 1.0);
-  bool causal = attrs.flag("causal");
+  float scale = (float)attrs.scale;
+  bool causal = attrs.causal;
   STRATA_LAUNCH_ROWS(softmaxKernel, rows, len, ctx.stream, inputs[0].f32(),
                      outputs[0].f32(), rows, len, scale, causal);
 }
@@ -126,12 +126,12 @@ __global__ void softmaxGradKernel(const float *__restrict__ dy,
 }
 
 void runSoftmaxGrad(CudaContext &ctx, const Tensors &inputs,
-                    const Tensors &outputs, const Attrs &attrs) {
+                    const Tensors &outputs, const OpAttrs &attrs) {
   int64_t len = inputs[0].dim(-1);
   if (len == 0 || inputs[0].numel() == 0)
     return;
   int64_t rows = inputs[0].numel() / len;
-  float scale = (float)attrs.number("scale", 1.0);
+  float scale = (float)attrs.scale;
   STRATA_LAUNCH_ROWS(softmaxGradKernel, rows, len, ctx.stream, inputs[0].f32(),
                      inputs[1].f32(), outputs[0].f32(), rows, len, scale);
 }
@@ -176,12 +176,12 @@ layerNormKernel(const float *__restrict__ x, const float *__restrict__ gamma,
 }
 
 void runLayerNorm(CudaContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &attrs) {
+                  const Tensors &outputs, const OpAttrs &attrs) {
   int64_t h = inputs[0].dim(-1);
   if (h == 0 || inputs[0].numel() == 0)
     return;
   int64_t rows = inputs[0].numel() / h;
-  float epsilon = (float)attrs.number("epsilon", 1e-5);
+  float epsilon = (float)attrs.epsilon;
   STRATA_LAUNCH_ROWS(layerNormKernel, rows, h, ctx.stream, inputs[0].f32(),
                      inputs[1].f32(), inputs[2].f32(), outputs[0].f32(), rows,
                      h, epsilon);
@@ -253,7 +253,8 @@ __global__ void layerNormColumnsKernel(
   dbeta[blockIdx.y * chunkStride + j] = b;
 }
 
-size_t layerNormGradScratch(const Descs &inputs, const Descs &, const Attrs &) {
+size_t layerNormGradScratch(const Descs &inputs, const Descs &,
+                            const OpAttrs &) {
   int64_t h = inputs[1].shape.back();
   int64_t rows = h ? inputs[1].numel() / h : 0;
   int64_t chunks = columnChunks(rows, h);
@@ -262,7 +263,7 @@ size_t layerNormGradScratch(const Descs &inputs, const Descs &, const Attrs &) {
 }
 
 void runLayerNormGrad(CudaContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &attrs) {
+                      const Tensors &outputs, const OpAttrs &attrs) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32(),
               *gamma = inputs[2].f32();
   float *dx = outputs[0].f32(), *dgamma = outputs[1].f32(),
@@ -271,7 +272,7 @@ void runLayerNormGrad(CudaContext &ctx, const Tensors &inputs,
   if (h == 0)
     return;
   int64_t rows = inputs[1].numel() / h;
-  float epsilon = (float)attrs.number("epsilon", 1e-5);
+  float epsilon = (float)attrs.epsilon;
   ScratchArena arena(ctx);
   float *means = arena.take<float>(rows), *rstds = arena.take<float>(rows);
   if (rows > 0 && (!means || !rstds))
@@ -330,7 +331,7 @@ __global__ void embeddingKernel(const float *__restrict__ table,
 }
 
 void runEmbedding(CudaContext &ctx, const Tensors &inputs,
-                  const Tensors &outputs, const Attrs &) {
+                  const Tensors &outputs, const OpAttrs &) {
   const float *table = inputs[0].f32();
   float *y = outputs[0].f32();
   int64_t vocab = inputs[0].dim(0), h = inputs[0].dim(1);
@@ -428,7 +429,7 @@ __global__ void embeddingGradScanKernel(const float *__restrict__ dy,
 }
 
 size_t embeddingGradScratch(const Descs &inputs, const Descs &outputs,
-                            const Attrs &) {
+                            const OpAttrs &) {
   int64_t n = inputs[1].numel();
   if (n == 0)
     return 0;
@@ -436,7 +437,7 @@ size_t embeddingGradScratch(const Descs &inputs, const Descs &outputs,
 }
 
 void runEmbeddingGrad(CudaContext &ctx, const Tensors &inputs,
-                      const Tensors &outputs, const Attrs &) {
+                      const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32();
   const int32_t *ids = inputs[1].i32();
   float *dtable = outputs[0].f32();
@@ -499,7 +500,7 @@ __global__ void positionEmbeddingKernel(const float *__restrict__ x,
 }
 
 void runPositionEmbedding(CudaContext &ctx, const Tensors &inputs,
-                          const Tensors &outputs, const Attrs &) {
+                          const Tensors &outputs, const OpAttrs &) {
   const float *x = inputs[0].f32(), *table = inputs[1].f32();
   float *y = outputs[0].f32();
   int64_t n = outputs[0].numel();
@@ -529,7 +530,7 @@ __global__ void positionEmbeddingGradKernel(const float *__restrict__ dy,
 }
 
 void runPositionEmbeddingGrad(CudaContext &ctx, const Tensors &inputs,
-                              const Tensors &outputs, const Attrs &) {
+                              const Tensors &outputs, const OpAttrs &) {
   int64_t total = outputs[0].numel();
   if (total == 0)
     return;
@@ -623,13 +624,14 @@ __global__ void crossEntropyKernel(const float *__restrict__ logits,
     out[0] = (float)(sum / (double)rows);
 }
 
-size_t crossEntropyScratch(const Descs &inputs, const Descs &, const Attrs &) {
+size_t crossEntropyScratch(const Descs &inputs, const Descs &,
+                           const OpAttrs &) {
   int64_t blocks = lossBlocks(inputs[1].numel(), kLossRowsPerBlock);
   return blocks > 1 ? alignUp(blocks * sizeof(double)) : 0;
 }
 
 void runCrossEntropy(CudaContext &ctx, const Tensors &inputs,
-                     const Tensors &outputs, const Attrs &) {
+                     const Tensors &outputs, const OpAttrs &) {
   int64_t c = inputs[0].dim(-1), rows = inputs[1].numel();
   float *out = outputs[0].f32();
   if (rows == 0) {
@@ -681,7 +683,7 @@ __global__ void crossEntropyGradKernel(const float *__restrict__ logits,
 }
 
 void runCrossEntropyGrad(CudaContext &ctx, const Tensors &inputs,
-                         const Tensors &outputs, const Attrs &) {
+                         const Tensors &outputs, const OpAttrs &) {
   int64_t c = inputs[0].dim(-1), rows = inputs[1].numel();
   if (rows == 0 || c == 0)
     return;
@@ -710,13 +712,13 @@ __global__ void mseKernel(const float *__restrict__ x,
     out[0] = (float)(total / (double)n);
 }
 
-size_t mseScratch(const Descs &inputs, const Descs &, const Attrs &) {
+size_t mseScratch(const Descs &inputs, const Descs &, const OpAttrs &) {
   int64_t blocks = lossBlocks(inputs[0].numel(), kMseItemsPerBlock);
   return blocks > 1 ? alignUp(blocks * sizeof(double)) : 0;
 }
 
 void runMse(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-            const Attrs &) {
+            const OpAttrs &) {
   int64_t n = inputs[0].numel();
   float *out = outputs[0].f32();
   if (n == 0) {
@@ -747,7 +749,7 @@ __global__ void mseGradKernel(const float *__restrict__ x,
 }
 
 void runMseGrad(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-                const Attrs &) {
+                const OpAttrs &) {
   int64_t n = inputs[0].numel();
   if (n == 0)
     return;
@@ -759,20 +761,21 @@ void runMseGrad(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
 } // namespace
 
 void appendNNCudaKernels(std::vector<CudaKernelEntry> &kernels) {
-  kernels.push_back({"softmax", runSoftmax});
-  kernels.push_back({"softmax_grad", runSoftmaxGrad});
-  kernels.push_back({"layer_norm", runLayerNorm});
+  kernels.push_back({OpCode::Softmax, runSoftmax});
+  kernels.push_back({OpCode::SoftmaxGrad, runSoftmaxGrad});
+  kernels.push_back({OpCode::LayerNorm, runLayerNorm});
   kernels.push_back(
-      {"layer_norm_grad", runLayerNormGrad, layerNormGradScratch});
-  kernels.push_back({"embedding", runEmbedding});
-  kernels.push_back({"embedding_grad", runEmbeddingGrad, embeddingGradScratch});
-  kernels.push_back({"position_embedding", runPositionEmbedding});
-  kernels.push_back({"position_embedding_grad", runPositionEmbeddingGrad});
+      {OpCode::LayerNormGrad, runLayerNormGrad, layerNormGradScratch});
+  kernels.push_back({OpCode::Embedding, runEmbedding});
   kernels.push_back(
-      {"softmax_cross_entropy", runCrossEntropy, crossEntropyScratch});
-  kernels.push_back({"softmax_cross_entropy_grad", runCrossEntropyGrad});
-  kernels.push_back({"mse_loss", runMse, mseScratch});
-  kernels.push_back({"mse_loss_grad", runMseGrad});
+      {OpCode::EmbeddingGrad, runEmbeddingGrad, embeddingGradScratch});
+  kernels.push_back({OpCode::PositionEmbedding, runPositionEmbedding});
+  kernels.push_back({OpCode::PositionEmbeddingGrad, runPositionEmbeddingGrad});
+  kernels.push_back(
+      {OpCode::SoftmaxCrossEntropy, runCrossEntropy, crossEntropyScratch});
+  kernels.push_back({OpCode::SoftmaxCrossEntropyGrad, runCrossEntropyGrad});
+  kernels.push_back({OpCode::MseLoss, runMse, mseScratch});
+  kernels.push_back({OpCode::MseLossGrad, runMseGrad});
 }
 
 } // namespace strata::rt::cuda::detail

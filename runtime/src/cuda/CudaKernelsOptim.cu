@@ -28,15 +28,14 @@ __global__ void sgdKernel(const float *p, const float *g, const float *vel,
 }
 
 void runSgd(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-            const Attrs &attrs) {
+            const OpAttrs &attrs) {
   int64_t n = inputs[0].numel();
   if (n == 0)
     return;
   sgdKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
       inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), outputs[0].f32(),
-      outputs[1].f32(), n, (float)attrs.number("lr"),
-      (float)attrs.number("momentum", 0.0),
-      (float)attrs.number("weight_decay", 0.0));
+      outputs[1].f32(), n, (float)attrs.lr, (float)attrs.momentum,
+      (float)attrs.weightDecay);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -81,17 +80,17 @@ __global__ void adamKernel(const float *p, const float *g, const float *m,
 }
 
 void runAdam(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-             const Attrs &attrs) {
+             const OpAttrs &attrs) {
   int64_t n = inputs[0].numel();
   if (n == 0)
     return;
   AdamParams a;
-  a.beta1 = attrs.number("beta1", 0.9);
-  a.beta2 = attrs.number("beta2", 0.999);
-  a.lr = (float)attrs.number("lr");
-  a.epsilon = (float)attrs.number("epsilon", 1e-8);
-  a.decay = (float)attrs.number("weight_decay", 0.0);
-  a.decoupled = attrs.flag("decoupled");
+  a.beta1 = attrs.beta1;
+  a.beta2 = attrs.beta2;
+  a.lr = (float)attrs.lr;
+  a.epsilon = (float)attrs.epsilon;
+  a.decay = (float)attrs.weightDecay;
+  a.decoupled = attrs.decoupled;
   adamKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
       inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), inputs[3].f32(),
       inputs[4].i32(), outputs[0].f32(), outputs[1].f32(), outputs[2].f32(), n,
@@ -102,8 +101,8 @@ void runAdam(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
 } // namespace
 
 void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels) {
-  kernels.push_back({"sgd_update", runSgd});
-  kernels.push_back({"adam_update", runAdam});
+  kernels.push_back({OpCode::SgdUpdate, runSgd});
+  kernels.push_back({OpCode::AdamUpdate, runAdam});
 }
 
 } // namespace strata::rt::cuda::detail

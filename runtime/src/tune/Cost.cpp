@@ -98,6 +98,7 @@ double GemmMeasurer::measure(const GemmTiling &tiling, std::string *error) {
       *error = message;
     return kInf;
   }
+  OpAttrs typed = decodeAttrsOrThrow(OpCode::Matmul, attrs);
   I.refill(I.a);
   I.refill(I.b);
   std::vector<Tensor> inputs = {Tensor{I.a.data(), I.inDescs[0]},
@@ -106,7 +107,7 @@ double GemmMeasurer::measure(const GemmTiling &tiling, std::string *error) {
   KernelContext ctx{I.pool, GemmTiling(), nullptr};
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < I.options.warmup; ++i)
-    I.kernel->run(ctx, inputs, outputs, attrs);
+    I.kernel->run(ctx, inputs, outputs, typed);
   std::vector<double> times;
   auto start = Clock::now();
   int repeats = std::max(1, I.options.repeats);
@@ -114,7 +115,7 @@ double GemmMeasurer::measure(const GemmTiling &tiling, std::string *error) {
          std::chrono::duration<double>(Clock::now() - start).count() <
              I.options.minSeconds) {
     auto t0 = Clock::now();
-    I.kernel->run(ctx, inputs, outputs, attrs);
+    I.kernel->run(ctx, inputs, outputs, typed);
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());

@@ -125,9 +125,11 @@ inline void runKernel(const std::string &name,
     in.push_back(t->view());
   for (HostTensor *t : outputs)
     out.push_back(t->view());
+  OpAttrs typed;
+  ASSERT_EQ(decodeAttrs(kernel->op, attrs, typed), "") << name;
   ThreadPool pool(threads);
   KernelContext ctx{pool, tiling};
-  kernel->run(ctx, in, out, attrs);
+  kernel->run(ctx, in, out, typed);
 }
 
 /// The verify message of kernel `name` for these operand descriptions.

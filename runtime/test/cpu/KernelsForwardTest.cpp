@@ -70,24 +70,26 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
   for (auto [name, numIn, numOut] : ops) {
     const OpKernel *k = lookupKernel(name);
     ASSERT_NE(k, nullptr) << name;
-    EXPECT_STREQ(k->name, name);
-    EXPECT_EQ(k->numInputs, numIn) << name;
-    EXPECT_EQ(k->numOutputs, numOut) << name;
+    EXPECT_STREQ(k->name(), name);
+    EXPECT_EQ(k->info().numInputs, numIn) << name;
+    EXPECT_EQ(k->info().numOutputs, numOut) << name;
     EXPECT_NE(k->verify, nullptr);
     EXPECT_NE(k->run, nullptr);
   }
   std::vector<const OpKernel *> all = allKernels();
   EXPECT_EQ(all.size(), std::size(ops));
   for (size_t i = 1; i < all.size(); ++i)
-    EXPECT_LT(std::string(all[i - 1]->name), std::string(all[i]->name));
+    EXPECT_LT(std::string(all[i - 1]->name()), std::string(all[i]->name()));
   // Only the optimizer updates write in place, into the buffers they update.
   for (const OpKernel *k : all)
-    if (std::string(k->name) == "sgd_update")
-      EXPECT_EQ(k->inPlace, (std::vector<int>{0, 2}));
-    else if (std::string(k->name) == "adam_update")
-      EXPECT_EQ(k->inPlace, (std::vector<int>{0, 2, 3}));
+    if (std::string(k->name()) == "sgd_update")
+      EXPECT_EQ(k->info().inPlace, (std::vector<int>{0, 2}));
+    else if (std::string(k->name()) == "adam_update")
+      EXPECT_EQ(k->info().inPlace, (std::vector<int>{0, 2, 3}));
     else
-      EXPECT_TRUE(k->inPlace.empty()) << k->name;
+      EXPECT_TRUE(k->info().inPlace.empty()) << k->name();
+  for (const OpKernel *k : all)
+    EXPECT_EQ(k->info().has(kInPlace), !k->info().inPlace.empty()) << k->name();
   EXPECT_EQ(lookupKernel("conv3d"), nullptr);
   EXPECT_EQ(lookupKernel(""), nullptr);
 }
@@ -240,19 +242,19 @@ TEST(KernelsForward, EmbeddingIdOutOfRangeIsARunTimeError) {
   ThreadPool pool(2);
   KernelContext ctx{pool, GemmTiling{}};
   try {
-    lookupKernel("embedding")->run(ctx, in, out, Attrs{});
+    lookupKernel("embedding")->run(ctx, in, out, OpAttrs{});
     FAIL() << "no error";
   } catch (const std::runtime_error &e) {
     EXPECT_STREQ(e.what(), "embedding: id 4 at index 1 is outside [0, 4)");
   }
   ids.i = {0, -1, 1};
-  EXPECT_THROW(lookupKernel("embedding")->run(ctx, in, out, Attrs{}),
+  EXPECT_THROW(lookupKernel("embedding")->run(ctx, in, out, OpAttrs{}),
                std::runtime_error);
   HostTensor logits = f32({3, 4}), loss = f32({});
   ids.i = {0, 1, 4};
   std::vector<Tensor> ceIn{logits.view(), ids.view()}, ceOut{loss.view()};
   EXPECT_THROW(
-      lookupKernel("softmax_cross_entropy")->run(ctx, ceIn, ceOut, Attrs{}),
+      lookupKernel("softmax_cross_entropy")->run(ctx, ceIn, ceOut, OpAttrs{}),
       std::runtime_error);
 }
 

@@ -98,9 +98,11 @@ TEST(KernelsOptim, AdamStepMustBePositive) {
   std::vector<Tensor> out{p.view(), m.view(), v.view()};
   ThreadPool pool(1);
   KernelContext ctx{pool, GemmTiling{}};
-  EXPECT_THROW(
-      lookupKernel("adam_update")->run(ctx, in, out, makeAttrs({{"lr", 0.1}})),
-      std::runtime_error);
+  EXPECT_THROW(lookupKernel("adam_update")
+                   ->run(ctx, in, out,
+                         decodeAttrsOrThrow(OpCode::AdamUpdate,
+                                            makeAttrs({{"lr", 0.1}}))),
+               std::runtime_error);
 }
 
 } // namespace

@@ -233,6 +233,23 @@ Attrs attrs(std::map<std::string, double> numbers = {},
   return a;
 }
 
+OpCode opCode(const std::string &name) {
+  OpCode op;
+  if (!lookupOpCode(name, op))
+    throw std::invalid_argument("no op " + name);
+  return op;
+}
+
+/// The attributes as the loader hands them to kernels.
+OpAttrs typed(const std::string &op, const Attrs &a) {
+  return decodeAttrsOrThrow(opCode(op), a);
+}
+
+size_t scratchBytes(const std::string &op, const std::vector<TensorDesc> &in,
+                    const std::vector<TensorDesc> &out, const Attrs &a) {
+  return cudaScratchBytes(opCode(op), in, out, typed(op, a));
+}
+
 //===----------------------------------------------------------------------===//
 // The case table
 //===----------------------------------------------------------------------===//
@@ -562,14 +579,14 @@ std::vector<HostTensor> runCpu(const Case &c) {
   for (HostTensor &t : inputs)
     in.push_back(t.view());
   for (size_t i = 0; i < outputs.size(); ++i)
-    out.push_back(kernel.inPlace.empty() ? outputs[i].view()
-                                         : in[kernel.inPlace[i]]);
+    out.push_back(kernel.info().inPlace.empty() ? outputs[i].view()
+                                                : in[kernel.info().inPlace[i]]);
   ThreadPool pool(2);
   KernelContext ctx{pool, GemmTiling{}};
-  kernel.run(ctx, in, out, c.attrs);
-  if (!kernel.inPlace.empty())
+  kernel.run(ctx, in, out, typed(c.op, c.attrs));
+  if (!kernel.info().inPlace.empty())
     for (size_t i = 0; i < outputs.size(); ++i)
-      outputs[i] = inputs[kernel.inPlace[i]];
+      outputs[i] = inputs[kernel.info().inPlace[i]];
   return outputs;
 }
 
@@ -595,8 +612,8 @@ std::vector<HostTensor> runGpu(const Case &c, const GpuOptions &options) {
     in.push_back(Tensor{buffers.back().get(), t.desc});
   }
   for (size_t i = 0; i < c.outputs.size(); ++i) {
-    if (!kernel.inPlace.empty()) {
-      out.push_back(in[kernel.inPlace[i]]);
+    if (!kernel.info().inPlace.empty()) {
+      out.push_back(in[kernel.info().inPlace[i]]);
       continue;
     }
     size_t bytes = c.outputs[i].numel() * 4;
@@ -605,19 +622,19 @@ std::vector<HostTensor> runGpu(const Case &c, const GpuOptions &options) {
     check(cudaMemset(buffers.back().get(), 0xff, bytes), "cudaMemset");
     out.push_back(Tensor{buffers.back().get(), c.outputs[i]});
   }
-  size_t scratchBytes =
+  size_t wantedScratch =
       options.scratch == std::numeric_limits<size_t>::max()
-          ? cudaScratchBytes(c.op, inputDescs(c), c.outputs, c.attrs)
+          ? scratchBytes(c.op, inputDescs(c), c.outputs, c.attrs)
           : options.scratch;
-  DeviceBuffer scratch(scratchBytes);
+  DeviceBuffer scratch(wantedScratch);
   CudaContext ctx;
   ctx.stream = gpu().stream;
   ctx.cublas = gpu().cublas;
   ctx.gemm = options.engine;
   ctx.tiling = options.tiling;
   ctx.scratch = scratch.get();
-  ctx.scratchBytes = scratchBytes;
-  fn(ctx, in, out, c.attrs);
+  ctx.scratchBytes = wantedScratch;
+  fn(ctx, in, out, typed(c.op, c.attrs));
   check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
   std::vector<HostTensor> results;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -686,8 +703,8 @@ void expectSameBits(const std::vector<HostTensor> &a,
 
 TEST(CudaKernelRegistry, EveryCpuOpHasACudaKernel) {
   for (const OpKernel *k : allKernels())
-    EXPECT_NE(lookupCudaKernel(k->name), nullptr)
-        << "op '" << k->name << "' has a CPU kernel but no CUDA kernel";
+    EXPECT_NE(lookupCudaKernel(k->op), nullptr)
+        << "op '" << k->name() << "' has a CPU kernel but no CUDA kernel";
 }
 
 TEST(CudaKernelRegistry, NamesAreSortedAndResolve) {
@@ -701,7 +718,7 @@ TEST(CudaKernelRegistry, NamesAreSortedAndResolve) {
         << "CUDA kernel '" << name << "' has no CPU kernel";
   }
   EXPECT_EQ(lookupCudaKernel("no_such_op"), nullptr);
-  EXPECT_EQ(cudaScratchBytes("no_such_op", {}, {}, {}), 0u);
+  EXPECT_EQ(cudaScratchBytes(OpCode::Relu, {}, {}, {}), 0u);
 }
 
 TEST(CudaKernelCases, EveryOpHasACase) {
@@ -716,8 +733,8 @@ TEST(CudaKernelCases, EveryOpHasACase) {
   covered.insert("send");
   covered.insert("recv");
   for (const OpKernel *k : allKernels())
-    EXPECT_TRUE(covered.count(k->name))
-        << "no test case for op '" << k->name << "'";
+    EXPECT_TRUE(covered.count(k->name()))
+        << "no test case for op '" << k->name() << "'";
 }
 
 TEST(CudaKernelCases, CpuVerifyAcceptsEveryCase) {
@@ -762,12 +779,15 @@ TEST(CudaAllReduce, ReplicasMustMatchTheRun) {
   CudaContext ctx;
   Tensor t{nullptr, desc({4})};
   // Rejected before any device work, so these run without a GPU.
-  EXPECT_THROW(fn(ctx, {t}, {t}, attrs({{"replicas", 2}})), std::runtime_error);
+  EXPECT_THROW(fn(ctx, {t}, {t}, typed("all_reduce", attrs({{"replicas", 2}}))),
+               std::runtime_error);
   // A group this rank is not a member of.
   ctx.groups = {nullptr};
-  EXPECT_THROW(fn(ctx, {t}, {t}, attrs({{"replicas", 1}, {"group", 0}})),
+  EXPECT_THROW(fn(ctx, {t}, {t},
+                  typed("all_reduce", attrs({{"replicas", 1}, {"group", 0}}))),
                std::runtime_error);
-  EXPECT_THROW(fn(ctx, {t}, {t}, attrs({{"replicas", 1}, {"group", 3}})),
+  EXPECT_THROW(fn(ctx, {t}, {t},
+                  typed("all_reduce", attrs({{"replicas", 1}, {"group", 3}}))),
                std::runtime_error);
 }
 
@@ -780,15 +800,18 @@ TEST(CudaPointToPoint, PeerStageMustHaveARank) {
   Tensor t{nullptr, desc({4})};
   // Rejected before any device work, so these run without a GPU: no
   // communicator, then a stage outside the pipeline, then one no rank runs.
-  EXPECT_THROW(send(ctx, {t}, {}, attrs({{"peer", 1}, {"tag", 0}})),
-               std::runtime_error);
+  EXPECT_THROW(
+      send(ctx, {t}, {}, typed("send", attrs({{"peer", 1}, {"tag", 0}}))),
+      std::runtime_error);
   std::unique_ptr<Communicator> local = createLocalCommunicator();
   ctx.comm = local.get();
   ctx.stageRanks = {0, -1};
-  EXPECT_THROW(send(ctx, {t}, {}, attrs({{"peer", 2}, {"tag", 0}})),
-               std::runtime_error);
-  EXPECT_THROW(recv(ctx, {}, {t}, attrs({{"peer", 1}, {"tag", 0}})),
-               std::runtime_error);
+  EXPECT_THROW(
+      send(ctx, {t}, {}, typed("send", attrs({{"peer", 2}, {"tag", 0}}))),
+      std::runtime_error);
+  EXPECT_THROW(
+      recv(ctx, {}, {t}, typed("recv", attrs({{"peer", 1}, {"tag", 0}}))),
+      std::runtime_error);
   EXPECT_TRUE(ctx.pendingSends.empty());
 }
 
@@ -799,7 +822,7 @@ Plan pipelinePlan(const std::vector<std::string> &stage0,
                   const std::vector<std::string> &stage1) {
   const OpKernel *update = nullptr;
   for (const OpKernel *k : allKernels())
-    if (!k->inPlace.empty())
+    if (k->info().has(kInPlace))
       update = k;
   Plan plan;
   plan.stages = 2;
@@ -809,11 +832,12 @@ Plan pipelinePlan(const std::vector<std::string> &stage0,
     for (const std::string &text : stage == 0 ? stage0 : stage1) {
       Instruction inst;
       std::string op = text.substr(0, text.find(' '));
-      inst.op = op == "update" ? update->name : op;
-      inst.kernel = op == "update" ? update : lookupKernel(op);
+      inst.op = op == "update" ? update->op : opCode(op);
+      inst.kernel = &kernelFor(inst.op);
       if (op != "update")
-        inst.attrs = attrs(
-            {{"peer", 1 - stage}, {"tag", std::stoi(text.substr(op.size()))}});
+        inst.attrs =
+            typed(op, attrs({{"peer", 1 - stage},
+                             {"tag", std::stoi(text.substr(op.size()))}}));
       rank.program.push_back(inst);
     }
     plan.ranks.push_back(rank);
@@ -885,8 +909,8 @@ TEST(CudaAllReduceBucket, OneRankStartThenWaitIsACopy) {
   ctx.stream = gpu().stream;
   ctx.cublas = gpu().cublas;
   Attrs a = attrs({{"replicas", 1}, {"bucket", 0}, {"mean", 1}});
-  start(ctx, in, {}, a);
-  wait(ctx, in, out, a);
+  start(ctx, in, {}, typed("all_reduce_start", a));
+  wait(ctx, in, out, typed("all_reduce_wait", a));
   check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
   for (size_t i = 0; i < host.size(); ++i) {
     HostTensor got(host[i].desc.shape, DType::F32);
@@ -941,7 +965,7 @@ TEST(CudaKernels, Deterministic) {
 TEST(CudaKernels, LessScratch) {
   SKIP_WITHOUT_DEVICE();
   for (const Case &c : cases()) {
-    size_t wanted = cudaScratchBytes(c.op, inputDescs(c), c.outputs, c.attrs);
+    size_t wanted = scratchBytes(c.op, inputDescs(c), c.outputs, c.attrs);
     if (wanted == 0)
       continue;
     std::vector<HostTensor> want = runCpu(c);
@@ -1205,17 +1229,17 @@ TEST(CudaScratch, Sizes) {
   SKIP_WITHOUT_DEVICE(); // embedding_grad asks CUB, which needs a device
   // conv2d 3x3 s1 p1 on [2, 3, 9, 8]: two images of 27 x 72 columns.
   Attrs conv = attrs({}, {{"strides", {1, 1}}, {"padding", {1, 1}}});
-  EXPECT_EQ(cudaScratchBytes("conv2d", {desc({2, 3, 9, 8}), desc({4, 3, 3, 3})},
-                             {desc({2, 4, 9, 8})}, conv),
+  EXPECT_EQ(scratchBytes("conv2d", {desc({2, 3, 9, 8}), desc({4, 3, 3, 3})},
+                         {desc({2, 4, 9, 8})}, conv),
             (2u * 27 * 72 * 4 + 255) / 256 * 256);
   Attrs identity = attrs({}, {{"strides", {1, 1}}, {"padding", {0, 0}}});
-  EXPECT_EQ(cudaScratchBytes("conv2d", {desc({2, 3, 9, 8}), desc({4, 3, 1, 1})},
-                             {desc({2, 4, 9, 8})}, identity),
+  EXPECT_EQ(scratchBytes("conv2d", {desc({2, 3, 9, 8}), desc({4, 3, 1, 1})},
+                         {desc({2, 4, 9, 8})}, identity),
             0u);
-  EXPECT_EQ(cudaScratchBytes("relu", {desc({4})}, {desc({4})}, {}), 0u);
-  EXPECT_GT(cudaScratchBytes("embedding_grad",
-                             {desc({600, 33}), desc({600}, DType::I32)},
-                             {desc({50, 33})}, {}),
+  EXPECT_EQ(scratchBytes("relu", {desc({4})}, {desc({4})}, {}), 0u);
+  EXPECT_GT(scratchBytes("embedding_grad",
+                         {desc({600, 33}), desc({600}, DType::I32)},
+                         {desc({50, 33})}, {}),
             3u * 600 * 4);
 }
 

@@ -102,14 +102,16 @@ TEST(PlanLoad, MlpLoads) {
   for (const Instruction &inst : plan.ranks[0].program)
     EXPECT_NE(inst.kernel, nullptr);
   const Instruction &first = plan.ranks[0].program[0];
-  EXPECT_EQ(first.op, "matmul");
-  EXPECT_EQ(first.phase, "forward");
+  EXPECT_EQ(first.op, OpCode::Matmul);
+  EXPECT_EQ(first.phase, Phase::Forward);
   EXPECT_EQ(first.layer, 0);
   const Instruction &grad = plan.ranks[0].program[9];
-  EXPECT_EQ(grad.op, "matmul");
-  EXPECT_TRUE(grad.attrs.flag("transpose_a"));
+  EXPECT_EQ(grad.op, OpCode::Matmul);
+  EXPECT_TRUE(grad.attrs.transposeA);
+  EXPECT_TRUE(grad.attrs.has(AttrId::TransposeA));
+  EXPECT_FALSE(grad.attrs.has(AttrId::Mc));
   const Instruction &update = plan.ranks[0].program.back();
-  EXPECT_EQ(update.op, "sgd_update");
+  EXPECT_EQ(update.op, OpCode::SgdUpdate);
   EXPECT_EQ(update.out, (std::vector<int64_t>{update.in[0], update.in[2]}));
   ASSERT_NE(plan.findInput(InputRole::Labels), nullptr);
   EXPECT_EQ(plan.findInput(InputRole::Step), nullptr);
@@ -150,7 +152,7 @@ TEST_F(PlanRejection, OptionalFieldsMayBeOmitted) {
   Status status = parsePlan(plan.dump(), "mlp.json", loaded);
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(loaded.ranks[0].program[0].layer, -1);
-  EXPECT_EQ(loaded.ranks[0].program[0].phase, "");
+  EXPECT_EQ(loaded.ranks[0].program[0].phase, Phase::None);
 }
 
 //===----------------------------------------------------------------------===//

@@ -299,8 +299,8 @@ TEST(Train, TraceHasOneEventPerInstructionAndStep) {
       continue;
     size_t index = e["args"]["instruction"].get<size_t>();
     ASSERT_LT(index, program.size());
-    EXPECT_EQ(e["name"], program[index].op);
-    EXPECT_EQ(e["cat"], program[index].phase);
+    EXPECT_EQ(e["name"], program[index].name());
+    EXPECT_EQ(e["cat"], phaseName(program[index].phase));
     EXPECT_EQ(e["args"]["layer"], program[index].layer);
     EXPECT_EQ(e["args"]["step"], int64_t(complete / program.size() + 1));
     EXPECT_EQ(index, complete % program.size());
