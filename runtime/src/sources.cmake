@@ -7,7 +7,6 @@ set(STRATA_RT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/Init.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Lagging.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Plan.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/PlanOps.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Profile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Safetensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Support.cpp

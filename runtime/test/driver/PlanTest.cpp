@@ -17,6 +17,8 @@
 
 #include <functional>
 #include <random>
+#include <set>
+#include <stdexcept>
 
 using namespace strata::rt;
 using namespace strata::rt::test;
@@ -705,4 +707,106 @@ TEST(PlanFuzz, LoadablePlansRunWithoutCrashing) {
     // the loader checks lifetimes (Liveness.h); the rest still load and run.
     EXPECT_GT(ran, 40) << name;
   }
+}
+
+TEST_F(PlanRejection, AttributeOfWrongKindCaughtByDecoding) {
+  // The kernel's verifier reads transpose_a as a number and so never saw a
+  // list; the typed decoding does.
+  program()[9]["attrs"]["transpose_a"] = json::array({1});
+  expectRejected("instruction #9 (matmul): attribute 'transpose_a' must be a "
+                 "boolean, got a list");
+}
+
+//===----------------------------------------------------------------------===//
+// The op table (PlanOps.def) and typed attributes
+//===----------------------------------------------------------------------===//
+
+TEST(PlanOps, TableIsConsistent) {
+  int starts = 0, waits = 0;
+  for (int i = 0; i < kNumOpCodes; ++i) {
+    OpCode op = static_cast<OpCode>(i);
+    const OpInfo &info = opInfo(op);
+    EXPECT_EQ(info.op, op);
+    OpCode found;
+    ASSERT_TRUE(lookupOpCode(info.name, found)) << info.name;
+    EXPECT_EQ(found, op) << info.name;
+    if (i > 0)
+      EXPECT_LT(std::string(opName(static_cast<OpCode>(i - 1))),
+                std::string(info.name));
+    EXPECT_EQ(info.has(kInPlace), !info.inPlace.empty()) << info.name;
+    for (int input : info.inPlace)
+      EXPECT_LT(input, info.numInputs) << info.name;
+    if (info.has(kInPlace))
+      EXPECT_EQ(static_cast<int>(info.inPlace.size()), info.numOutputs);
+    EXPECT_EQ(info.has(kIndexOperands), info.indexOperand.ids >= 0)
+        << info.name;
+    std::set<AttrId> ids;
+    for (const OpAttrSpec &spec : info.attrs)
+      EXPECT_TRUE(ids.insert(spec.id).second)
+          << info.name << " lists " << attrInfo(spec.id).name << " twice";
+    starts += info.has(kAsyncStart);
+    waits += info.has(kAsyncWait);
+    if (info.has(kAsyncStart) || info.has(kAsyncWait))
+      EXPECT_TRUE(info.has(kCollective)) << info.name;
+    EXPECT_EQ(kernelFor(op).op, op);
+  }
+  EXPECT_EQ(starts, waits);
+  OpCode none;
+  EXPECT_FALSE(lookupOpCode("matmull", none));
+  EXPECT_FALSE(lookupOpCode("", none));
+}
+
+TEST(PlanOps, DecodeFillsDefaultsPerOp) {
+  OpAttrs adam, norm;
+  Attrs raw;
+  raw.numbers["lr"] = 0.5;
+  ASSERT_EQ(decodeAttrs(OpCode::AdamUpdate, raw, adam), "");
+  EXPECT_EQ(adam.lr, 0.5);
+  EXPECT_EQ(adam.epsilon, 1e-8);
+  EXPECT_EQ(adam.beta2, 0.999);
+  EXPECT_TRUE(adam.has(AttrId::Lr));
+  EXPECT_FALSE(adam.has(AttrId::Epsilon));
+  ASSERT_EQ(decodeAttrs(OpCode::LayerNorm, Attrs{}, norm), "");
+  EXPECT_EQ(norm.epsilon, 1e-5);
+  // Attributes the op does not take are ignored.
+  ASSERT_EQ(decodeAttrs(OpCode::Relu, raw, norm), "");
+  EXPECT_EQ(norm.present, 0u);
+}
+
+TEST(PlanOps, DecodeChecksKinds) {
+  OpAttrs out;
+  Attrs raw;
+  raw.numbers["bucket"] = 1.5;
+  EXPECT_EQ(decodeAttrs(OpCode::AllReduceWait, raw, out),
+            "attribute 'bucket' must be an integer, got 1.5");
+  raw.numbers["bucket"] = 3;
+  ASSERT_EQ(decodeAttrs(OpCode::AllReduceWait, raw, out), "");
+  EXPECT_EQ(out.bucket, 3);
+  EXPECT_EQ(decodeAttrs(OpCode::AllReduceWait, Attrs{}, out),
+            "missing attribute 'bucket'");
+  Attrs list;
+  list.numbers["permutation"] = 1;
+  EXPECT_EQ(decodeAttrs(OpCode::Transpose, list, out),
+            "attribute 'permutation' must be a list of integers, got a number");
+  list.numbers.clear();
+  list.lists["permutation"] = {1, 0};
+  ASSERT_EQ(decodeAttrs(OpCode::Transpose, list, out), "");
+  EXPECT_EQ(out.permutation, (std::vector<int64_t>{1, 0}));
+  Attrs flag;
+  flag.numbers["transpose_b"] = 2;
+  ASSERT_EQ(decodeAttrs(OpCode::Matmul, flag, out), "");
+  EXPECT_TRUE(out.transposeB);
+  EXPECT_FALSE(out.has(AttrId::Mc));
+  EXPECT_THROW(decodeAttrsOrThrow(OpCode::Fill, Attrs{}),
+               std::invalid_argument);
+}
+
+TEST(PlanOps, Phases) {
+  Phase phase = Phase::None;
+  for (const char *name : {"forward", "backward", "update"}) {
+    ASSERT_TRUE(parsePhase(name, phase)) << name;
+    EXPECT_STREQ(phaseName(phase), name);
+  }
+  EXPECT_FALSE(parsePhase("sideways", phase));
+  EXPECT_STREQ(phaseName(Phase::None), "");
 }
