@@ -482,37 +482,37 @@ Status Straggler::parse(const std::string &text, Straggler &straggler) {
   return Status::success();
 }
 
-Status train(const TrainOptions &options, TrainResult &result) {
-  result = TrainResult();
-  Status status = checkOptions(options);
-  if (!status.ok())
-    return status;
-  Straggler straggler;
-  if (!options.straggler.empty()) {
-    status = Straggler::parse(options.straggler, straggler);
-    if (!status.ok())
-      return status;
-  }
-  Plan plan;
-  status = loadPlan(options.planPath, plan);
-  if (!status.ok())
-    return status;
+namespace {
 
+/// What a run owns besides the executor: the communicators, which must
+/// outlive it.
+struct RunResources {
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Communicator> nccl;
+  std::vector<std::unique_ptr<Communicator>> groups;
+  Straggler straggler;
+  /// Lagging gradients (a multi-rank plan with staleness > 0).
+  bool lagging = false;
+};
+
+/// Starts the ranks' communicator for a multi-rank plan (MPI) and checks the
+/// options that depend on the run's shape.
+Status connectRanks(const TrainOptions &options, const Plan &plan,
+                    RunResources &run, TrainResult &result) {
   // A multi-rank plan runs on as many ranks started by mpirun; each runs its
   // rank's program and fills its replica's shard of the global batch.
-  std::unique_ptr<Communicator> comm;
   if (plan.worldSize() > 1 || launchedByMpi()) {
     LinkEmulation link;
-    if (!options.emulateLink.empty()) {
-      status = LinkEmulation::parse(options.emulateLink, link);
-      if (!status.ok())
+    if (!options.emulateLink.empty())
+      if (Status status = LinkEmulation::parse(options.emulateLink, link);
+          !status.ok())
         return status;
-    }
-    status = createMpiCommunicator(link, options.commTimeoutSeconds, comm);
-    if (!status.ok())
+    if (Status status =
+            createMpiCommunicator(link, options.commTimeoutSeconds, run.comm);
+        !status.ok())
       return status;
-    result.rank = comm->rank();
-    result.ranks = comm->size();
+    result.rank = run.comm->rank();
+    result.ranks = run.comm->size();
     if (result.ranks != plan.worldSize())
       return Status::usage(
           plan.path + " is a plan for " + std::to_string(plan.worldSize()) +
@@ -522,119 +522,100 @@ Status train(const TrainOptions &options, TrainResult &result) {
   } else if (!options.emulateLink.empty()) {
     return Status::usage("--emulate-link needs a multi-rank run");
   }
-  if (straggler.rank >= result.ranks)
-    return Status::usage("--straggler: rank " + std::to_string(straggler.rank) +
-                         " is not a rank of this " +
-                         std::to_string(result.ranks) + "-rank run");
+  if (run.straggler.rank >= result.ranks)
+    return Status::usage(
+        "--straggler: rank " + std::to_string(run.straggler.rank) +
+        " is not a rank of this " + std::to_string(result.ranks) + "-rank run");
   // Lagging gradients need ranks to lag: a one-rank run is synchronous.
-  bool lagging = plan.staleness > 0 && comm && result.ranks > 1;
-  if (!lagging && !options.lagLogPath.empty())
+  run.lagging = plan.staleness > 0 && run.comm && result.ranks > 1;
+  if (!run.lagging && !options.lagLogPath.empty())
     return Status::usage("--lag-log needs a multi-rank plan with staleness > "
                          "0 (--strata-insert-grad-sync staleness=s)");
-  if (lagging && !options.tracePath.empty())
+  if (run.lagging && !options.tracePath.empty())
     return Status::usage("--trace is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
-  if (lagging && !options.profilePath.empty())
+  if (run.lagging && !options.profilePath.empty())
     return Status::usage("--profile is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
-  int64_t perReplicaBatch = 0;
-  if (const Input *input = plan.findInput(InputRole::Data))
-    if (!plan.buffers[input->buffer].desc.shape.empty())
-      perReplicaBatch = plan.buffers[input->buffer].desc.shape[0];
-  int64_t replica = plan.ranks[result.rank].replica;
+  return Status::success();
+}
 
-  ExecutorOptions executorOptions;
+/// Chooses the rank's device and the communicators its executor uses: NCCL
+/// (bootstrapped over MPI) for GPU ranks, MPI for CPU ranks.
+Status setUpDevice(const TrainOptions &options, const Plan &plan,
+                   RunResources &run, const TrainResult &result,
+                   ExecutorOptions &executorOptions) {
   executorOptions.threads = options.threads;
   executorOptions.rank = result.rank;
   DeviceOptions deviceOptions;
-  status = chooseDevice(options, plan, result.rank, executorOptions.device,
-                        deviceOptions);
-  if (!status.ok())
+  if (Status status = chooseDevice(options, plan, result.rank,
+                                   executorOptions.device, deviceOptions);
+      !status.ok())
     return status;
-  std::unique_ptr<Communicator> nccl;
-  std::vector<std::unique_ptr<Communicator>> ownedGroups;
-  if (executorOptions.device == DeviceKind::Cuda && lagging)
+  if (executorOptions.device != DeviceKind::Cuda) {
+    if (!run.comm)
+      return Status::success();
+    executorOptions.comm = run.comm.get();
+    return createGroups(plan, *run.comm, run.groups, executorOptions.groups);
+  }
+  if (run.lagging)
     return Status::usage(
         "lagging gradients (a plan with staleness " +
         std::to_string(plan.staleness) +
         ") run on CPU ranks only; this rank would run on a GPU (use "
         "--device=cpu, or compile with staleness=0)");
-  if (executorOptions.device == DeviceKind::Cuda) {
-    // A step waiting on a dead peer's collective fails like a CPU rank's
-    // wait does.
-    if (comm)
-      deviceOptions.timeoutSeconds = options.commTimeoutSeconds;
-    std::unique_ptr<DeviceBackend> backend;
-    status = createCudaBackend(deviceOptions, backend);
-    if (!status.ok())
-      return status;
-    executorOptions.backend = std::move(backend);
-    // GPU ranks reduce device buffers through NCCL, bootstrapped over MPI;
-    // the plan's groups are NCCL communicators split from it, and a
-    // pipeline's sends and receives run on one NCCL link per direction.
-    if (comm) {
-      std::vector<std::pair<int, int>> links = pipelineLinks(plan);
-      status = createNcclCommunicator(*comm, *executorOptions.backend, nccl);
-      if (status.ok() && !links.empty())
-        status = openNcclLinks(*nccl, links);
-      if (status.ok())
-        status = createGroups(plan, *nccl, ownedGroups, executorOptions.groups);
-      if (!status.ok())
-        return status;
-      executorOptions.comm = nccl.get();
-    }
-  } else if (comm) {
-    executorOptions.comm = comm.get();
-    status = createGroups(plan, *comm, ownedGroups, executorOptions.groups);
-    if (!status.ok())
-      return status;
-  }
-  std::unique_ptr<Executor> executor;
-  status = Executor::create(std::move(plan), executorOptions, executor);
-  if (!status.ok())
+  // A step waiting on a dead peer's collective fails like a CPU rank's
+  // wait does.
+  if (run.comm)
+    deviceOptions.timeoutSeconds = options.commTimeoutSeconds;
+  std::unique_ptr<DeviceBackend> backend;
+  if (Status status = createCudaBackend(deviceOptions, backend); !status.ok())
     return status;
-  status = prepareState(options, *executor, result);
-  if (!status.ok())
-    return status;
-  std::unique_ptr<DataSource> data;
-  status = DataSource::create(
-      executor->getPlan(),
-      DataOptions{result.seed, options.dataPath, replica * perReplicaBatch},
-      data);
-  if (!status.ok())
-    return status;
-  const Plan &loaded = executor->getPlan();
-  int64_t loadedReplicas = loaded.replicas;
-  result.samplesPerStep = data->getSamplesPerStep() * loadedReplicas;
-  result.tokensPerStep = data->getTokensPerStep() * loadedReplicas;
+  executorOptions.backend = std::move(backend);
+  if (!run.comm)
+    return Status::success();
+  // GPU ranks reduce device buffers through NCCL, bootstrapped over MPI; the
+  // plan's groups are NCCL communicators split from it, and a pipeline's
+  // sends and receives run on one NCCL link per direction.
+  std::vector<std::pair<int, int>> links = pipelineLinks(plan);
+  Status status =
+      createNcclCommunicator(*run.comm, *executorOptions.backend, run.nccl);
+  if (status.ok() && !links.empty())
+    status = openNcclLinks(*run.nccl, links);
+  if (status.ok())
+    status = createGroups(plan, *run.nccl, run.groups, executorOptions.groups);
+  executorOptions.comm = run.nccl.get();
+  return status;
+}
 
-  // Every rank computes the same (all-reduced) loss; rank 0 reports it.
-  std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
+/// Prints what runs where: ranks, plan, memory, data (rank 0 only).
+void logRunHeader(std::FILE *log, const Executor &executor,
+                  const DataSource &data, const Communicator *comm,
+                  const TrainResult &result, int64_t steps) {
+  const Plan &loaded = executor.getPlan();
   if (result.ranks > 1 && loaded.stages > 1)
     logLine(log,
             "ranks: %d (%lld pipeline stages x %lld data-parallel replicas) "
             "over %s (global batch %lld)\n",
             result.ranks, static_cast<long long>(loaded.stages),
-            static_cast<long long>(loaded.replicas),
-            executorOptions.comm->engine(),
+            static_cast<long long>(loaded.replicas), comm->engine(),
             static_cast<long long>(result.samplesPerStep));
   else if (result.ranks > 1)
     logLine(log,
             "ranks: %d (%lld data-parallel replicas) over %s (global batch "
             "%lld)\n",
             result.ranks, static_cast<long long>(loaded.replicas),
-            executorOptions.comm->engine(),
-            static_cast<long long>(result.samplesPerStep));
+            comm->engine(), static_cast<long long>(result.samplesPerStep));
   logLine(log,
           "plan %s (%s): %zu instructions, %zu buffers, arena %lld bytes, "
           "%s, seed %llu, steps %lld-%lld\n",
           loaded.path.c_str(), loaded.model.c_str(),
-          executor->getProgram().size(), loaded.buffers.size(),
+          executor.getProgram().size(), loaded.buffers.size(),
           static_cast<long long>(loaded.ranks[result.rank].arenaBytes),
-          executor->describeDevice().c_str(),
+          executor.describeDevice().c_str(),
           static_cast<unsigned long long>(result.seed),
           static_cast<long long>(result.startStep + 1),
-          static_cast<long long>(result.startStep + options.steps));
+          static_cast<long long>(result.startStep + steps));
   int64_t arenaBytes = loaded.ranks[result.rank].arenaBytes;
   logLine(log,
           "memory: arena %lld bytes, live lower bound %lld bytes (arena / "
@@ -647,17 +628,106 @@ Status train(const TrainOptions &options, TrainResult &result) {
           loaded.memoryPlanStrategy.empty()
               ? "buffers not planned (every buffer its own bytes)"
               : ("planned with " + loaded.memoryPlanStrategy).c_str());
-  logLine(log, "data: %s\n", data->getDescription().c_str());
+  logLine(log, "data: %s\n", data.getDescription().c_str());
+}
+
+/// `path` for rank 0, `path` + ".rank<R>" + `suffix` for the others.
+std::string rankPath(const std::string &path, int rank, const char *suffix) {
+  return rank == 0 ? path : path + ".rank" + std::to_string(rank) + suffix;
+}
+
+/// Runs the steps, then writes the profile, the trace and the checkpoint.
+Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
+                  RunResources &run, Executor &executor, DataSource &data,
+                  TrainResult &result) {
+  TraceWriter trace;
+  bool tracing = !options.tracePath.empty();
+  ProfileRecorder profile;
+  bool profiling = !options.profilePath.empty();
+  Status status;
+  if (run.lagging)
+    status = runLaggingSteps(rankOptions, run.straggler, executor, data,
+                             *run.comm, data.getSamplesPerStep(), result);
+  else
+    status =
+        runSteps(rankOptions, run.straggler, executor, data, result,
+                 tracing ? &trace : nullptr, profiling ? &profile : nullptr);
+  if (status.ok() && profiling)
+    status = profile.write(executor.getPlan(), executor.getProgram(),
+                           rankPath(options.profilePath, result.rank, ".json"));
+  // A trace of the steps that ran is useful even when a step failed.
+  if (tracing) {
+    Status written = trace.write(rankOptions.tracePath);
+    if (status.ok())
+      status = written;
+  }
+  if (!status.ok() || options.savePath.empty())
+    return status;
+  // Replicas hold identical parameters: rank 0 writes the checkpoint (every
+  // rank with --save-all-ranks), after gathering the parameters and states
+  // of the other pipeline stages.
+  if (executor.getPlan().stages > 1)
+    if (status = gatherStages(executor, *run.comm, result.rank); !status.ok())
+      return status;
+  if (result.rank != 0 && !options.saveAllRanks)
+    return Status::success();
+  return saveCheckpoint(executor, rankPath(options.savePath, result.rank, ""),
+                        result.startStep + options.steps, result.seed);
+}
+
+} // namespace
+
+Status train(const TrainOptions &options, TrainResult &result) {
+  result = TrainResult();
+  if (Status status = checkOptions(options); !status.ok())
+    return status;
+  Plan plan;
+  RunResources run;
+  ExecutorOptions executorOptions;
+  Status status = Status::success();
+  if (!options.straggler.empty())
+    status = Straggler::parse(options.straggler, run.straggler);
+  if (status.ok())
+    status = loadPlan(options.planPath, plan);
+  if (status.ok())
+    status = connectRanks(options, plan, run, result);
+  if (status.ok())
+    status = setUpDevice(options, plan, run, result, executorOptions);
+  if (!status.ok())
+    return status;
+  int64_t perReplicaBatch = 0;
+  if (const Input *input = plan.findInput(InputRole::Data))
+    if (!plan.buffers[input->buffer].desc.shape.empty())
+      perReplicaBatch = plan.buffers[input->buffer].desc.shape[0];
+  int64_t replica = plan.ranks[result.rank].replica;
+
+  std::unique_ptr<Executor> executor;
+  status = Executor::create(std::move(plan), executorOptions, executor);
+  if (status.ok())
+    status = prepareState(options, *executor, result);
+  std::unique_ptr<DataSource> data;
+  if (status.ok())
+    status = DataSource::create(
+        executor->getPlan(),
+        DataOptions{result.seed, options.dataPath, replica * perReplicaBatch},
+        data);
+  if (!status.ok())
+    return status;
+  int64_t replicas = executor->getPlan().replicas;
+  result.samplesPerStep = data->getSamplesPerStep() * replicas;
+  result.tokensPerStep = data->getTokensPerStep() * replicas;
+
+  // Every rank computes the same (all-reduced) loss; rank 0 reports it.
+  std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
+  logRunHeader(log, *executor, *data, executorOptions.comm, result,
+               options.steps);
 
   // Ranks other than 0 train silently.
   TrainOptions rankOptions = options;
   if (result.rank != 0)
     rankOptions.log = nullptr;
   if (result.ranks > 1 && !options.tracePath.empty())
-    rankOptions.tracePath = result.rank == 0
-                                ? options.tracePath
-                                : options.tracePath + ".rank" +
-                                      std::to_string(result.rank) + ".json";
+    rankOptions.tracePath = rankPath(options.tracePath, result.rank, ".json");
 
   if (options.gradientSamples > 0) {
     GradCheckOptions check;
@@ -667,50 +737,9 @@ Status train(const TrainOptions &options, TrainResult &result) {
     GradCheckResult checked;
     return checkGradients(*executor, *data, check, checked);
   }
-
-  TraceWriter trace;
-  bool tracing = !options.tracePath.empty();
-  ProfileRecorder profile;
-  bool profiling = !options.profilePath.empty();
-  if (lagging)
-    status = runLaggingSteps(rankOptions, straggler, *executor, *data, *comm,
-                             data->getSamplesPerStep(), result);
-  else
-    status =
-        runSteps(rankOptions, straggler, *executor, *data, result,
-                 tracing ? &trace : nullptr, profiling ? &profile : nullptr);
-  if (status.ok() && profiling) {
-    std::string path = result.rank == 0
-                           ? options.profilePath
-                           : options.profilePath + ".rank" +
-                                 std::to_string(result.rank) + ".json";
-    status = profile.write(executor->getPlan(), executor->getProgram(), path);
-  }
-  // A trace of the steps that ran is useful even when a step failed.
-  if (tracing) {
-    Status written = trace.write(rankOptions.tracePath);
-    if (status.ok())
-      status = written;
-  }
+  status = runAndSave(options, rankOptions, run, *executor, *data, result);
   if (!status.ok())
     return status;
-  // Replicas hold identical parameters: rank 0 writes the checkpoint (every
-  // rank with --save-all-ranks), after gathering the parameters and states
-  // of the other pipeline stages.
-  if (!options.savePath.empty() && loaded.stages > 1) {
-    status = gatherStages(*executor, *comm, result.rank);
-    if (!status.ok())
-      return status;
-  }
-  if (!options.savePath.empty() && (result.rank == 0 || options.saveAllRanks)) {
-    std::string path = result.rank == 0 ? options.savePath
-                                        : options.savePath + ".rank" +
-                                              std::to_string(result.rank);
-    status = saveCheckpoint(*executor, path, result.startStep + options.steps,
-                            result.seed);
-    if (!status.ok())
-      return status;
-  }
   summarize(rankOptions, result);
   return Status::success();
 }
