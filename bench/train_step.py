@@ -3,13 +3,18 @@
 step spent in GEMM (matmul instructions), taken from strata-run's trace.
 
     python3 bench/train_step.py [--build build] [--steps 12] [--threads 1 2]
+        [--repeat R] [--baseline-run PATH/strata-run] [--baseline-label TEXT]
 
-Writes bench/train-step.md.
+Writes bench/train-step.md. With --baseline-run, every plan also runs on that
+strata-run (for example one built from an earlier commit), alternating with
+this build's in the same session, and the table gets its step time and the
+ratio; with --repeat R each step time is the median of R runs.
 """
 import argparse
 import collections
 import json
 import os
+import statistics
 import tempfile
 
 from benchutil import cpu_name, mean_step_ms, sh
@@ -29,6 +34,9 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--baseline-run", default=None)
+    parser.add_argument("--baseline-label", default="baseline")
     parser.add_argument("--output", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "train-step.md"))
     args = parser.parse_args()
@@ -44,9 +52,17 @@ def main():
             for threads in args.threads:
                 trace = os.path.join(tmp, "trace.json")
                 extra = f"--data {data}" if data and os.path.exists(data) else ""
-                out = sh(f"{b}/strata-run {plan} --steps {args.steps} "
-                          f"--threads {threads} --trace {trace} {extra}")
-                mean_ms = mean_step_ms(out)
+                run = (f"{plan} --steps {args.steps} --threads {threads} "
+                       f"{extra}")
+                ours, theirs = [], []
+                for _ in range(args.repeat):
+                    out = sh(f"{b}/strata-run {run} --trace {trace}")
+                    ours.append(mean_step_ms(out))
+                    if args.baseline_run:
+                        theirs.append(mean_step_ms(
+                            sh(f"{args.baseline_run} {run}")))
+                mean_ms = statistics.median(ours)
+                base_ms = statistics.median(theirs) if theirs else None
                 events = json.load(open(trace))
                 events = events["traceEvents"] if isinstance(events, dict) else events
                 by_op = collections.Counter()
@@ -63,24 +79,47 @@ def main():
                 gemm = by_op["matmul"]
                 top = ", ".join(f"{k} {100 * v / total:.0f}%"
                                 for k, v in by_op.most_common(4))
-                rows.append((name, threads, mean_ms, 100.0 * gemm / total, top))
+                rows.append((name, threads, mean_ms, base_ms,
+                             100.0 * gemm / total, top))
                 print(rows[-1], flush=True)
     cpu = cpu_name()
     lines = [
         "# Training-step time on the CPU",
         "",
-        f"Produced by `python3 bench/train_step.py --steps {args.steps}` on "
+        f"Produced by `python3 bench/train_step.py --steps {args.steps}"
+        + (f" --repeat {args.repeat}" if args.repeat > 1 else "")
+        + (f" --baseline-run ... --baseline-label '{args.baseline_label}'"
+           if args.baseline_run else "") + "` on "
         f"{os.cpu_count()} cores ({cpu}). Each model is compiled with "
         "`strata-opt --strata-autodiff=optimizer=adamw` and run by `strata-run`; "
         "the step time is strata-run's mean over steps 2..N (step 1 is warm-up), "
         "the GEMM share is the time of `matmul` instructions over the time of "
-        "all instructions in the same steps, from `--trace`.",
+        "all instructions in the same steps, from `--trace`"
+        + (f"; each step time is the median of {args.repeat} runs"
+           if args.repeat > 1 else "")
+        + (f". The {args.baseline_label} column runs the same plans on "
+           "another strata-run, alternating with this one"
+           if args.baseline_run else "") + ".",
         "",
-        "| model | threads | step (ms) | GEMM share | largest ops |",
-        "| --- | ---: | ---: | ---: | --- |",
     ]
-    for name, threads, ms, share, top in rows:
-        lines.append(f"| {name} | {threads} | {ms:.1f} | {share:.0f}% | {top} |")
+    if args.baseline_run:
+        lines += [
+            f"| model | threads | step (ms) | {args.baseline_label} (ms) "
+            "| ratio | GEMM share | largest ops |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+    else:
+        lines += [
+            "| model | threads | step (ms) | GEMM share | largest ops |",
+            "| --- | ---: | ---: | ---: | --- |",
+        ]
+    for name, threads, ms, base, share, top in rows:
+        if base is None:
+            lines.append(f"| {name} | {threads} | {ms:.1f} | {share:.0f}% "
+                         f"| {top} |")
+        else:
+            lines.append(f"| {name} | {threads} | {ms:.1f} | {base:.1f} "
+                         f"| {ms / base:.3f} | {share:.0f}% | {top} |")
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
