@@ -1,37 +1,9 @@
 # Resolves STRATA_ENABLE_CUDA and STRATA_ENABLE_MPI (AUTO|ON|OFF) into
-# STRATA_HAVE_CUDA / STRATA_HAVE_MPI and reports the outcome at configure time
-# (CUDA in runtime/cmake/StrataCuda.cmake, shared with the runtime's own
-# build).
-
-function(strata_check_tristate name)
-  string(TOUPPER "${${name}}" value)
-  if(NOT value MATCHES "^(AUTO|ON|OFF)$")
-    message(FATAL_ERROR "${name} must be AUTO, ON or OFF (got '${${name}}')")
-  endif()
-  set(${name} ${value} PARENT_SCOPE)
-endfunction()
-
-strata_check_tristate(STRATA_ENABLE_MPI)
-
-# ---- CUDA ---------------------------------------------------------------
-# One detection for the whole tree and the runtime on its own.
+# STRATA_HAVE_CUDA / STRATA_HAVE_MPI and reports the outcome at configure
+# time, then sets up sanitizers and fuzzers. The CUDA and MPI detections live
+# in runtime/cmake/, shared with the runtime's own build (`cmake -S runtime`).
 include(StrataCuda) # runtime/cmake/StrataCuda.cmake
-
-# ---- MPI ----------------------------------------------------------------
-set(STRATA_HAVE_MPI OFF)
-if(NOT STRATA_ENABLE_MPI STREQUAL "OFF")
-  find_package(MPI COMPONENTS CXX QUIET)
-  if(MPI_CXX_FOUND)
-    set(STRATA_HAVE_MPI ON)
-  elseif(STRATA_ENABLE_MPI STREQUAL "ON")
-    message(FATAL_ERROR "STRATA_ENABLE_MPI=ON but no MPI was found")
-  endif()
-endif()
-if(STRATA_HAVE_MPI)
-  message(STATUS "Strata: MPI communicator ON (${MPI_CXX_LIBRARIES})")
-else()
-  message(STATUS "Strata: MPI communicator OFF (STRATA_ENABLE_MPI=${STRATA_ENABLE_MPI})")
-endif()
+include(StrataMpi)  # runtime/cmake/StrataMpi.cmake
 
 # ---- Sanitizers and fuzzers ---------------------------------------------
 # STRATA_SANITIZE: a comma-separated list handed to -fsanitize= for every
