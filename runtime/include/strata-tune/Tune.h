@@ -315,7 +315,8 @@ double modelCpuSeconds(const GemmProblem &p, const GemmTiling &t,
                        const CacheSizes &caches, int threads,
                        double peakGflops = 100.0, double bandwidthGBs = 20.0);
 
-/// A GPU for the analytic CUDA model.
+/// A GPU for the analytic CUDA model. The defaults are an A100 SXM;
+/// strata-tune fills peak, bandwidth and SMs from the target description.
 struct GpuModel {
   double peakTflops = 19.5;         // fp32, whole device
   double bandwidthGBs = 1555;       // global memory
