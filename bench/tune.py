@@ -180,7 +180,7 @@ def main():
     w("Every trial measures the runtime's matmul kernel with one tiling "
       "(`strata-tune --threads 2 --repeats 3`: fresh random inputs, one "
       "warm-up call, median of three calls). The space is the one of "
-      "`runtime/include/strata-rt/Tune.h` with 3/3/2 levels for m/n/k "
+      "`runtime/include/strata-tune/Tune.h` with 3/3/2 levels for m/n/k "
       "(each state is a distinct kernel configuration); `states` counts "
       "every factorisation, `legal` those whose register tile exists and "
       "whose blocks fit the caches. Commands:")

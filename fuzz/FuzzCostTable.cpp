@@ -1,13 +1,13 @@
 //===- FuzzCostTable.cpp - Fuzz the cost table reader ---------------------===//
 //
 // libFuzzer target `strata-fuzz-cost-table`: the input is a cost table
-// (`strata-tune --save-cost-table`, runtime/include/strata-rt/Tune.h) for
+// (`strata-tune --save-cost-table`, runtime/include/strata-tune/Tune.h) for
 // `parseCostTable`. A table it accepts, written back in the same format with
 // every time printed exactly, must parse to the same table.
 //
 //===----------------------------------------------------------------------===//
 
-#include "strata-rt/Tune.h"
+#include "strata-tune/Tune.h"
 
 #include <cmath>
 #include <cstdint>

@@ -60,7 +60,10 @@ double TargetDescription::memoryCapacity() const {
 void TargetDescription::print(raw_ostream &os) const {
   auto num = [](double value) { return llvm::format("%g", value); };
   os << name << ": " << nodes << " node(s) x " << devicesPerNode << " "
-     << device.kind << "(s) [" << device.name << "]\n";
+     << device.kind << "(s) [" << device.name;
+  if (device.streamingMultiprocessors > 0)
+    os << ", " << device.streamingMultiprocessors << " SMs";
+  os << "]\n";
   SmallVector<StringRef> dtypes;
   for (const auto &entry : device.peakTflops)
     dtypes.push_back(entry.getKey());
@@ -128,6 +131,9 @@ private:
                    double &out) const;
   Error readDevice(const json::Object &object, StringRef key,
                    DeviceDescription &out) const;
+  Error readStreamingMultiprocessors(const json::Object &device,
+                                     StringRef prefix,
+                                     DeviceDescription &out) const;
   Error readLink(const json::Object &object, StringRef key,
                  LinkDescription &out) const;
 
@@ -222,10 +228,10 @@ Error TargetReader::readDevice(const json::Object &parent, StringRef key,
   Expected<const json::Object &> object = readObject(parent, "", key);
   if (!object)
     return object.takeError();
-  if (Error err =
-          checkKnownKeys(*object, key,
-                         {"kind", "name", "peak_tflops",
-                          "memory_bandwidth_gb_per_s", "memory_capacity_gib"}))
+  if (Error err = checkKnownKeys(
+          *object, key,
+          {"kind", "name", "peak_tflops", "memory_bandwidth_gb_per_s",
+           "memory_capacity_gib", "streaming_multiprocessors"}))
     return err;
 
   if (Error err = readString(*object, key, "kind", out.kind))
@@ -258,8 +264,27 @@ Error TargetReader::readDevice(const json::Object &parent, StringRef key,
   if (Error err = readNumber(*object, key, "memory_bandwidth_gb_per_s",
                              /*allowZero=*/false, out.memoryBandwidthGBps))
     return err;
-  return readNumber(*object, key, "memory_capacity_gib", /*allowZero=*/false,
-                    out.memoryCapacityGiB);
+  if (Error err = readNumber(*object, key, "memory_capacity_gib",
+                             /*allowZero=*/false, out.memoryCapacityGiB))
+    return err;
+  return readStreamingMultiprocessors(*object, key, out);
+}
+
+Error TargetReader::readStreamingMultiprocessors(const json::Object &device,
+                                                 StringRef prefix,
+                                                 DeviceDescription &out) const {
+  const json::Value *value = device.get("streaming_multiprocessors");
+  if (!value)
+    return Error::success();
+  std::string path = join(prefix, "streaming_multiprocessors");
+  if (out.kind != "gpu")
+    return fieldError(path, "only a gpu device has streaming multiprocessors");
+  constexpr int64_t kMax = DeviceDescription::kMaxStreamingMultiprocessors;
+  std::optional<int64_t> count = value->getAsInteger();
+  if (!count || *count < 1 || *count > kMax)
+    return fieldError(path, "expected an integer from 1 to " + Twine(kMax));
+  out.streamingMultiprocessors = *count;
+  return Error::success();
 }
 
 Error TargetReader::readLink(const json::Object &parent, StringRef key,

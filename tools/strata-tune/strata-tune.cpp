@@ -11,7 +11,7 @@
 //
 // Collects the distinct GEMMs of the models' matmuls (forward and backward
 // of a training step alike; a SHAPE is MxNxK[:bB][:ta][:tb]) and searches the
-// tiling space of each (runtime/include/strata-rt/Tune.h). On a CPU target
+// tiling space of each (runtime/include/strata-tune/Tune.h). On a CPU target
 // the cost of a tiling is the measured time of the runtime's matmul kernel
 // on this machine; a GPU target uses the analytic model of Strata's CUDA GEMM.
 // The database (JSON, include/strata/Target/TuningDatabase.h) is rewritten
@@ -39,7 +39,7 @@
 #include "strata/Target/TuningDatabase.h"
 #include "strata/Transforms/TileGemm.h"
 
-#include "strata-rt/Tune.h"
+#include "strata-tune/Tune.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -219,8 +219,13 @@ static std::string ms(double seconds) {
   return llvm::formatv("{0:F3} ms", seconds * 1e3).str();
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+/// Parses the command line. --threads is taken out first (libLLVM registers
+/// a `threads` option of its own); exits with code 2 on a usage error.
+static void parseCommandLine(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   SmallVector<const char *> args;
   for (int i = 0; i < argc; ++i) {
@@ -245,11 +250,14 @@ int main(int argc, char **argv) {
           "  --threads N   threads of the measured kernel (default: one per "
           "hardware thread)\n",
           &llvm::errs()))
-    return 2;
+    std::exit(2);
   if (inputs.empty())
     fail(2, "no model or GEMM shape given");
+}
 
-  // Options.
+/// The search of every GEMM: --algorithm, --seed, --budget and the options
+/// of the algorithms.
+static tune::SearchOptions readSearchOptions() {
   tune::SearchOptions search;
   if (!tune::parseAlgorithm(algorithm, search.algorithm))
     fail(2, "unknown --algorithm '" + algorithm +
@@ -275,64 +283,109 @@ int main(int argc, char **argv) {
     else
       search.maxTrials = (int64_t)value;
   }
+  return search;
+}
+
+/// The tiling space's levels (--levels); the target and caches are set by
+/// resolveTarget.
+static tune::SpaceOptions readSpaceOptions() {
   tune::SpaceOptions space;
-  {
-    SmallVector<StringRef> parts;
-    StringRef(levels).split(parts, ',');
-    int values[3];
-    if (parts.size() != 3 || parts[0].getAsInteger(10, values[0]) ||
-        parts[1].getAsInteger(10, values[1]) ||
-        parts[2].getAsInteger(10, values[2]) || values[0] < 2 ||
-        values[1] < 2 || values[2] < 1 || values[0] > 6 || values[1] > 6 ||
-        values[2] > 6)
-      fail(2, "invalid --levels '" + levels +
-                  "' (M,N,K: 2-6 levels for m and n, 1-6 for k)");
-    space.levelsM = values[0];
-    space.levelsN = values[1];
-    space.levelsK = values[2];
-  }
+  SmallVector<StringRef> parts;
+  StringRef(levels).split(parts, ',');
+  int values[3];
+  if (parts.size() != 3 || parts[0].getAsInteger(10, values[0]) ||
+      parts[1].getAsInteger(10, values[1]) ||
+      parts[2].getAsInteger(10, values[2]) || values[0] < 2 || values[1] < 2 ||
+      values[2] < 1 || values[0] > 6 || values[1] > 6 || values[2] > 6)
+    fail(2, "invalid --levels '" + levels +
+                "' (M,N,K: 2-6 levels for m and n, 1-6 for k)");
+  space.levelsM = values[0];
+  space.levelsN = values[1];
+  space.levelsK = values[2];
+  return space;
+}
+
+/// Checks the options that only need a value check (--cost, --repeats).
+static void checkCostOptions() {
   if (costKind != "measured" && costKind != "model")
     fail(2, "--cost must be 'measured' or 'model'");
   if (repeats < 1)
     fail(2, "--repeats must be at least 1");
+}
 
-  // Target.
-  TuningDatabase fresh;
-  fresh.target = "cpu";
-  fresh.kind = "cpu";
+//===----------------------------------------------------------------------===//
+// Target
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What the tilings are tuned for and how a tiling's cost is obtained.
+struct TuneTarget {
+  /// The database this run writes, without entries: target, kind, machine,
+  /// kernel version and cost kind.
+  TuningDatabase header;
+  /// Tilings of Strata's CUDA GEMM, costed by the analytic model of `gpu`.
+  bool isGpu = false;
+  /// CPU: the measured time of the runtime's kernel (else the CPU model).
+  bool measured = false;
   tune::GpuModel gpu;
-  double cpuPeakGflops = 100, cpuBandwidth = 20;
+  /// The analytic CPU model's core.
+  double cpuPeakGflops = 100, cpuBandwidthGBs = 20;
+};
+} // namespace
+
+/// The analytic model of the GPU of `target`, from its description (exits
+/// with code 3 when the description lacks what the model needs).
+static tune::GpuModel gpuModelOf(const TargetDescription &target) {
+  if (target.device.streamingMultiprocessors <= 0)
+    fail(3, "target '" + target.name + "' (" + target.path +
+                "): the CUDA GEMM model needs the GPU's "
+                "'device.streaming_multiprocessors'");
+  tune::GpuModel gpu;
+  gpu.peakTflops = target.peakFlops("f32") / 1e12;
+  gpu.bandwidthGBs = target.device.memoryBandwidthGBps;
+  gpu.sms = static_cast<int>(target.device.streamingMultiprocessors);
+  return gpu;
+}
+
+/// Loads --target ("cpu": this machine, measured unless --cost model) and
+/// sets the space's kernel and caches to match.
+static TuneTarget resolveTarget(tune::SpaceOptions &space) {
+  TuneTarget t;
+  t.header.target = "cpu";
+  t.header.kind = "cpu";
   if (targetName != "cpu") {
     llvm::Expected<TargetDescription> target =
         loadTargetDescription(targetName, getDefaultTargetSearchPath());
     if (!target)
       fail(3, llvm::toString(target.takeError()));
-    fresh.target = target->name;
-    fresh.kind = target->device.kind == "gpu" ? "gpu" : "cpu";
-    if (fresh.kind == "gpu") {
-      gpu.peakTflops = target->peakFlops("f32") / 1e12;
-      gpu.bandwidthGBs = target->device.memoryBandwidthGBps;
-      StringRef name = target->device.name;
-      gpu.sms = name.contains("H100") ? 132 : name.contains("V100") ? 80 : 108;
+    t.header.target = target->name;
+    t.header.kind = target->device.kind == "gpu" ? "gpu" : "cpu";
+    if (t.header.kind == "gpu") {
+      t.gpu = gpuModelOf(*target);
     } else {
-      cpuPeakGflops = target->peakFlops("f32") / 1e9;
-      cpuBandwidth = target->device.memoryBandwidthGBps;
+      t.cpuPeakGflops = target->peakFlops("f32") / 1e9;
+      t.cpuBandwidthGBs = target->device.memoryBandwidthGBps;
     }
   }
-  bool gpuTarget = fresh.kind == "gpu";
-  space.target = gpuTarget ? tune::TileTarget::Cuda : tune::TileTarget::Cpu;
+  t.isGpu = t.header.kind == "gpu";
+  space.target = t.isGpu ? tune::TileTarget::Cuda : tune::TileTarget::Cpu;
   space.caches = tune::CacheSizes::detect();
-  bool measured = !gpuTarget && costKind == "measured";
-  fresh.cost = measured ? "measured" : "model";
-  fresh.kernel =
-      gpuTarget ? tune::kCudaGemmModelVersion : tune::kCpuGemmKernelVersion;
-  fresh.machine = gpuTarget  ? "analytic model of " + fresh.target
-                  : measured ? tune::machineIdentity(threads)
-                             : "analytic model of " + fresh.target;
+  t.measured = !t.isGpu && costKind == "measured";
+  t.header.cost = t.measured ? "measured" : "model";
+  t.header.kernel =
+      t.isGpu ? tune::kCudaGemmModelVersion : tune::kCpuGemmKernelVersion;
+  t.header.machine = t.measured ? tune::machineIdentity(threads)
+                                : "analytic model of " + t.header.target;
+  return t;
+}
 
-  // GEMMs.
-  MLIRContext ctx;
-  ctx.loadDialect<StrataDialect, func::FuncDialect>();
+//===----------------------------------------------------------------------===//
+// GEMMs
+//===----------------------------------------------------------------------===//
+
+/// The distinct GEMMs of the inputs (models and shapes), with how many
+/// matmuls have each.
+static std::map<GemmKey, int> collectGemms(MLIRContext &ctx) {
   std::map<GemmKey, int> keys;
   for (const std::string &input : inputs) {
     tune::GemmProblem p;
@@ -347,268 +400,405 @@ int main(int argc, char **argv) {
     ++keys[gemmKeyFor("f32", p.batch, p.m, p.n, p.k, p.transA, p.transB,
                       /*rhsIsMatrix=*/false)];
   }
-  if (listOnly) {
-    for (const auto &[key, count] : keys)
-      llvm::outs() << key.dtype << " " << key.str() << " (" << count
-                   << (count == 1 ? " matmul)\n" : " matmuls)\n");
-    return 0;
-  }
+  return keys;
+}
 
-  // Side-by-side timing of given tilings (comparing the results of
-  // different searches under the same machine load).
-  if (!measureTilings.empty()) {
-    std::vector<GemmTiling> tilings;
-    for (const std::string &text : measureTilings) {
-      GemmTiling t;
-      SmallVector<StringRef> parts;
-      StringRef(text).split(parts, ',');
-      if (text != "default" &&
-          (parts.size() != 5 || parts[0].getAsInteger(10, t.mc) ||
-           parts[1].getAsInteger(10, t.nc) || parts[2].getAsInteger(10, t.kc) ||
-           parts[3].getAsInteger(10, t.mr) || parts[4].getAsInteger(10, t.nr)))
-        fail(2, "invalid --measure '" + text + "' (mc,nc,kc,mr,nr or default)");
-      tilings.push_back(t);
-    }
-    for (const auto &entryOfKeys : keys) {
-      tune::MeasureOptions mo;
-      mo.threads = threads;
-      mo.repeats = repeats;
-      mo.seed = seed;
-      tune::GemmMeasurer measurer(toProblem(entryOfKeys.first), mo);
-      std::vector<double> best(tilings.size(), HUGE_VAL);
-      for (int r = 0; r < std::max(1, rounds.getValue()); ++r)
-        for (size_t i = 0; i < tilings.size(); ++i)
-          best[i] = std::min(best[i], measurer.measure(tilings[i]));
-      for (size_t i = 0; i < tilings.size(); ++i)
-        llvm::outs() << entryOfKeys.first.str() << " " << measureTilings[i]
-                     << " " << llvm::formatv("{0:e}", best[i]) << "\n";
-    }
-    return 0;
-  }
+/// --list: prints the distinct GEMMs.
+static void listGemms(const std::map<GemmKey, int> &keys) {
+  for (const auto &[key, count] : keys)
+    llvm::outs() << key.dtype << " " << key.str() << " (" << count
+                 << (count == 1 ? " matmul)\n" : " matmuls)\n");
+}
 
-  // Replay over a cost table instead of measuring (no database).
-  bool replay = !costTablePath.empty();
-  CostTable costTable;
-  if (replay) {
-    if (!saveCostTablePath.empty())
-      fail(2, "--cost-table replays a table; it cannot be combined with "
-              "--save-cost-table");
-    if (gpuTarget || costKind != "measured")
-      fail(2, "--cost-table replays measured CPU times; it cannot be "
-              "combined with a GPU target or --cost model");
-    costTable = loadCostTable(costTablePath);
+/// --measure: times the given tilings side by side, round robin on every
+/// GEMM (comparing the results of different searches under the same machine
+/// load), and prints the best median of each.
+static void measureGivenTilings(const std::map<GemmKey, int> &keys) {
+  std::vector<GemmTiling> tilings;
+  for (const std::string &text : measureTilings) {
+    GemmTiling t;
+    SmallVector<StringRef> parts;
+    StringRef(text).split(parts, ',');
+    if (text != "default" &&
+        (parts.size() != 5 || parts[0].getAsInteger(10, t.mc) ||
+         parts[1].getAsInteger(10, t.nc) || parts[2].getAsInteger(10, t.kc) ||
+         parts[3].getAsInteger(10, t.mr) || parts[4].getAsInteger(10, t.nr)))
+      fail(2, "invalid --measure '" + text + "' (mc,nc,kc,mr,nr or default)");
+    tilings.push_back(t);
   }
-
-  // Database.
-  TuningDatabase db = fresh;
-  if (!replay && llvm::sys::fs::exists(dbPath)) {
-    llvm::Expected<TuningDatabase> loaded = loadTuningDatabase(dbPath);
-    if (!loaded)
-      fail(3, "corrupt tuning database: " + llvm::toString(loaded.takeError()) +
-                  " (fix or remove the file)");
-    if (loaded->target != fresh.target || loaded->kind != fresh.kind ||
-        loaded->machine != fresh.machine || loaded->kernel != fresh.kernel ||
-        loaded->cost != fresh.cost)
-      fail(3, "tuning database '" + dbPath + "' holds target '" +
-                  loaded->target + "' on '" + loaded->machine + "' (" +
-                  loaded->kernel + ", " + loaded->cost + "), not target '" +
-                  fresh.target + "' on '" + fresh.machine + "' (" +
-                  fresh.kernel + ", " + fresh.cost + "); use another --db");
-    db = std::move(*loaded);
-  }
-
-  std::unique_ptr<llvm::raw_fd_ostream> history;
-  if (!historyPath.empty()) {
-    std::error_code ec;
-    history = std::make_unique<llvm::raw_fd_ostream>(
-        historyPath, ec, llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
-    if (ec)
-      fail(1, "cannot write '" + historyPath + "': " + ec.message());
-  }
-  std::unique_ptr<llvm::raw_fd_ostream> saveTable;
-  if (!saveCostTablePath.empty()) {
-    std::error_code ec;
-    saveTable = std::make_unique<llvm::raw_fd_ostream>(
-        saveCostTablePath, ec,
-        llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
-    if (ec)
-      fail(1, "cannot write '" + saveCostTablePath + "': " + ec.message());
-  }
-
-  int index = 0, tuned = 0, skipped = 0;
   for (const auto &entryOfKeys : keys) {
-    const GemmKey &key = entryOfKeys.first;
-    ++index;
-    std::string label = llvm::formatv("[{0}/{1}] {2} {3}", index, keys.size(),
-                                      key.dtype, key.str())
-                            .str();
-    if (!replay && !force && db.find(key)) {
-      ++skipped;
-      if (!quiet)
-        llvm::errs() << label << ": in the database, skipped\n";
-      continue;
-    }
-    if (key.dtype != "f32" && measured) {
-      llvm::errs() << "strata-tune: warning: " << label
-                   << ": only f32 GEMMs can be measured; skipped\n";
-      continue;
-    }
-    tune::GemmProblem problem = toProblem(key);
-    tune::TileSpace tileSpace(problem, space);
+    tune::MeasureOptions mo;
+    mo.threads = threads;
+    mo.repeats = repeats;
+    mo.seed = seed;
+    tune::GemmMeasurer measurer(toProblem(entryOfKeys.first), mo);
+    std::vector<double> best(tilings.size(), HUGE_VAL);
+    for (int r = 0; r < std::max(1, rounds.getValue()); ++r)
+      for (size_t i = 0; i < tilings.size(); ++i)
+        best[i] = std::min(best[i], measurer.measure(tilings[i]));
+    for (size_t i = 0; i < tilings.size(); ++i)
+      llvm::outs() << entryOfKeys.first.str() << " " << measureTilings[i] << " "
+                   << llvm::formatv("{0:e}", best[i]) << "\n";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Database and output files
+//===----------------------------------------------------------------------===//
+
+/// --cost-table: the table a replay searches over (exits with code 2 when
+/// the other options contradict a replay).
+static CostTable loadReplayTable(const TuneTarget &target) {
+  if (!saveCostTablePath.empty())
+    fail(2, "--cost-table replays a table; it cannot be combined with "
+            "--save-cost-table");
+  if (target.isGpu || costKind != "measured")
+    fail(2, "--cost-table replays measured CPU times; it cannot be "
+            "combined with a GPU target or --cost model");
+  return loadCostTable(costTablePath);
+}
+
+/// The database to add to: --db when it exists (and was tuned for the same
+/// target, machine, kernel and cost kind; else exit code 3), else an empty
+/// one with `header`'s fields.
+static TuningDatabase openDatabase(const TuningDatabase &header) {
+  if (!llvm::sys::fs::exists(dbPath))
+    return header;
+  llvm::Expected<TuningDatabase> loaded = loadTuningDatabase(dbPath);
+  if (!loaded)
+    fail(3, "corrupt tuning database: " + llvm::toString(loaded.takeError()) +
+                " (fix or remove the file)");
+  if (loaded->target != header.target || loaded->kind != header.kind ||
+      loaded->machine != header.machine || loaded->kernel != header.kernel ||
+      loaded->cost != header.cost)
+    fail(3, "tuning database '" + dbPath + "' holds target '" + loaded->target +
+                "' on '" + loaded->machine + "' (" + loaded->kernel + ", " +
+                loaded->cost + "), not target '" + header.target + "' on '" +
+                header.machine + "' (" + header.kernel + ", " + header.cost +
+                "); use another --db");
+  return std::move(*loaded);
+}
+
+/// Opens `path` for appending (exit code 1 on failure); null for no path.
+static std::unique_ptr<llvm::raw_fd_ostream> openAppend(StringRef path) {
+  if (path.empty())
+    return nullptr;
+  std::error_code ec;
+  auto os = std::make_unique<llvm::raw_fd_ostream>(
+      path, ec, llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
+  if (ec)
+    fail(1, "cannot write '" + path + "': " + ec.message());
+  return os;
+}
+
+//===----------------------------------------------------------------------===//
+// Tuning one GEMM
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Searches the tiling of each GEMM in turn and records it: in the database,
+/// or, when replaying a cost table, as a result line on stdout.
+class Tuner {
+public:
+  Tuner(const TuneTarget &target, const tune::SpaceOptions &space,
+        tune::SearchOptions search, TuningDatabase &db,
+        const CostTable *replayTable)
+      : target(target), space(space), search(std::move(search)), db(db),
+        replayTable(replayTable), history(openAppend(historyPath)),
+        saveTable(openAppend(saveCostTablePath)) {}
+
+  /// Tunes GEMM number `index` (1-based) of `count`.
+  void tuneGemm(const GemmKey &key, int index, size_t count);
+  int tuned = 0, skipped = 0;
+
+private:
+  /// One GEMM: its problem, space, label and how a state is costed.
+  struct Gemm {
+    Gemm(const GemmKey &key, std::string label, const tune::SpaceOptions &space)
+        : key(key), label(std::move(label)), problem(toProblem(key)),
+          tileSpace(problem, space) {}
+    const GemmKey &key;
+    std::string label;
+    tune::GemmProblem problem;
+    tune::TileSpace tileSpace;
     std::unique_ptr<tune::GemmMeasurer> measurer;
     const std::map<std::array<int64_t, 5>, double> *replayCosts = nullptr;
-    if (replay) {
-      auto it = costTable.find(problem.str());
-      if (it == costTable.end())
-        fail(1, label + ": cost table '" + costTablePath +
-                    "' has no times for this GEMM");
-      replayCosts = &it->second;
-    } else if (measured) {
-      tune::MeasureOptions mo;
-      mo.threads = threads;
-      mo.repeats = repeats;
-      mo.seed = seed + index;
-      measurer = std::make_unique<tune::GemmMeasurer>(problem, mo);
-    }
-    int modelThreads =
-        measurer ? measurer->threads() : std::max(1, threads > 0 ? threads : 2);
-    tune::CostFunction cost = [&](const tune::TileState &s) {
-      if (gpuTarget)
-        return tune::modelCudaSeconds(problem, tileSpace.cudaTiling(s), gpu);
-      if (replayCosts) {
-        auto it = replayCosts->find(tileSpace.key(s));
-        if (it == replayCosts->end())
-          fail(1, label + ": cost table '" + costTablePath +
-                      "' has no time for tiling " +
-                      tilingText(tileSpace.key(s)) + " (state " + s.str() +
-                      "); measure every legal state with --algorithm "
-                      "exhaustive --budget 0 --save-cost-table");
-        return it->second;
-      }
-      GemmTiling t = tileSpace.cpuTiling(s);
-      if (measurer)
-        return measurer->measure(t);
-      return tune::modelCpuSeconds(problem, t, space.caches, modelThreads,
-                                   cpuPeakGflops, cpuBandwidth);
-    };
-    double defaultSeconds = -1;
-    if (!gpuTarget && !replay) {
-      GemmTiling d;
-      defaultSeconds =
-          measurer
-              ? measurer->measure(d)
-              : tune::modelCpuSeconds(problem, d, space.caches, modelThreads,
-                                      cpuPeakGflops, cpuBandwidth);
-    }
-    if (!quiet)
-      llvm::errs() << label << ": " << tune::algorithmName(search.algorithm)
-                   << " over " << tileSpace.size() << " states ("
-                   << (tileSpace.size() <= kCountLegalLimit
-                           ? std::to_string(tileSpace.countLegal())
-                           : std::string("?"))
-                   << " legal)"
-                   << (defaultSeconds >= 0
-                           ? ", default tiling " + ms(defaultSeconds)
-                           : std::string())
-                   << "\n";
-    auto lastReport = std::chrono::steady_clock::now();
-    search.onTrial = [&](const tune::Trial &trial) {
-      if (history)
-        *history << llvm::formatv(
-            "{{\"gemm\": \"{0}\", \"algorithm\": \"{1}\", \"seed\": {2}, "
-            "\"trial\": {3}, \"seconds\": {4:e}, \"best\": {5:e}, "
-            "\"elapsed\": {6:F3}}\n",
-            key.str(), tune::algorithmName(search.algorithm), search.seed,
-            trial.index, trial.cost, trial.bestCost, trial.elapsed);
-      if (saveTable) {
-        *saveTable << problem.str() << " "
-                   << tilingText(tileSpace.key(trial.state)) << " ";
-        if (std::isinf(trial.cost))
-          *saveTable << "inf\n";
-        else
-          *saveTable << llvm::formatv("{0:e}", trial.cost) << "\n";
-        // An interrupted exhaustive run keeps what it measured.
-        saveTable->flush();
-      }
-      auto now = std::chrono::steady_clock::now();
-      if (quiet || std::chrono::duration<double>(now - lastReport).count() < 2)
-        return;
-      lastReport = now;
-      llvm::errs() << "  trial " << trial.index;
-      if (search.maxTrials > 0)
-        llvm::errs() << "/" << search.maxTrials;
-      llvm::errs() << ", best " << ms(trial.bestCost) << "\n";
-    };
-    tune::SearchResult result = tune::search(tileSpace, cost, search);
-    if (!result.found)
-      fail(1, label + ": no legal tiling could be measured");
-    if (saveTable)
-      saveTable->flush();
-    if (replay) {
-      llvm::outs() << llvm::formatv(
-          "{0} {1} seed={2} trials={3} best={4:e} tiling={5}{6}\n",
-          problem.str(), tune::algorithmName(search.algorithm), search.seed,
-          result.trials, result.bestCost,
-          tilingText(tileSpace.key(result.best)),
-          result.complete ? " complete" : "");
-      ++tuned;
-      continue;
-    }
+    int modelThreads = 1;
+  };
 
-    TuningEntry entry;
-    entry.key = key;
-    entry.seconds = result.bestCost;
-    entry.defaultSeconds = defaultSeconds;
-    entry.algorithm = tune::algorithmName(search.algorithm);
-    entry.trials = result.trials;
-    entry.seed = search.seed;
-    std::string tilingText;
-    if (gpuTarget) {
-      tune::CudaTiling t = tileSpace.cudaTiling(result.best);
-      entry.tiling = {{"block_m", t.blockM},
-                      {"block_n", t.blockN},
-                      {"k_step", t.kStep},
-                      {"thread_m", t.threadM},
-                      {"thread_n", t.threadN}};
-    } else {
-      GemmTiling t = tileSpace.cpuTiling(result.best);
-      // The default tiling need not be a state of the space (its blocks need
-      // not divide the dimensions); when it measured faster than everything
-      // the search found, it is the tiling to keep.
-      if (defaultSeconds >= 0 && defaultSeconds < result.bestCost) {
-        t = GemmTiling();
-        entry.seconds = defaultSeconds;
-        entry.algorithm += " (default kept)";
-      }
-      entry.tiling = {
-          {"mc", t.mc}, {"nc", t.nc}, {"kc", t.kc}, {"mr", t.mr}, {"nr", t.nr}};
-    }
-    for (const auto &[name, value] : entry.tiling)
-      tilingText +=
-          (tilingText.empty() ? "" : " ") + name + "=" + std::to_string(value);
-    db.insert(std::move(entry));
-    if (llvm::Error e = writeTuningDatabase(db, dbPath))
-      fail(1, llvm::toString(std::move(e)));
-    ++tuned;
-    double chosen = db.find(key)->seconds;
-    double gflops = problem.flops() / chosen / 1e9;
-    if (!quiet) {
-      llvm::errs() << "  -> " << tilingText << ": " << ms(chosen)
-                   << llvm::formatv(" ({0:F1} GFLOP/s", gflops);
-      if (defaultSeconds > 0)
-        llvm::errs() << llvm::formatv(", {0:F2}x the default's speed",
-                                      defaultSeconds / chosen);
-      if (chosen != result.bestCost)
-        llvm::errs() << ", the default kept";
-      llvm::errs() << llvm::formatv("), {0} trials in {1:F1} s\n",
-                                    result.trials, result.seconds);
-    }
+  /// Whether `key` is not searched: in the database already, or not
+  /// measurable.
+  bool skip(const GemmKey &key, const std::string &label);
+  /// Sets up the measurer or the replayed costs of GEMM number `index`.
+  void prepareCosts(Gemm &gemm, int index) const;
+  tune::CostFunction costFunction(const Gemm &gemm) const;
+  /// The default tiling's seconds on a CPU target (measured or modelled); -1
+  /// on a GPU target or in a replay.
+  double defaultTilingSeconds(const Gemm &gemm) const;
+  void reportStart(const Gemm &gemm, double defaultSeconds) const;
+  /// Appends each trial to --history and --save-cost-table, and reports
+  /// progress every 2 s.
+  std::function<void(const tune::Trial &)> trialCallback(const Gemm &gemm);
+  /// A replay's result line on stdout.
+  void printReplay(const Gemm &gemm, const tune::SearchResult &result) const;
+  /// Adds the tiling found (or the default one, when it measured faster) to
+  /// the database and rewrites it.
+  void record(const Gemm &gemm, const tune::SearchResult &result,
+              double defaultSeconds);
+
+  const TuneTarget &target;
+  const tune::SpaceOptions &space;
+  tune::SearchOptions search;
+  TuningDatabase &db;
+  const CostTable *replayTable;
+  std::unique_ptr<llvm::raw_fd_ostream> history, saveTable;
+};
+} // namespace
+
+bool Tuner::skip(const GemmKey &key, const std::string &label) {
+  if (!replayTable && !force && db.find(key)) {
+    ++skipped;
+    if (!quiet)
+      llvm::errs() << label << ": in the database, skipped\n";
+    return true;
   }
+  if (key.dtype != "f32" && target.measured) {
+    llvm::errs() << "strata-tune: warning: " << label
+                 << ": only f32 GEMMs can be measured; skipped\n";
+    return true;
+  }
+  return false;
+}
+
+void Tuner::prepareCosts(Gemm &gemm, int index) const {
+  if (replayTable) {
+    auto it = replayTable->find(gemm.problem.str());
+    if (it == replayTable->end())
+      fail(1, gemm.label + ": cost table '" + costTablePath +
+                  "' has no times for this GEMM");
+    gemm.replayCosts = &it->second;
+  } else if (target.measured) {
+    tune::MeasureOptions mo;
+    mo.threads = threads;
+    mo.repeats = repeats;
+    mo.seed = seed + index;
+    gemm.measurer = std::make_unique<tune::GemmMeasurer>(gemm.problem, mo);
+  }
+  gemm.modelThreads = gemm.measurer ? gemm.measurer->threads()
+                                    : std::max(1, threads > 0 ? threads : 2);
+}
+
+tune::CostFunction Tuner::costFunction(const Gemm &gemm) const {
+  return [this, &gemm](const tune::TileState &s) {
+    if (target.isGpu)
+      return tune::modelCudaSeconds(gemm.problem, gemm.tileSpace.cudaTiling(s),
+                                    target.gpu);
+    if (gemm.replayCosts) {
+      auto it = gemm.replayCosts->find(gemm.tileSpace.key(s));
+      if (it == gemm.replayCosts->end())
+        fail(1, gemm.label + ": cost table '" + costTablePath +
+                    "' has no time for tiling " +
+                    tilingText(gemm.tileSpace.key(s)) + " (state " + s.str() +
+                    "); measure every legal state with --algorithm "
+                    "exhaustive --budget 0 --save-cost-table");
+      return it->second;
+    }
+    GemmTiling t = gemm.tileSpace.cpuTiling(s);
+    if (gemm.measurer)
+      return gemm.measurer->measure(t);
+    return tune::modelCpuSeconds(gemm.problem, t, space.caches,
+                                 gemm.modelThreads, target.cpuPeakGflops,
+                                 target.cpuBandwidthGBs);
+  };
+}
+
+double Tuner::defaultTilingSeconds(const Gemm &gemm) const {
+  if (target.isGpu || replayTable)
+    return -1;
+  GemmTiling d;
+  if (gemm.measurer)
+    return gemm.measurer->measure(d);
+  return tune::modelCpuSeconds(gemm.problem, d, space.caches, gemm.modelThreads,
+                               target.cpuPeakGflops, target.cpuBandwidthGBs);
+}
+
+void Tuner::reportStart(const Gemm &gemm, double defaultSeconds) const {
+  if (quiet)
+    return;
+  const tune::TileSpace &tileSpace = gemm.tileSpace;
+  llvm::errs() << gemm.label << ": " << tune::algorithmName(search.algorithm)
+               << " over " << tileSpace.size() << " states ("
+               << (tileSpace.size() <= kCountLegalLimit
+                       ? std::to_string(tileSpace.countLegal())
+                       : std::string("?"))
+               << " legal)"
+               << (defaultSeconds >= 0
+                       ? ", default tiling " + ms(defaultSeconds)
+                       : std::string())
+               << "\n";
+}
+
+std::function<void(const tune::Trial &)>
+Tuner::trialCallback(const Gemm &gemm) {
+  auto lastReport = std::chrono::steady_clock::now();
+  return [this, &gemm, lastReport](const tune::Trial &trial) mutable {
+    if (history)
+      *history << llvm::formatv(
+          "{{\"gemm\": \"{0}\", \"algorithm\": \"{1}\", \"seed\": {2}, "
+          "\"trial\": {3}, \"seconds\": {4:e}, \"best\": {5:e}, "
+          "\"elapsed\": {6:F3}}\n",
+          gemm.key.str(), tune::algorithmName(search.algorithm), search.seed,
+          trial.index, trial.cost, trial.bestCost, trial.elapsed);
+    if (saveTable) {
+      *saveTable << gemm.problem.str() << " "
+                 << tilingText(gemm.tileSpace.key(trial.state)) << " ";
+      if (std::isinf(trial.cost))
+        *saveTable << "inf\n";
+      else
+        *saveTable << llvm::formatv("{0:e}", trial.cost) << "\n";
+      // An interrupted exhaustive run keeps what it measured.
+      saveTable->flush();
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (quiet || std::chrono::duration<double>(now - lastReport).count() < 2)
+      return;
+    lastReport = now;
+    llvm::errs() << "  trial " << trial.index;
+    if (search.maxTrials > 0)
+      llvm::errs() << "/" << search.maxTrials;
+    llvm::errs() << ", best " << ms(trial.bestCost) << "\n";
+  };
+}
+
+void Tuner::printReplay(const Gemm &gemm,
+                        const tune::SearchResult &result) const {
+  llvm::outs() << llvm::formatv(
+      "{0} {1} seed={2} trials={3} best={4:e} tiling={5}{6}\n",
+      gemm.problem.str(), tune::algorithmName(search.algorithm), search.seed,
+      result.trials, result.bestCost,
+      tilingText(gemm.tileSpace.key(result.best)),
+      result.complete ? " complete" : "");
+}
+
+void Tuner::record(const Gemm &gemm, const tune::SearchResult &result,
+                   double defaultSeconds) {
+  TuningEntry entry;
+  entry.key = gemm.key;
+  entry.seconds = result.bestCost;
+  entry.defaultSeconds = defaultSeconds;
+  entry.algorithm = tune::algorithmName(search.algorithm);
+  entry.trials = result.trials;
+  entry.seed = search.seed;
+  if (target.isGpu) {
+    tune::CudaTiling t = gemm.tileSpace.cudaTiling(result.best);
+    entry.tiling = {{"block_m", t.blockM},
+                    {"block_n", t.blockN},
+                    {"k_step", t.kStep},
+                    {"thread_m", t.threadM},
+                    {"thread_n", t.threadN}};
+  } else {
+    GemmTiling t = gemm.tileSpace.cpuTiling(result.best);
+    // The default tiling need not be a state of the space (its blocks need
+    // not divide the dimensions); when it measured faster than everything
+    // the search found, it is the tiling to keep.
+    if (defaultSeconds >= 0 && defaultSeconds < result.bestCost) {
+      t = GemmTiling();
+      entry.seconds = defaultSeconds;
+      entry.algorithm += " (default kept)";
+    }
+    entry.tiling = {
+        {"mc", t.mc}, {"nc", t.nc}, {"kc", t.kc}, {"mr", t.mr}, {"nr", t.nr}};
+  }
+  std::string chosenText;
+  for (const auto &[name, value] : entry.tiling)
+    chosenText +=
+        (chosenText.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  db.insert(std::move(entry));
+  if (llvm::Error e = writeTuningDatabase(db, dbPath))
+    fail(1, llvm::toString(std::move(e)));
+  ++tuned;
+  if (quiet)
+    return;
+  double chosen = db.find(gemm.key)->seconds;
+  double gflops = gemm.problem.flops() / chosen / 1e9;
+  llvm::errs() << "  -> " << chosenText << ": " << ms(chosen)
+               << llvm::formatv(" ({0:F1} GFLOP/s", gflops);
+  if (defaultSeconds > 0)
+    llvm::errs() << llvm::formatv(", {0:F2}x the default's speed",
+                                  defaultSeconds / chosen);
+  if (chosen != result.bestCost)
+    llvm::errs() << ", the default kept";
+  llvm::errs() << llvm::formatv("), {0} trials in {1:F1} s\n", result.trials,
+                                result.seconds);
+}
+
+void Tuner::tuneGemm(const GemmKey &key, int index, size_t count) {
+  std::string label =
+      llvm::formatv("[{0}/{1}] {2} {3}", index, count, key.dtype, key.str())
+          .str();
+  if (skip(key, label))
+    return;
+  Gemm gemm(key, std::move(label), space);
+  prepareCosts(gemm, index);
+  tune::CostFunction cost = costFunction(gemm);
+  double defaultTime = defaultTilingSeconds(gemm);
+  reportStart(gemm, defaultTime);
+  search.onTrial = trialCallback(gemm);
+  tune::SearchResult result = tune::search(gemm.tileSpace, cost, search);
+  search.onTrial = nullptr;
+  if (!result.found)
+    fail(1, gemm.label + ": no legal tiling could be measured");
+  if (saveTable)
+    saveTable->flush();
+  if (replayTable) {
+    printReplay(gemm, result);
+    ++tuned;
+    return;
+  }
+  record(gemm, result, defaultTime);
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  parseCommandLine(argc, argv);
+  tune::SearchOptions search = readSearchOptions();
+  tune::SpaceOptions space = readSpaceOptions();
+  checkCostOptions();
+  TuneTarget target = resolveTarget(space);
+
+  MLIRContext ctx;
+  ctx.loadDialect<StrataDialect, func::FuncDialect>();
+  std::map<GemmKey, int> keys = collectGemms(ctx);
+  if (listOnly) {
+    listGemms(keys);
+    return 0;
+  }
+  if (!measureTilings.empty()) {
+    measureGivenTilings(keys);
+    return 0;
+  }
+
+  // A replay searches over a cost table instead of measuring and writes no
+  // database.
+  bool replay = !costTablePath.empty();
+  CostTable replayTable;
+  if (replay)
+    replayTable = loadReplayTable(target);
+  TuningDatabase db = replay ? target.header : openDatabase(target.header);
+
+  Tuner tuner(target, space, search, db, replay ? &replayTable : nullptr);
+  int index = 0;
+  for (const auto &entryOfKeys : keys)
+    tuner.tuneGemm(entryOfKeys.first, ++index, keys.size());
   if (!quiet && replay)
-    llvm::errs() << "strata-tune: " << tuned << " replayed over '"
+    llvm::errs() << "strata-tune: " << tuner.tuned << " replayed over '"
                  << costTablePath << "'\n";
   else if (!quiet)
-    llvm::errs() << "strata-tune: " << tuned << " tuned, " << skipped
-                 << " already in '" << dbPath << "'\n";
+    llvm::errs() << "strata-tune: " << tuner.tuned << " tuned, "
+                 << tuner.skipped << " already in '" << dbPath << "'\n";
   return 0;
 }

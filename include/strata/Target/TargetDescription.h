@@ -6,8 +6,10 @@
 //
 // A target description is a small JSON file (see `targets/`) that tells the
 // cost model what a cluster looks like: how many nodes and devices it has, the
-// peak compute and memory of one device, and the bandwidth and latency of the
-// links between devices. This library parses and validates those files; it
+// peak compute and memory of one device (for a GPU, optionally its streaming
+// multiprocessors, which the GEMM tuner's CUDA model needs), and the bandwidth
+// and latency of the links between devices. The format is documented in
+// README.md ("Targets"). This library parses and validates those files; it
 // depends on LLVM Support only.
 //
 //===----------------------------------------------------------------------===//
@@ -58,6 +60,12 @@ struct DeviceDescription {
   double memoryBandwidthGBps = 0;
   /// Device memory capacity in GiB (2^30 bytes).
   double memoryCapacityGiB = 0;
+  /// Streaming multiprocessors of a GPU (`streaming_multiprocessors`, 1 to
+  /// kMaxStreamingMultiprocessors); 0 when the description does not give
+  /// them (optional: only the analytic model of the CUDA GEMM, strata-tune
+  /// on a GPU target, needs them). A CPU device has none.
+  int64_t streamingMultiprocessors = 0;
+  static constexpr int64_t kMaxStreamingMultiprocessors = 1024;
 };
 
 /// A cluster of `nodes` identical nodes, each with `devicesPerNode` devices.

@@ -1,10 +1,11 @@
 //===- CostTable.cpp - Reading strata-tune's cost tables ------------------===//
 //
-// Part of the Strata runtime, which never includes an MLIR header.
+// Part of strata_tune, the GEMM tiling search of strata-tune (not of the
+// runtime library); like the runtime, it never includes an MLIR header.
 //
 //===----------------------------------------------------------------------===//
 
-#include "strata-rt/Tune.h"
+#include "strata-tune/Tune.h"
 
 #include <algorithm>
 #include <cerrno>

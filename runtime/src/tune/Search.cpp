@@ -1,6 +1,7 @@
 //===- Search.cpp - G-BFS, N-A2C, random and exhaustive tiling search -----===//
 //
-// Part of the Strata runtime, which never includes an MLIR header.
+// Part of strata_tune, the GEMM tiling search of strata-tune (not of the
+// runtime library); like the runtime, it never includes an MLIR header.
 //
 // All searches go through one Evaluator, which prunes illegal states without
 // measuring them, measures each kernel configuration at most once, keeps the
@@ -10,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "strata-rt/Tune.h"
+#include "strata-tune/Tune.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 //===- TuneTest.cpp - GEMM tiling space and searches ----------------------===//
 
-#include "strata-rt/Tune.h"
+#include "strata-tune/Tune.h"
 
 #include <gtest/gtest.h>
 

@@ -191,6 +191,37 @@ TEST(ShippedTargets, MultiNodeDeviceCounts) {
   EXPECT_DOUBLE_EQ(v100->interNode.bandwidthGBps, 1.25);
 }
 
+// The analytic CUDA GEMM model (strata-tune) reads the SM count from here.
+TEST(ShippedTargets, GpusGiveStreamingMultiprocessors) {
+  for (const char *name : kShippedTargets) {
+    SCOPED_TRACE(name);
+    Expected<TargetDescription> target =
+        loadTargetDescription(name, {sourceDir()});
+    ASSERT_TRUE(static_cast<bool>(target)) << toString(target.takeError());
+    if (target->device.kind == "gpu")
+      EXPECT_GT(target->device.streamingMultiprocessors, 0);
+    else
+      EXPECT_EQ(target->device.streamingMultiprocessors, 0);
+  }
+  Expected<TargetDescription> h100 =
+      loadTargetDescription("h100-sxm-8x", {sourceDir()});
+  ASSERT_TRUE(static_cast<bool>(h100)) << toString(h100.takeError());
+  EXPECT_EQ(h100->device.streamingMultiprocessors, 132);
+  std::string summary;
+  raw_string_ostream os(summary);
+  h100->print(os);
+  EXPECT_NE(summary.find("[NVIDIA H100 SXM5 80GB, 132 SMs]"), std::string::npos)
+      << summary;
+  Expected<TargetDescription> a100 =
+      loadTargetDescription("a100-sxm-8x", {sourceDir()});
+  ASSERT_TRUE(static_cast<bool>(a100)) << toString(a100.takeError());
+  EXPECT_EQ(a100->device.streamingMultiprocessors, 108);
+  Expected<TargetDescription> v100 =
+      loadTargetDescription("v100-pcie-4x", {sourceDir()});
+  ASSERT_TRUE(static_cast<bool>(v100)) << toString(v100.takeError());
+  EXPECT_EQ(v100->device.streamingMultiprocessors, 80);
+}
+
 TEST(ShippedTargets, PeakFlopsFallsBackToF32) {
   Expected<TargetDescription> v100 =
       loadTargetDescription("v100-pcie-4x", {sourceDir()});
@@ -333,6 +364,58 @@ TEST(TargetErrors, NonIntegerCounts) {
   ASSERT_TRUE(err);
   EXPECT_EQ(*err,
             "test.json: field 'devices_per_node': expected an integer >= 1");
+}
+
+TEST(TargetDescription, StreamingMultiprocessorsAreOptional) {
+  Expected<TargetDescription> target =
+      parseTargetDescription(kValidTarget, "<string>");
+  ASSERT_TRUE(static_cast<bool>(target)) << toString(target.takeError());
+  EXPECT_EQ(target->device.streamingMultiprocessors, 0);
+
+  target =
+      parseTargetDescription(mutated([](json::Object &o) {
+                               sub(o, "device")["streaming_multiprocessors"] =
+                                   132;
+                             }),
+                             "<string>");
+  ASSERT_TRUE(static_cast<bool>(target)) << toString(target.takeError());
+  EXPECT_EQ(target->device.streamingMultiprocessors, 132);
+}
+
+TEST(TargetErrors, BadStreamingMultiprocessors) {
+  const std::string expected =
+      "test.json: field 'device.streaming_multiprocessors': expected an "
+      "integer from 1 to 1024";
+  for (json::Value bad : {json::Value(0), json::Value(-8), json::Value(1.5),
+                          json::Value(1025), json::Value("132")}) {
+    std::optional<std::string> err = parseError(mutated([&](json::Object &o) {
+      sub(o, "device")["streaming_multiprocessors"] = bad;
+    }));
+    ASSERT_TRUE(err);
+    EXPECT_EQ(*err, expected);
+  }
+
+  std::optional<std::string> err = parseError(mutated([](json::Object &o) {
+    json::Object &device = sub(o, "device");
+    device["kind"] = "cpu";
+    device["streaming_multiprocessors"] = 2;
+  }));
+  ASSERT_TRUE(err);
+  EXPECT_EQ(*err, "test.json: field 'device.streaming_multiprocessors': only "
+                  "a gpu device has streaming multiprocessors");
+}
+
+TEST(TargetErrors, BadStreamingMultiprocessorsNameTheFile) {
+  std::string path =
+      writeTempFile("strata-target", mutated([](json::Object &o) {
+                      sub(o, "device")["streaming_multiprocessors"] = 0;
+                    }));
+  ASSERT_FALSE(path.empty());
+  std::optional<std::string> err = errorOf(loadTargetDescription(path, {}));
+  sys::fs::remove(path);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(*err, path + ": field 'device.streaming_multiprocessors': "
+                         "expected an integer from 1 to 1024");
 }
 
 TEST(TargetErrors, UnknownDeviceKind) {

@@ -1,7 +1,11 @@
-//===- Tune.h - GEMM tiling search -------------------------------*- C++
-//-*-===//
+//===- Tune.h - GEMM tiling search ------------------------------*- C++ -*-===//
 //
-// Part of the Strata runtime, which never includes an MLIR header.
+// The API of strata_tune, the GEMM tiling search that strata-tune runs to
+// build a tuning database. It is a library of its own, not part of the
+// runtime library that frameworks embed: the runtime carries the kernels and
+// reads the tilings a plan names (GemmTiling, Kernels.h), never the search.
+// strata_tune links the runtime to time its matmul kernel and, like the
+// runtime, never includes an MLIR header.
 //
 // The tiling search of seed 000's GEMM patent ("Compiler-Level Matrix
 // Multiplication Optimization for Deep Learning"): a tiling state splits each
@@ -28,10 +32,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef STRATA_RT_TUNE_H
-#define STRATA_RT_TUNE_H
+#ifndef STRATA_TUNE_TUNE_H
+#define STRATA_TUNE_TUNE_H
 
 #include "strata-rt/Kernels.h"
+#include "strata-rt/PlanFormat.h"
 
 #include <array>
 #include <cstdint>
@@ -310,7 +315,8 @@ double modelCpuSeconds(const GemmProblem &p, const GemmTiling &t,
                        const CacheSizes &caches, int threads,
                        double peakGflops = 100.0, double bandwidthGBs = 20.0);
 
-/// A GPU for the analytic CUDA model.
+/// A GPU for the analytic CUDA model. The defaults are an A100 SXM;
+/// strata-tune fills peak, bandwidth and SMs from the target description.
 struct GpuModel {
   double peakTflops = 19.5;         // fp32, whole device
   double bandwidthGBs = 1555;       // global memory
@@ -345,4 +351,4 @@ std::string parseCostTable(const std::string &text, CostTable &table);
 
 } // namespace strata::rt::tune
 
-#endif // STRATA_RT_TUNE_H
+#endif // STRATA_TUNE_TUNE_H
