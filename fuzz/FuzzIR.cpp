@@ -103,16 +103,6 @@ static constexpr size_t kMaxInputBytes = 32 * 1024;
 static const char *const kKnownRefusals[] = {
     // The CPU runtime computes in f32 and i32 only.
     "unknown dtype",
-    // fuzz/crashes/ir/duplicate-state-name: the verifier accepts two
-    // strata.state arguments with one name; the exported plan then has
-    // duplicate state names.
-    "duplicate name",
-    // fuzz/crashes/ir/state-of-unknown-parameter: the verifier accepts a
-    // strata.state whose `param` names no parameter.
-    "no parameter is named",
-    // fuzz/crashes/ir/step-input-not-scalar: the verifier accepts
-    // #strata.input<role = step> on a tensor other than tensor<i32>.
-    "the step input must be a scalar i32",
 };
 
 static bool isKnownRefusal(const std::string &message) {
