@@ -39,7 +39,10 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
       pool(new ThreadPool(options.threads)),
       context{*pool, options.gemm, options.comm, options.groups},
       originNs(nowNs()) {
-  program = &plan.programOf(options.rank);
+  program = &plan.ranks[plan.ranks[options.rank].programOf].program;
+  for (size_t i = 0; i < program->size(); ++i)
+    if ((*program)[i].info().attr(AttrId::Lr))
+      planLearningRates.push_back({i, (*program)[i].attrs.lr});
   if (plan.stages > 1) {
     int64_t replica = plan.ranks[options.rank].replica;
     for (int64_t stage = 0; stage < plan.stages; ++stage)
@@ -178,6 +181,11 @@ Status Executor::checkIndexOperands(size_t index) const {
         ", outside [0, " + std::to_string(limit) + ")");
   }
   return Status::success();
+}
+
+void Executor::setLearningRates(const std::function<double(double)> &rate) {
+  for (auto [index, planned] : planLearningRates)
+    (*program)[index].attrs.lr = rate(planned);
 }
 
 Status Executor::runStep(int64_t step, float &loss) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata-rt/Train.h"
+#include "strata-rt/Schedule.h"
 
 #include "strata-rt/Checkpoint.h"
 #include "strata-rt/Comm.h"
@@ -246,13 +247,24 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
 }
 
 /// Runs the steps; stops at the first failure or non-finite loss.
+std::string formatLr(double lr) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g", lr);
+  return text;
+}
+
 Status runSteps(const TrainOptions &options, const Straggler &straggler,
-                Executor &executor, const DataSource &data, TrainResult &result,
-                TraceWriter *trace, ProfileRecorder *profile) {
+                const LrSchedule *schedule, Executor &executor,
+                const DataSource &data, TrainResult &result, TraceWriter *trace,
+                ProfileRecorder *profile) {
   std::FILE *log = options.quiet ? nullptr : options.log;
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
     data.fill(step, executor.getTensors(), &executor.getPool());
+    double lr = 0;
+    if (schedule)
+      executor.setLearningRates(
+          [&](double planned) { return lr = schedule->lr(planned, step); });
     if (delays(straggler, result.rank, i))
       executor.setBackwardDelay(straggler.delayMs);
     float loss = 0;
@@ -269,10 +281,10 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
     result.steps.push_back({step, loss, elapsed.count()});
     bool finite = std::isfinite(loss);
     if (!finite || i % options.logEvery == 0 || i == options.steps)
-      logLine(log, "step %lld loss %.6f samples/s %.1f ms %.3f\n",
+      logLine(log, "step %lld loss %.6f samples/s %.1f ms %.3f%s\n",
               static_cast<long long>(step), loss,
               perSecond(result.samplesPerStep, elapsed.count()),
-              elapsed.count());
+              elapsed.count(), schedule ? (" lr " + formatLr(lr)).c_str() : "");
     if (!finite)
       return Status::failure("step " + std::to_string(step) + ": the loss is " +
                              (std::isnan(loss) ? "nan" : "infinite") +
@@ -491,6 +503,9 @@ struct RunResources {
   std::unique_ptr<Communicator> nccl;
   std::vector<std::unique_ptr<Communicator>> groups;
   Straggler straggler;
+  /// --lr-schedule, when given.
+  LrSchedule schedule;
+  bool scheduled = false;
   /// Lagging gradients (a multi-rank plan with staleness > 0).
   bool lagging = false;
 };
@@ -534,6 +549,9 @@ Status connectRanks(const TrainOptions &options, const Plan &plan,
   if (run.lagging && !options.tracePath.empty())
     return Status::usage("--trace is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
+  if (run.lagging && run.scheduled)
+    return Status::usage("--lr-schedule is not supported with lagging "
+                         "gradients (a plan with staleness > 0) yet");
   if (run.lagging && !options.profilePath.empty())
     return Status::usage("--profile is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
@@ -649,9 +667,10 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     status = runLaggingSteps(rankOptions, run.straggler, executor, data,
                              *run.comm, data.getSamplesPerStep(), result);
   else
-    status =
-        runSteps(rankOptions, run.straggler, executor, data, result,
-                 tracing ? &trace : nullptr, profiling ? &profile : nullptr);
+    status = runSteps(rankOptions, run.straggler,
+                      run.scheduled ? &run.schedule : nullptr, executor, data,
+                      result, tracing ? &trace : nullptr,
+                      profiling ? &profile : nullptr);
   if (status.ok() && profiling)
     status = profile.write(executor.getPlan(), executor.getProgram(),
                            rankPath(options.profilePath, result.rank, ".json"));
@@ -687,6 +706,9 @@ Status train(const TrainOptions &options, TrainResult &result) {
   Status status = Status::success();
   if (!options.straggler.empty())
     status = Straggler::parse(options.straggler, run.straggler);
+  run.scheduled = !options.lrSchedule.empty();
+  if (status.ok() && run.scheduled)
+    status = LrSchedule::parse(options.lrSchedule, run.schedule);
   if (status.ok())
     status = loadPlan(options.planPath, plan);
   if (status.ok())
@@ -721,6 +743,8 @@ Status train(const TrainOptions &options, TrainResult &result) {
   std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
   logRunHeader(log, *executor, *data, executorOptions.comm, result,
                options.steps);
+  if (run.scheduled)
+    logLine(log, "lr schedule: %s\n", run.schedule.describe().c_str());
 
   // Ranks other than 0 train silently.
   TrainOptions rankOptions = options;

@@ -9,6 +9,7 @@ set(STRATA_RT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/Plan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Profile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Safetensors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/Schedule.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Support.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Trace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Train.cpp

@@ -49,6 +49,12 @@ options:
                     parameter and optimizer bytes; the input of
                     --strata-partition-pipeline profile=FILE)
   --log-every K     print every K-th step (default 1)
+  --lr-schedule KIND[,key=value...]
+                    scale the plan's learning rate per step: constant,
+                    linear-warmup (warmup=W [start=F]), cosine (total=T
+                    [min-lr=M]), warmup-cosine (warmup=W total=T [min-lr=M]),
+                    step (every=K [gamma=G]); formulas in Schedule.h (as
+                    PyTorch's LinearLR, CosineAnnealingLR, StepLR)
   --quiet           print only the summary
   --emulate-link bandwidth=GB/s,latency=us
                     multi-rank runs: delay every transfer to what such a
@@ -172,6 +178,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--device", &o.device},
       {"--gemm", &gemm},
       {"--straggler", &o.straggler},
+      {"--lr-schedule", &o.lrSchedule},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},

@@ -124,6 +124,10 @@ public:
   /// instruction (an injected straggler, `strata-run --straggler`); reset
   /// to 0 by that step.
   void setBackwardDelay(double milliseconds) { backwardDelayMs = milliseconds; }
+  /// Learning-rate schedules: sets the `lr` of every instruction that takes
+  /// one (the optimizer updates) to rate(the plan's value) for the steps
+  /// that follow.
+  void setLearningRates(const std::function<double(double)> &rate);
 
   /// Start and duration of each instruction of the last runStep.
   const std::vector<InstructionTime> &getLastStepTimes() const {
@@ -162,7 +166,10 @@ private:
                      const std::function<void(size_t)> &delay);
 
   Plan plan;
-  const std::vector<Instruction> *program = nullptr;
+  /// The rank's program (in `plan`).
+  std::vector<Instruction> *program = nullptr;
+  /// (instruction, the plan's `lr`) of every instruction that takes one.
+  std::vector<std::pair<size_t, double>> planLearningRates;
   DeviceKind device = DeviceKind::Cpu;
   std::shared_ptr<DeviceBackend> backend;
   /// The host views of parameters/states changed since the last upload.

@@ -82,6 +82,9 @@ struct TrainOptions {
   /// Every rank writes its checkpoint: rank 0 to savePath, rank r > 0 to
   /// savePath + ".rankR" (to check that the replicas agree).
   bool saveAllRanks = false;
+  /// A learning-rate schedule ("KIND[,key=value...]", Schedule.h) applied
+  /// to the plan's optimizer updates; "" for the plan's constant rate.
+  std::string lrSchedule;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first

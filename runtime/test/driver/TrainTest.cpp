@@ -12,10 +12,13 @@
 #include "strata-rt/Checkpoint.h"
 #include "strata-rt/Executor.h"
 #include "strata-rt/Safetensors.h"
+#include "strata-rt/Schedule.h"
 #include "strata-rt/Train.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -457,4 +460,47 @@ TEST_F(CheckpointTest, TruncatedFileIsInvalid) {
   expectInvalid(loadCheckpoint(*executor, dir.path("cut.safetensors"),
                                CheckpointContents::Everything, info),
                 "cut.safetensors: tensor");
+}
+
+// Learning-rate schedules: the values of PyTorch's schedulers in closed form
+// (step s of a run is the scheduler's index t = s - 1).
+TEST(LrSchedule, MatchesTheClosedForms) {
+  LrSchedule s;
+  ASSERT_TRUE(LrSchedule::parse("linear-warmup,warmup=4,start=0.25", s).ok());
+  // LinearLR(start_factor=0.25, total_iters=4): 0.25, 0.4375, 0.625, ...
+  double linear[] = {0.25, 0.4375, 0.625, 0.8125, 1, 1};
+  for (int t = 0; t < 6; ++t)
+    EXPECT_DOUBLE_EQ(s.lr(2.0, t + 1), 2.0 * linear[t]) << t;
+  ASSERT_TRUE(LrSchedule::parse("cosine,total=4,min-lr=0.1", s).ok());
+  // CosineAnnealingLR(T_max=4, eta_min=0.1) from 1.0, held after T_max.
+  for (int t = 0; t < 7; ++t) {
+    double want =
+        0.1 +
+        0.9 * (1 + std::cos(3.14159265358979323846 * std::min(t, 4) / 4)) / 2;
+    EXPECT_NEAR(s.lr(1.0, t + 1), want, 1e-15) << t;
+  }
+  EXPECT_NEAR(s.lr(1.0, 3), 0.55, 1e-15);
+  ASSERT_TRUE(LrSchedule::parse("step,every=3,gamma=0.5", s).ok());
+  double stepped[] = {1, 1, 1, 0.5, 0.5, 0.5, 0.25};
+  for (int t = 0; t < 7; ++t)
+    EXPECT_DOUBLE_EQ(s.lr(1.0, t + 1), stepped[t]) << t;
+  ASSERT_TRUE(
+      LrSchedule::parse("warmup-cosine,warmup=2,total=6,min-lr=0", s).ok());
+  EXPECT_DOUBLE_EQ(s.lr(1.0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(s.lr(1.0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(s.lr(1.0, 3), 1.0);
+  EXPECT_NEAR(s.lr(1.0, 5), 0.5, 1e-15);
+  EXPECT_NEAR(s.lr(1.0, 7), 0.0, 1e-15);
+  ASSERT_TRUE(LrSchedule::parse("constant", s).ok());
+  EXPECT_EQ(s.lr(0.3, 1000), 0.3);
+}
+
+TEST(LrSchedule, RejectsBadText) {
+  LrSchedule s;
+  for (const char *text :
+       {"", "cosin", "cosine", "cosine,total=0", "cosine,total=1.5",
+        "cosine,total=4,total=5", "step,every=2,gamma=2", "step,every=-1",
+        "linear-warmup,warmup=3,start=1.5", "warmup-cosine,warmup=5,total=5",
+        "cosine,total=4,min-lr=inf", "step,every=2,"})
+    EXPECT_FALSE(LrSchedule::parse(text, s).ok()) << text;
 }
