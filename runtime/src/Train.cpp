@@ -253,11 +253,32 @@ std::string formatLr(double lr) {
   return text;
 }
 
+/// One JSON Lines record of a logged step (--log-json).
+void logJsonRecord(std::FILE *file, int64_t step, float loss, double lr,
+                   bool scheduled, double samplesPerSecond, double ms,
+                   double elapsedSeconds) {
+  if (!file)
+    return;
+  char number[32];
+  std::snprintf(number, sizeof(number), "%.9g", loss);
+  std::fprintf(file,
+               "{\"step\": %lld, \"loss\": %s, \"samples_per_s\": %.6g, "
+               "\"ms\": %.6g, \"elapsed_s\": %.6g",
+               static_cast<long long>(step),
+               std::isfinite(loss) ? number : "null", samplesPerSecond, ms,
+               elapsedSeconds);
+  if (scheduled)
+    std::fprintf(file, ", \"lr\": %.9g", lr);
+  std::fprintf(file, "}\n");
+  std::fflush(file);
+}
+
 Status runSteps(const TrainOptions &options, const Straggler &straggler,
                 const LrSchedule *schedule, Executor &executor,
                 const DataSource &data, TrainResult &result, TraceWriter *trace,
-                ProfileRecorder *profile) {
+                ProfileRecorder *profile, std::FILE *jsonLog) {
   std::FILE *log = options.quiet ? nullptr : options.log;
+  auto runStart = std::chrono::steady_clock::now();
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
     data.fill(step, executor.getTensors(), &executor.getPool());
@@ -280,11 +301,16 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       profile->record(executor.getLastStepTimes());
     result.steps.push_back({step, loss, elapsed.count()});
     bool finite = std::isfinite(loss);
-    if (!finite || i % options.logEvery == 0 || i == options.steps)
+    if (!finite || i % options.logEvery == 0 || i == options.steps) {
+      double rate = perSecond(result.samplesPerStep, elapsed.count());
       logLine(log, "step %lld loss %.6f samples/s %.1f ms %.3f%s\n",
-              static_cast<long long>(step), loss,
-              perSecond(result.samplesPerStep, elapsed.count()),
-              elapsed.count(), schedule ? (" lr " + formatLr(lr)).c_str() : "");
+              static_cast<long long>(step), loss, rate, elapsed.count(),
+              schedule ? (" lr " + formatLr(lr)).c_str() : "");
+      std::chrono::duration<double> total =
+          std::chrono::steady_clock::now() - runStart;
+      logJsonRecord(jsonLog, step, loss, lr, schedule != nullptr, rate,
+                    elapsed.count(), total.count());
+    }
     if (!finite)
       return Status::failure("step " + std::to_string(step) + ": the loss is " +
                              (std::isnan(loss) ? "nan" : "infinite") +
@@ -549,6 +575,9 @@ Status connectRanks(const TrainOptions &options, const Plan &plan,
   if (run.lagging && !options.tracePath.empty())
     return Status::usage("--trace is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
+  if (run.lagging && !options.logJsonPath.empty())
+    return Status::usage("--log-json is not supported with lagging gradients "
+                         "(a plan with staleness > 0) yet");
   if (run.lagging && run.scheduled)
     return Status::usage("--lr-schedule is not supported with lagging "
                          "gradients (a plan with staleness > 0) yet");
@@ -663,6 +692,13 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
   ProfileRecorder profile;
   bool profiling = !options.profilePath.empty();
   Status status;
+  std::FILE *jsonLog = nullptr;
+  if (!options.logJsonPath.empty() && result.rank == 0) {
+    jsonLog = std::fopen(options.logJsonPath.c_str(), "w");
+    if (!jsonLog)
+      return Status::failure("cannot write " + options.logJsonPath + ": " +
+                             std::strerror(errno));
+  }
   if (run.lagging)
     status = runLaggingSteps(rankOptions, run.straggler, executor, data,
                              *run.comm, data.getSamplesPerStep(), result);
@@ -670,7 +706,10 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     status = runSteps(rankOptions, run.straggler,
                       run.scheduled ? &run.schedule : nullptr, executor, data,
                       result, tracing ? &trace : nullptr,
-                      profiling ? &profile : nullptr);
+                      profiling ? &profile : nullptr, jsonLog);
+  if (jsonLog && std::fclose(jsonLog) != 0 && status.ok())
+    status = Status::failure("cannot write " + options.logJsonPath + ": " +
+                             std::strerror(errno));
   if (status.ok() && profiling)
     status = profile.write(executor.getPlan(), executor.getProgram(),
                            rankPath(options.profilePath, result.rank, ".json"));

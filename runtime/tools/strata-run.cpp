@@ -49,6 +49,8 @@ options:
                     parameter and optimizer bytes; the input of
                     --strata-partition-pipeline profile=FILE)
   --log-every K     print every K-th step (default 1)
+  --log-json FILE    rank 0 writes one JSON record per logged step to FILE
+                    (step, loss, samples_per_s, ms, elapsed_s[, lr])
   --lr-schedule KIND[,key=value...]
                     scale the plan's learning rate per step: constant,
                     linear-warmup (warmup=W [start=F]), cosine (total=T
@@ -179,6 +181,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--gemm", &gemm},
       {"--straggler", &o.straggler},
       {"--lr-schedule", &o.lrSchedule},
+      {"--log-json", &o.logJsonPath},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},

@@ -85,6 +85,10 @@ struct TrainOptions {
   /// A learning-rate schedule ("KIND[,key=value...]", Schedule.h) applied
   /// to the plan's optimizer updates; "" for the plan's constant rate.
   std::string lrSchedule;
+  /// Rank 0 writes one JSON record per logged step here (JSON Lines: step,
+  /// loss (null when not finite), samples_per_s, ms, elapsed_s, and lr with
+  /// a schedule).
+  std::string logJsonPath;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first
