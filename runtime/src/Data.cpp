@@ -7,10 +7,12 @@
 #include "strata-rt/Data.h"
 
 #include "strata-rt/Init.h"
+#include "strata-rt/Safetensors.h"
 #include "strata-rt/ThreadPool.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -398,6 +400,159 @@ Status createTokenData(const Plan &plan, const DataOptions &options,
   return Status::success();
 }
 
+/// Labelled arrays from a safetensors file (`inputs` [N, ...] and, for a
+/// plan with labels, `labels` [N, ...]), shuffled per epoch with the run's
+/// seed. A step reads one global batch (replicas x the plan's batch) of the
+/// epoch's order and each replica its own slice, so every sample is read once
+/// per epoch across replicas; the last N mod (global batch) samples of each
+/// epoch's order are dropped.
+class ArrayData final : public DataSource {
+public:
+  ArrayData(uint64_t seed, int64_t data, int64_t labels, int64_t batch,
+            int64_t globalBatch, StoredTensor inputs, StoredTensor targets,
+            const std::string &path)
+      : seed(seed), data(data), labels(labels), batch(batch),
+        globalBatch(globalBatch), inputs(std::move(inputs)),
+        targets(std::move(targets)) {
+    samples = this->inputs.desc.shape[0];
+    stepsPerEpoch = samples / globalBatch;
+    samplesPerStep = batch;
+    int64_t dropped = samples - stepsPerEpoch * globalBatch;
+    description = "arrays from " + path + ": " + std::to_string(samples) +
+                  " samples, shuffled per epoch (" +
+                  std::to_string(stepsPerEpoch) + " steps of " +
+                  std::to_string(globalBatch) + "; " + std::to_string(dropped) +
+                  " dropped per epoch)";
+  }
+
+  void fill(int64_t step, const std::vector<Tensor> &buffers,
+            ThreadPool *) const override {
+    int64_t epoch = (step - 1) / stepsPerEpoch;
+    int64_t first = ((step - 1) % stepsPerEpoch) * globalBatch + firstSample;
+    const std::vector<int64_t> &order = orderOf(epoch);
+    copyRows(inputs, buffers[data], order, first);
+    if (labels >= 0)
+      copyRows(targets, buffers[labels], order, first);
+  }
+
+  /// The global index of this rank's first sample in a step's batch.
+  int64_t firstSample = 0;
+
+private:
+  /// A permutation of the samples for `epoch` (Fisher-Yates over the run's
+  /// seed); the last one is kept.
+  const std::vector<int64_t> &orderOf(int64_t epoch) const {
+    if (epoch == cachedEpoch)
+      return order;
+    order.resize(static_cast<size_t>(samples));
+    for (int64_t i = 0; i < samples; ++i)
+      order[i] = i;
+    uint64_t key = stepKey("strata.data.epoch", epoch);
+    for (int64_t i = samples - 1; i > 0; --i)
+      std::swap(order[i], order[randomBits(seed, key, i) % (i + 1)]);
+    cachedEpoch = epoch;
+    return order;
+  }
+
+  void copyRows(const StoredTensor &from, const Tensor &to,
+                const std::vector<int64_t> &order, int64_t first) const {
+    size_t row = static_cast<size_t>(to.desc.bytes() / batch);
+    auto *dst = static_cast<uint8_t *>(to.data);
+    for (int64_t b = 0; b < batch; ++b)
+      std::memcpy(dst + b * row, from.bytes.data() + order[first + b] * row,
+                  row);
+  }
+
+  uint64_t seed;
+  int64_t data, labels, batch, globalBatch;
+  StoredTensor inputs, targets;
+  int64_t samples = 0, stepsPerEpoch = 1;
+  mutable std::vector<int64_t> order;
+  mutable int64_t cachedEpoch = -1;
+};
+
+/// Checks that `tensor` holds rows of `like` (same dtype and per-sample
+/// shape) and at least `minRows` of them.
+Status checkRows(const std::string &path, const StoredTensor *tensor,
+                 const char *name, const Buffer &like, int64_t minRows) {
+  if (!tensor)
+    return Status::invalid(path + ": no tensor named \"" + name + "\"");
+  Shape sample(like.desc.shape.begin() + 1, like.desc.shape.end());
+  const Shape &shape = tensor->desc.shape;
+  if (tensor->desc.dtype != like.desc.dtype || shape.empty() ||
+      Shape(shape.begin() + 1, shape.end()) != sample)
+    return Status::invalid(
+        path + ": \"" + name + "\" must be " + dtypeName(like.desc.dtype) +
+        " [N" + (sample.empty() ? "" : ", ") +
+        formatShape(sample).substr(1, formatShape(sample).size() - 2) +
+        "] for the plan's input \"" + like.name + "\", got " +
+        dtypeName(tensor->desc.dtype) + " " + formatShape(shape));
+  if (shape[0] < minRows)
+    return Status::invalid(path + ": \"" + name + "\" has " +
+                           std::to_string(shape[0]) +
+                           " samples, fewer than one global batch (" +
+                           std::to_string(minRows) + ")");
+  return Status::success();
+}
+
+/// Class labels must index the logits' classes.
+Status checkLabelRange(const std::string &path, const Plan &plan,
+                       const Buffer &labels, const StoredTensor &tensor) {
+  int64_t classes = classCount(plan, labels.id);
+  if (tensor.desc.dtype != DType::I32 || classes <= 0)
+    return Status::success();
+  const auto *values = reinterpret_cast<const int32_t *>(tensor.bytes.data());
+  for (int64_t i = 0, n = tensor.desc.numel(); i < n; ++i)
+    if (values[i] < 0 || values[i] >= classes)
+      return Status::invalid(path + ": labels[" + std::to_string(i) + "] is " +
+                             std::to_string(values[i]) + ", outside [0, " +
+                             std::to_string(classes) + ")");
+  return Status::success();
+}
+
+Status createArrayData(const Plan &plan, const DataOptions &options,
+                       const Buffer &data, const Buffer *labels,
+                       std::unique_ptr<DataSource> &source) {
+  SafetensorsFile file;
+  if (Status status = readSafetensors(options.path, file); !status.ok())
+    return status;
+  if (data.desc.shape.empty())
+    return Status::invalid(plan.path + ": input \"" + data.name +
+                           "\" needs a leading batch dimension");
+  int64_t batch = data.desc.shape[0];
+  int64_t globalBatch = batch * plan.replicas;
+  const StoredTensor *inputs = file.find("inputs");
+  const StoredTensor *targets = labels ? file.find("labels") : nullptr;
+  if (Status s = checkRows(options.path, inputs, "inputs", data, globalBatch);
+      !s.ok())
+    return s;
+  if (labels) {
+    if (Status s =
+            checkRows(options.path, targets, "labels", *labels, globalBatch);
+        !s.ok())
+      return s;
+    if (targets->desc.shape[0] != inputs->desc.shape[0])
+      return Status::invalid(options.path + ": \"labels\" has " +
+                             std::to_string(targets->desc.shape[0]) +
+                             " samples but \"inputs\" " +
+                             std::to_string(inputs->desc.shape[0]));
+    if (Status s = checkLabelRange(options.path, plan, *labels, *targets);
+        !s.ok())
+      return s;
+  }
+  auto *arrays = new ArrayData(
+      options.seed, data.id, labels ? labels->id : -1, batch, globalBatch,
+      *inputs, targets ? *targets : StoredTensor(), options.path);
+  source.reset(withFirstSample(arrays, options));
+  return Status::success();
+}
+
+bool isArrayFile(const std::string &path) {
+  const std::string suffix = ".safetensors";
+  return path.size() > suffix.size() &&
+         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 } // namespace
 
 Status DataSource::create(const Plan &plan, const DataOptions &options,
@@ -417,11 +572,15 @@ Status DataSource::create(const Plan &plan, const DataOptions &options,
   const Buffer &data = plan.buffers[dataInput->buffer];
   const Buffer *labels =
       labelsInput ? &plan.buffers[labelsInput->buffer] : nullptr;
+  if (isArrayFile(options.path))
+    return createArrayData(plan, options, data, labels, source);
   if (data.desc.dtype == DType::I32)
     return createTokenData(plan, options, data, labels, source);
   if (!options.path.empty())
-    return Status::usage("--data needs a language model (i32 tokens); " +
-                         plan.path + " has f32 data");
+    return Status::usage("--data: " + plan.path +
+                         " has f32 data, which reads labelled arrays from a "
+                         ".safetensors file (\"inputs\", \"labels\"); "
+                         "text files are for language models (i32 tokens)");
   return createFeatureData(plan, options, data, labels, source);
 }
 

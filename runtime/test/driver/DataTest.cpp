@@ -8,10 +8,12 @@
 
 #include "strata-rt/Data.h"
 #include "strata-rt/Plan.h"
+#include "strata-rt/Safetensors.h"
 #include "strata-rt/ThreadPool.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -206,4 +208,94 @@ TEST_F(DataTest, ByteLevelFileErrors) {
   EXPECT_NE(status.message().find("--data needs a language model"),
             std::string::npos)
       << status.message();
+}
+
+// Labelled arrays: every sample once per epoch across the replicas, a new
+// order each epoch, the last partial global batch dropped.
+TEST_F(DataTest, ArraysCoverEachSampleOncePerEpochAcrossReplicas) {
+  Plan loaded;
+  ASSERT_TRUE(loadPlan(inputPath("mlp.json"), loaded).ok());
+  const Buffer &x = loaded.buffers[loaded.findInput(InputRole::Data)->buffer];
+  const Buffer &y = loaded.buffers[loaded.findInput(InputRole::Labels)->buffer];
+  int64_t batch = x.desc.shape[0], features = x.desc.shape[1];
+  const int64_t samples = 7 * batch + 3, replicas = 2;
+  std::vector<float> inputs(samples * features, 0.0f);
+  std::vector<int32_t> labels(samples, 0);
+  for (int64_t i = 0; i < samples; ++i)
+    inputs[i * features] = static_cast<float>(i); // feature 0: the index
+  TensorDesc inDesc{DType::F32, {samples, features}};
+  TensorDesc labelDesc{DType::I32, {samples}};
+  ASSERT_EQ(y.desc.shape, Shape{batch});
+  std::string path = ::testing::TempDir() + "/arrays.safetensors";
+  ASSERT_TRUE(writeSafetensors(path,
+                               {{"inputs", Tensor{inputs.data(), inDesc}},
+                                {"labels", Tensor{labels.data(), labelDesc}}},
+                               {})
+                  .ok());
+  loaded.replicas = replicas;
+  std::vector<std::unique_ptr<DataSource>> sources(replicas);
+  for (int64_t r = 0; r < replicas; ++r) {
+    DataOptions options{/*seed=*/5, path, r * batch};
+    ASSERT_TRUE(DataSource::create(loaded, options, sources[r]).ok());
+  }
+  const int64_t stepsPerEpoch = samples / (replicas * batch); // 3
+  std::vector<std::vector<int64_t>> epochs;
+  Buffers buffers(loaded);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    std::vector<int64_t> seen;
+    for (int64_t s = 1; s <= stepsPerEpoch; ++s)
+      for (auto &source : sources) {
+        source->fill(epoch * stepsPerEpoch + s, buffers.tensors, nullptr);
+        const float *rows = buffers.of(loaded, InputRole::Data).f32();
+        for (int64_t b = 0; b < batch; ++b)
+          seen.push_back(static_cast<int64_t>(rows[b * features]));
+      }
+    std::vector<int64_t> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+        << "a sample was read twice in epoch " << epoch;
+    EXPECT_EQ(static_cast<int64_t>(seen.size()),
+              stepsPerEpoch * replicas * batch);
+    EXPECT_GE(sorted.front(), 0);
+    EXPECT_LT(sorted.back(), samples);
+    epochs.push_back(seen);
+  }
+  EXPECT_NE(epochs[0], epochs[1]) << "the order must change per epoch";
+}
+
+TEST_F(DataTest, ArraysMustMatchThePlan) {
+  Plan loaded;
+  ASSERT_TRUE(loadPlan(inputPath("mlp.json"), loaded).ok());
+  const Buffer &x = loaded.buffers[loaded.findInput(InputRole::Data)->buffer];
+  int64_t batch = x.desc.shape[0], features = x.desc.shape[1];
+  std::string path = ::testing::TempDir() + "/bad-arrays.safetensors";
+  auto write = [&](int64_t n, int64_t f, int32_t label) {
+    std::vector<float> in(n * f, 0.5f);
+    std::vector<int32_t> lab(n, label);
+    TensorDesc a{DType::F32, {n, f}}, b{DType::I32, {n}};
+    ASSERT_TRUE(writeSafetensors(path,
+                                 {{"inputs", Tensor{in.data(), a}},
+                                  {"labels", Tensor{lab.data(), b}}},
+                                 {})
+                    .ok());
+  };
+  std::unique_ptr<DataSource> source;
+  DataOptions options{1, path, 0};
+  write(batch, features + 1, 0);
+  Status status = DataSource::create(loaded, options, source);
+  EXPECT_EQ(status.code(), Status::Code::Invalid);
+  EXPECT_NE(status.message().find("\"inputs\" must be f32"), std::string::npos)
+      << status.message();
+  write(batch - 1, features, 0);
+  status = DataSource::create(loaded, options, source);
+  EXPECT_NE(status.message().find("fewer than one global batch"),
+            std::string::npos)
+      << status.message();
+  write(batch, features, 1000);
+  status = DataSource::create(loaded, options, source);
+  EXPECT_NE(status.message().find("labels[0] is 1000, outside [0, "),
+            std::string::npos)
+      << status.message();
+  write(batch, features, 0);
+  EXPECT_TRUE(DataSource::create(loaded, options, source).ok());
 }
