@@ -409,12 +409,11 @@ Status createTokenData(const Plan &plan, const DataOptions &options,
 class ArrayData final : public DataSource {
 public:
   ArrayData(uint64_t seed, int64_t data, int64_t labels, int64_t batch,
-            int64_t globalBatch, StoredTensor inputs, StoredTensor targets,
-            const std::string &path)
+            int64_t globalBatch, int64_t samples, StoredTensor inputs,
+            StoredTensor targets, const std::string &path)
       : seed(seed), data(data), labels(labels), batch(batch),
         globalBatch(globalBatch), inputs(std::move(inputs)),
-        targets(std::move(targets)) {
-    samples = this->inputs.desc.shape[0];
+        targets(std::move(targets)), samples(samples) {
     stepsPerEpoch = samples / globalBatch;
     samplesPerStep = batch;
     int64_t dropped = samples - stepsPerEpoch * globalBatch;
@@ -466,6 +465,7 @@ private:
   uint64_t seed;
   int64_t data, labels, batch, globalBatch;
   StoredTensor inputs, targets;
+  /// The samples trained on (the first ones when some are held out).
   int64_t samples = 0, stepsPerEpoch = 1;
   mutable std::vector<int64_t> order;
   mutable int64_t cachedEpoch = -1;
@@ -523,9 +523,15 @@ Status createArrayData(const Plan &plan, const DataOptions &options,
   int64_t globalBatch = batch * plan.replicas;
   const StoredTensor *inputs = file.find("inputs");
   const StoredTensor *targets = labels ? file.find("labels") : nullptr;
-  if (Status s = checkRows(options.path, inputs, "inputs", data, globalBatch);
-      !s.ok())
+  if (Status s = checkRows(options.path, inputs, "inputs", data, 1); !s.ok())
     return s;
+  int64_t total = inputs->desc.shape[0];
+  int64_t samples =
+      total - static_cast<int64_t>(std::floor(options.heldOutFraction * total));
+  if (samples < globalBatch)
+    return Status::invalid(options.path + ": " + std::to_string(samples) +
+                           " training samples, fewer than one global batch (" +
+                           std::to_string(globalBatch) + ")");
   if (labels) {
     if (Status s =
             checkRows(options.path, targets, "labels", *labels, globalBatch);
@@ -542,7 +548,7 @@ Status createArrayData(const Plan &plan, const DataOptions &options,
   }
   auto *arrays = new ArrayData(
       options.seed, data.id, labels ? labels->id : -1, batch, globalBatch,
-      *inputs, targets ? *targets : StoredTensor(), options.path);
+      samples, *inputs, targets ? *targets : StoredTensor(), options.path);
   source.reset(withFirstSample(arrays, options));
   return Status::success();
 }

@@ -11,6 +11,7 @@
 #include "strata-rt/Comm.h"
 #include "strata-rt/Data.h"
 #include "strata-rt/Device.h"
+#include "strata-rt/Eval.h"
 #include "strata-rt/Executor.h"
 #include "strata-rt/GradCheck.h"
 #include "strata-rt/Lagging.h"
@@ -66,6 +67,13 @@ Status checkOptions(const TrainOptions &options) {
     return Status::usage("--lag-grace must be non-negative");
   if (options.saveAllRanks && options.savePath.empty())
     return Status::usage("--save-all-ranks needs --save FILE");
+  if (!(options.evalFraction >= 0 && options.evalFraction < 1))
+    return Status::usage("--eval-fraction must be in [0, 1)");
+  if (options.evalEvery < 0)
+    return Status::usage("--eval-every must be non-negative");
+  if ((options.evalEvery > 0 || options.evalFraction > 0) &&
+      options.evalDataPath.empty() && options.evalFraction == 0)
+    return Status::usage("--eval-every needs --eval-data or --eval-fraction");
   return Status::success();
 }
 
@@ -273,12 +281,60 @@ void logJsonRecord(std::FILE *file, int64_t step, float loss, double lr,
   std::fflush(file);
 }
 
+/// What runSteps does besides training; every member is optional.
+struct StepHooks {
+  const LrSchedule *schedule = nullptr;
+  TraceWriter *trace = nullptr;
+  ProfileRecorder *profile = nullptr;
+  std::FILE *jsonLog = nullptr;
+  const Evaluator *eval = nullptr;
+  int64_t evalEvery = 0;
+};
+
+/// Evaluates after step `step` and logs the result (text and JSON).
+Status evaluate(std::FILE *log, const StepHooks &hooks, Executor &executor,
+                int64_t step) {
+  EvalResult r;
+  if (Status status = hooks.eval->run(executor, step, r); !status.ok())
+    return status;
+  std::string accuracy;
+  char text[96];
+  if (r.top1 >= 0) {
+    std::snprintf(text, sizeof(text), " top1 %.4f", r.top1);
+    accuracy += text;
+  }
+  if (r.top5 >= 0) {
+    std::snprintf(text, sizeof(text), " top5 %.4f", r.top5);
+    accuracy += text;
+  }
+  logLine(log, "eval step %lld loss %.6f%s (%lld samples)\n",
+          static_cast<long long>(step), r.loss, accuracy.c_str(),
+          static_cast<long long>(r.samples));
+  if (hooks.jsonLog) {
+    std::fprintf(hooks.jsonLog,
+                 "{\"step\": %lld, \"eval_loss\": %.9g, \"eval_samples\": "
+                 "%lld",
+                 static_cast<long long>(step), r.loss,
+                 static_cast<long long>(r.samples));
+    if (r.top1 >= 0)
+      std::fprintf(hooks.jsonLog, ", \"eval_top1\": %.6g", r.top1);
+    if (r.top5 >= 0)
+      std::fprintf(hooks.jsonLog, ", \"eval_top5\": %.6g", r.top5);
+    std::fprintf(hooks.jsonLog, "}\n");
+    std::fflush(hooks.jsonLog);
+  }
+  return Status::success();
+}
+
 Status runSteps(const TrainOptions &options, const Straggler &straggler,
-                const LrSchedule *schedule, Executor &executor,
-                const DataSource &data, TrainResult &result, TraceWriter *trace,
-                ProfileRecorder *profile, std::FILE *jsonLog) {
+                const StepHooks &hooks, Executor &executor,
+                const DataSource &data, TrainResult &result) {
   std::FILE *log = options.quiet ? nullptr : options.log;
+  const LrSchedule *schedule = hooks.schedule;
   auto runStart = std::chrono::steady_clock::now();
+  // No steps: evaluate the parameters as they are.
+  if (options.steps == 0 && hooks.eval)
+    return evaluate(log, hooks, executor, result.startStep);
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
     data.fill(step, executor.getTensors(), &executor.getPool());
@@ -295,10 +351,10 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
         std::chrono::steady_clock::now() - start;
     if (!status.ok())
       return status;
-    if (trace)
-      recordTrace(executor, step, *trace);
-    if (profile)
-      profile->record(executor.getLastStepTimes());
+    if (hooks.trace)
+      recordTrace(executor, step, *hooks.trace);
+    if (hooks.profile)
+      hooks.profile->record(executor.getLastStepTimes());
     result.steps.push_back({step, loss, elapsed.count()});
     bool finite = std::isfinite(loss);
     if (!finite || i % options.logEvery == 0 || i == options.steps) {
@@ -308,9 +364,14 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
               schedule ? (" lr " + formatLr(lr)).c_str() : "");
       std::chrono::duration<double> total =
           std::chrono::steady_clock::now() - runStart;
-      logJsonRecord(jsonLog, step, loss, lr, schedule != nullptr, rate,
+      logJsonRecord(hooks.jsonLog, step, loss, lr, schedule != nullptr, rate,
                     elapsed.count(), total.count());
     }
+    if (finite && hooks.eval &&
+        ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
+         i == options.steps))
+      if (Status status = evaluate(log, hooks, executor, step); !status.ok())
+        return status;
     if (!finite)
       return Status::failure("step " + std::to_string(step) + ": the loss is " +
                              (std::isnan(loss) ? "nan" : "infinite") +
@@ -532,6 +593,8 @@ struct RunResources {
   /// --lr-schedule, when given.
   LrSchedule schedule;
   bool scheduled = false;
+  /// --eval-data / --eval-fraction, when given.
+  std::unique_ptr<Evaluator> evaluator;
   /// Lagging gradients (a multi-rank plan with staleness > 0).
   bool lagging = false;
 };
@@ -702,11 +765,17 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
   if (run.lagging)
     status = runLaggingSteps(rankOptions, run.straggler, executor, data,
                              *run.comm, data.getSamplesPerStep(), result);
-  else
-    status = runSteps(rankOptions, run.straggler,
-                      run.scheduled ? &run.schedule : nullptr, executor, data,
-                      result, tracing ? &trace : nullptr,
-                      profiling ? &profile : nullptr, jsonLog);
+  else {
+    StepHooks hooks;
+    hooks.schedule = run.scheduled ? &run.schedule : nullptr;
+    hooks.trace = tracing ? &trace : nullptr;
+    hooks.profile = profiling ? &profile : nullptr;
+    hooks.jsonLog = jsonLog;
+    hooks.eval = run.evaluator.get();
+    hooks.evalEvery = options.evalEvery;
+    status =
+        runSteps(rankOptions, run.straggler, hooks, executor, data, result);
+  }
   if (jsonLog && std::fclose(jsonLog) != 0 && status.ok())
     status = Status::failure("cannot write " + options.logJsonPath + ": " +
                              std::strerror(errno));
@@ -731,6 +800,41 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     return Status::success();
   return saveCheckpoint(executor, rankPath(options.savePath, result.rank, ""),
                         result.startStep + options.steps, result.seed);
+}
+
+/// Reads the evaluation samples (--eval-data, or the held-out end of the
+/// --data arrays with --eval-fraction) and makes the evaluator.
+Status setUpEvaluation(const TrainOptions &options, const Executor &executor,
+                       RunResources &run, const TrainResult &result) {
+  bool fromFile = !options.evalDataPath.empty();
+  if (!fromFile && options.evalFraction == 0)
+    return Status::success();
+  if (fromFile && options.evalFraction != 0)
+    return Status::usage("give --eval-data or --eval-fraction, not both");
+  if (result.ranks > 1 || executor.getDevice() != DeviceKind::Cpu)
+    return Status::usage("evaluation (--eval-data, --eval-fraction) runs on "
+                         "one-rank CPU runs only, for now");
+  std::string path = fromFile ? options.evalDataPath : options.dataPath;
+  SafetensorsFile file;
+  if (Status status = readSafetensors(path, file); !status.ok())
+    return status;
+  const StoredTensor *inputs = file.find("inputs");
+  const StoredTensor *labels = file.find("labels");
+  if (!inputs || !labels)
+    return Status::invalid(path + ": evaluation needs tensors \"inputs\" "
+                                  "and \"labels\"");
+  StoredTensor evalInputs = *inputs, evalLabels = *labels;
+  if (!fromFile) {
+    StoredTensor trainInputs = *inputs, trainLabels = *labels;
+    if (Status status = holdOut(trainInputs, trainLabels, options.evalFraction,
+                                evalInputs, evalLabels);
+        !status.ok())
+      return status;
+    path +=
+        " (the last " + std::to_string(evalInputs.desc.shape[0]) + " samples)";
+  }
+  return Evaluator::create(executor, std::move(evalInputs),
+                           std::move(evalLabels), path, run.evaluator);
 }
 
 } // namespace
@@ -768,10 +872,13 @@ Status train(const TrainOptions &options, TrainResult &result) {
     status = prepareState(options, *executor, result);
   std::unique_ptr<DataSource> data;
   if (status.ok())
-    status = DataSource::create(
-        executor->getPlan(),
-        DataOptions{result.seed, options.dataPath, replica * perReplicaBatch},
-        data);
+    status = DataSource::create(executor->getPlan(),
+                                DataOptions{result.seed, options.dataPath,
+                                            replica * perReplicaBatch,
+                                            options.evalFraction},
+                                data);
+  if (status.ok())
+    status = setUpEvaluation(options, *executor, run, result);
   if (!status.ok())
     return status;
   int64_t replicas = executor->getPlan().replicas;
@@ -784,6 +891,8 @@ Status train(const TrainOptions &options, TrainResult &result) {
                options.steps);
   if (run.scheduled)
     logLine(log, "lr schedule: %s\n", run.schedule.describe().c_str());
+  if (run.evaluator)
+    logLine(log, "eval: %s\n", run.evaluator->describe().c_str());
 
   // Ranks other than 0 train silently.
   TrainOptions rankOptions = options;

@@ -49,6 +49,13 @@ options:
                     parameter and optimizer bytes; the input of
                     --strata-partition-pipeline profile=FILE)
   --log-every K     print every K-th step (default 1)
+  --eval-data FILE  evaluate on labelled arrays (.safetensors "inputs",
+                    "labels") after the last step: mean loss, top-1 and
+                    top-5 accuracy (one-rank CPU runs); with --steps 0, the
+                    parameters as loaded (--init, --resume)
+  --eval-fraction F hold the last F of the --data arrays out of training and
+                    evaluate on them
+  --eval-every K    also evaluate every K steps
   --log-json FILE    rank 0 writes one JSON record per logged step to FILE
                     (step, loss, samples_per_s, ms, elapsed_s[, lr])
   --lr-schedule KIND[,key=value...]
@@ -162,7 +169,7 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
 Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
-      grace;
+      grace, evalFraction, evalEvery;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -182,6 +189,9 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--straggler", &o.straggler},
       {"--lr-schedule", &o.lrSchedule},
       {"--log-json", &o.logJsonPath},
+      {"--eval-data", &o.evalDataPath},
+      {"--eval-fraction", &evalFraction},
+      {"--eval-every", &evalEvery},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},
@@ -250,6 +260,17 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       return Status::usage("--lag-grace: invalid non-negative number '" +
                            grace + "'");
   }
+  if (!evalFraction.empty()) {
+    errno = 0;
+    char *end = nullptr;
+    o.evalFraction = std::strtod(evalFraction.c_str(), &end);
+    if (errno != 0 || *end != '\0' || !(o.evalFraction > 0) ||
+        !(o.evalFraction < 1))
+      return Status::usage("--eval-fraction: a number in (0, 1), got '" +
+                           evalFraction + "'");
+  }
+  if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
+    return numberError("--eval-every", evalEvery);
   return parseNumbers(steps, seed, threads, logEvery, o);
 }
 

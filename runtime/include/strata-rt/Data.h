@@ -58,6 +58,9 @@ struct DataOptions {
   /// the global batch, so N replicas see exactly what one rank with batch N B
   /// would see.
   int64_t firstSample = 0;
+  /// Labelled arrays: the fraction of the samples (the last ones, in file
+  /// order) held out for evaluation and not trained on.
+  double heldOutFraction = 0;
 };
 
 class DataSource {

@@ -89,6 +89,12 @@ struct TrainOptions {
   /// loss (null when not finite), samples_per_s, ms, elapsed_s, and lr with
   /// a schedule).
   std::string logJsonPath;
+  /// Evaluation (Eval.h): labelled arrays to evaluate on, or the fraction of
+  /// the --data arrays held out for it (0: none), every `evalEvery` steps
+  /// (0: after the last step only).
+  std::string evalDataPath;
+  double evalFraction = 0;
+  int64_t evalEvery = 0;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first
