@@ -583,10 +583,11 @@ Status DataSource::create(const Plan &plan, const DataOptions &options,
   if (data.desc.dtype == DType::I32)
     return createTokenData(plan, options, data, labels, source);
   if (!options.path.empty())
-    return Status::usage("--data: " + plan.path +
-                         " has f32 data, which reads labelled arrays from a "
-                         ".safetensors file (\"inputs\", \"labels\"); "
-                         "text files are for language models (i32 tokens)");
+    return Status::usage("--data needs a language model (i32 tokens) for a "
+                         "text file; " +
+                         plan.path +
+                         " has f32 data: give labelled arrays as a "
+                         ".safetensors file (\"inputs\", \"labels\")");
   return createFeatureData(plan, options, data, labels, source);
 }
 
