@@ -35,6 +35,15 @@ if config.strata_sanitize:
 
 if os.path.exists("/usr/share/common-licenses/GPL-3"):
     config.available_features.add("gpl3-text")
+# Debian's python3-sklearn (the digits example's data) is on the system
+# Python, which need not be the one running lit.
+import subprocess as _subprocess
+try:
+    if _subprocess.run(["/usr/bin/python3", "-c", "import sklearn"],
+                       capture_output=True, timeout=60).returncode == 0:
+        config.available_features.add("sklearn")
+except (OSError, _subprocess.SubprocessError):
+    pass
 if config.strata_have_cuda:
     config.available_features.add("cuda")
     # `gpu`: a CUDA device is usable (the backend is built and a driver and

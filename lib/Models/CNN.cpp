@@ -23,7 +23,12 @@ llvm::Error mlir::strata::validateCNN(const CNNConfig &c) {
                              {"classes", c.classes}})
     if (llvm::Error err = checkModelSize(name, value, kMaxModelDim))
       return err;
-  if (c.imageSize % 32 != 0)
+  if (c.kind == CNNKind::Small && c.imageSize % 4 != 0)
+    return llvm::createStringError(
+        "--image-size (%lld) must be a multiple of 4 (cnn-small downsamples "
+        "by 4)",
+        static_cast<long long>(c.imageSize));
+  if (c.kind != CNNKind::Small && c.imageSize % 32 != 0)
     return llvm::createStringError(
         "--image-size (%lld) must be a multiple of 32 (the network "
         "downsamples by 32)",
@@ -91,6 +96,18 @@ static Value buildVGG16(ModelBuilder &b, Value x, const CNNConfig &c) {
   return linear(b, "", x, c.classes, InitKind::xavier_uniform, 1.0);
 }
 
+/// Two convolutions with max pooling and a linear classifier: small enough
+/// to train on a CPU in seconds (the digits example).
+static Value buildSmall(ModelBuilder &b, Value x, const CNNConfig &c) {
+  b.beginLayer("conv1");
+  x = maxPool(b, "pool", relu(b, "relu", conv(b, "", x, 16, 3, 1, 1)), 2, 2, 0);
+  b.beginLayer("conv2");
+  x = maxPool(b, "pool", relu(b, "relu", conv(b, "", x, 32, 3, 1, 1)), 2, 2, 0);
+  b.beginLayer("fc");
+  x = b.create<FlattenOp>("flatten", x).getResult();
+  return linear(b, "", x, c.classes, InitKind::xavier_uniform, 1.0);
+}
+
 /// Basic (ResNet-18/34) or bottleneck (ResNet-50+) residual block. Without
 /// batch normalisation every residual sum would double the activations'
 /// variance, so the last convolution of the branch starts at
@@ -144,7 +161,8 @@ static Value buildResNet(ModelBuilder &b, Value x, const CNNConfig &c) {
 
 OwningOpRef<ModuleOp> mlir::strata::buildCNN(MLIRContext *context,
                                              const CNNConfig &c) {
-  StringRef name = c.kind == CNNKind::VGG16      ? "vgg16"
+  StringRef name = c.kind == CNNKind::Small      ? "cnn_small"
+                   : c.kind == CNNKind::VGG16    ? "vgg16"
                    : c.kind == CNNKind::ResNet18 ? "resnet18"
                                                  : "resnet50";
   ModelBuilder b(context, name, c.bf16);
@@ -153,8 +171,9 @@ OwningOpRef<ModuleOp> mlir::strata::buildCNN(MLIRContext *context,
               b.floatType(), InputRole::data);
   Value labels = b.input("labels", {c.batch}, IntegerType::get(context, 32),
                          InputRole::labels);
-  Value logits = c.kind == CNNKind::VGG16 ? buildVGG16(b, images, c)
-                                          : buildResNet(b, images, c);
+  Value logits = c.kind == CNNKind::Small   ? buildSmall(b, images, c)
+                 : c.kind == CNNKind::VGG16 ? buildVGG16(b, images, c)
+                                            : buildResNet(b, images, c);
   Value loss =
       b.create<SoftmaxCrossEntropyOp>("loss", logits, labels).getResult();
   return b.finish(loss);

@@ -3,7 +3,7 @@
 //   strata-model mlp   [--batch --inputs --hidden --layers --classes]
 //   strata-model gpt   [--preset NAME] [--layers --hidden --heads --seq
 //                       --vocab --positions --batch --untie-embeddings]
-//   strata-model vgg16 | resnet18 | resnet50 | resnet --depth 18|50
+//   strata-model cnn-small | vgg16 | resnet18 | resnet50 | resnet --depth 18|50
 //                      [--batch --image-size --channels --classes]
 //   common: --dtype f32|bf16, -o FILE
 //
@@ -30,7 +30,8 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("strata-model options");
 
 static cl::opt<std::string>
-    family(cl::Positional, cl::desc("<mlp|gpt|vgg16|resnet18|resnet50|resnet>"),
+    family(cl::Positional,
+           cl::desc("<mlp|gpt|cnn-small|vgg16|resnet18|resnet50|resnet>"),
            cl::cat(category));
 static cl::opt<std::string> outputFile("o",
                                        cl::desc("Output file (- for stdout)"),
@@ -110,7 +111,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (family.empty())
-    return fail("missing model family (mlp, gpt, vgg16, resnet18, resnet50)");
+    return fail("missing model family (mlp, gpt, cnn-small, vgg16, resnet18, "
+                "resnet50)");
   if (dtype != "f32" && dtype != "bf16")
     return fail("--dtype must be f32 or bf16, got '" + dtype + "'");
   bool bf16 = dtype == "bf16";
@@ -165,7 +167,8 @@ int main(int argc, char **argv) {
     if (!err)
       module = buildGPT(&context, c);
   } else if (family == "vgg16" || family == "resnet18" ||
-             family == "resnet50" || family == "resnet") {
+             family == "resnet50" || family == "resnet" ||
+             family == "cnn-small") {
     CNNConfig c;
     c.bf16 = bf16;
     err = checkApplicable(family,
@@ -174,6 +177,8 @@ int main(int argc, char **argv) {
       err = llvm::createStringError("--depth applies to 'resnet' only");
     if (family == "vgg16") {
       c.kind = CNNKind::VGG16;
+    } else if (family == "cnn-small") {
+      c.kind = CNNKind::Small;
     } else if (family == "resnet18") {
       c.kind = CNNKind::ResNet18;
     } else if (family == "resnet50") {
@@ -196,7 +201,8 @@ int main(int argc, char **argv) {
       module = buildCNN(&context, c);
   } else {
     return fail("unknown model family '" + family +
-                "' (expected mlp, gpt, vgg16, resnet18, resnet50 or resnet)");
+                "' (expected mlp, gpt, cnn-small, vgg16, resnet18, resnet50 or "
+                "resnet)");
   }
   if (err)
     return fail(llvm::toString(std::move(err)));

@@ -58,10 +58,12 @@ struct GPTConfig {
   bool bf16 = false;
 };
 
-enum class CNNKind { VGG16, ResNet18, ResNet50 };
+enum class CNNKind { Small, VGG16, ResNet18, ResNet50 };
 
-/// A VGG-16 or ResNet-18/50 image classifier (NCHW, no batch normalisation:
-/// every convolution carries a bias instead).
+/// A VGG-16 or ResNet-18/50 image classifier, or a small two-convolution
+/// one (cnn-small: conv 3x3 16 - relu - 2x2 max pool - conv 3x3 32 - relu -
+/// 2x2 max pool - linear; images a multiple of 4 in size), NCHW, no batch
+/// normalisation: every convolution carries a bias instead.
 struct CNNConfig {
   CNNKind kind = CNNKind::ResNet18;
   int64_t batch = 8;
