@@ -207,6 +207,8 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       return phase != Phase::Update && phase != Phase::Backward;
     case StepPart::ForwardBackward:
       return phase != Phase::Update;
+    case StepPart::Update:
+      return phase == Phase::Update;
     }
     return true;
   };

@@ -69,6 +69,8 @@ Status checkOptions(const TrainOptions &options) {
     return Status::usage("--save-all-ranks needs --save FILE");
   if (!(options.evalFraction >= 0 && options.evalFraction < 1))
     return Status::usage("--eval-fraction must be in [0, 1)");
+  if (!(options.clipNorm >= 0 && options.clipNorm <= 1e12))
+    return Status::usage("--clip-norm must be a non-negative number");
   if (options.evalEvery < 0)
     return Status::usage("--eval-every must be non-negative");
   if ((options.evalEvery > 0 || options.evalFraction > 0) &&
@@ -264,7 +266,7 @@ std::string formatLr(double lr) {
 /// One JSON Lines record of a logged step (--log-json).
 void logJsonRecord(std::FILE *file, int64_t step, float loss, double lr,
                    bool scheduled, double samplesPerSecond, double ms,
-                   double elapsedSeconds) {
+                   double elapsedSeconds, double gradNorm) {
   if (!file)
     return;
   char number[32];
@@ -277,6 +279,8 @@ void logJsonRecord(std::FILE *file, int64_t step, float loss, double lr,
                elapsedSeconds);
   if (scheduled)
     std::fprintf(file, ", \"lr\": %.9g", lr);
+  if (gradNorm >= 0)
+    std::fprintf(file, ", \"grad_norm\": %.9g", gradNorm);
   std::fprintf(file, "}\n");
   std::fflush(file);
 }
@@ -289,7 +293,37 @@ struct StepHooks {
   std::FILE *jsonLog = nullptr;
   const Evaluator *eval = nullptr;
   int64_t evalEvery = 0;
+  double clipNorm = 0;
 };
+
+/// Gradient clipping: runs forward and backward (gradient syncs included),
+/// scales the gradients when their global L2 norm exceeds `maxNorm` (as
+/// torch.nn.utils.clip_grad_norm_), then runs the updates. Sets `norm` to the
+/// norm before clipping.
+Status runClippedStep(Executor &executor, int64_t step, double maxNorm,
+                      float &loss, double &norm) {
+  Status status =
+      executor.runStep(step, loss, Executor::StepPart::ForwardBackward);
+  if (!status.ok())
+    return status;
+  const Plan &plan = executor.getPlan();
+  std::vector<const Tensor *> grads;
+  for (const Parameter &param : plan.parameters)
+    if (param.grad >= 0)
+      grads.push_back(&executor.getTensor(param.grad));
+  double sum = 0;
+  for (const Tensor *g : grads)
+    for (int64_t i = 0, n = g->numel(); i < n; ++i)
+      sum += static_cast<double>(g->f32()[i]) * g->f32()[i];
+  norm = std::sqrt(sum);
+  double coefficient = maxNorm / (norm + 1e-6);
+  if (coefficient < 1)
+    for (const Tensor *g : grads)
+      for (int64_t i = 0, n = g->numel(); i < n; ++i)
+        g->f32()[i] = static_cast<float>(g->f32()[i] * coefficient);
+  float unused = 0;
+  return executor.runStep(step, unused, Executor::StepPart::Update);
+}
 
 /// Evaluates after step `step` and logs the result (text and JSON).
 Status evaluate(std::FILE *log, const StepHooks &hooks, Executor &executor,
@@ -345,8 +379,12 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
     if (delays(straggler, result.rank, i))
       executor.setBackwardDelay(straggler.delayMs);
     float loss = 0;
+    double gradNorm = -1;
     auto start = std::chrono::steady_clock::now();
-    Status status = executor.runStep(step, loss);
+    Status status =
+        hooks.clipNorm > 0
+            ? runClippedStep(executor, step, hooks.clipNorm, loss, gradNorm)
+            : executor.runStep(step, loss);
     std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     if (!status.ok())
@@ -359,13 +397,16 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
     bool finite = std::isfinite(loss);
     if (!finite || i % options.logEvery == 0 || i == options.steps) {
       double rate = perSecond(result.samplesPerStep, elapsed.count());
+      std::string extra = schedule ? " lr " + formatLr(lr) : "";
+      if (gradNorm >= 0)
+        extra += " grad-norm " + formatLr(gradNorm);
       logLine(log, "step %lld loss %.6f samples/s %.1f ms %.3f%s\n",
               static_cast<long long>(step), loss, rate, elapsed.count(),
-              schedule ? (" lr " + formatLr(lr)).c_str() : "");
+              extra.c_str());
       std::chrono::duration<double> total =
           std::chrono::steady_clock::now() - runStart;
       logJsonRecord(hooks.jsonLog, step, loss, lr, schedule != nullptr, rate,
-                    elapsed.count(), total.count());
+                    elapsed.count(), total.count(), gradNorm);
     }
     if (finite && hooks.eval &&
         ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
@@ -641,6 +682,10 @@ Status connectRanks(const TrainOptions &options, const Plan &plan,
   if (run.lagging && !options.logJsonPath.empty())
     return Status::usage("--log-json is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
+  if (options.clipNorm > 0 && (run.lagging || plan.stages > 1))
+    return Status::usage("--clip-norm is supported without pipelines and "
+                         "lagging gradients only, for now (the gradients of "
+                         "a pipeline are spread over its stages)");
   if (run.lagging && run.scheduled)
     return Status::usage("--lr-schedule is not supported with lagging "
                          "gradients (a plan with staleness > 0) yet");
@@ -773,6 +818,7 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     hooks.jsonLog = jsonLog;
     hooks.eval = run.evaluator.get();
     hooks.evalEvery = options.evalEvery;
+    hooks.clipNorm = options.clipNorm;
     status =
         runSteps(rankOptions, run.straggler, hooks, executor, data, result);
   }
@@ -858,6 +904,9 @@ Status train(const TrainOptions &options, TrainResult &result) {
     status = connectRanks(options, plan, run, result);
   if (status.ok())
     status = setUpDevice(options, plan, run, result, executorOptions);
+  if (status.ok() && options.clipNorm > 0 &&
+      executorOptions.device != DeviceKind::Cpu)
+    status = Status::usage("--clip-norm runs on CPU ranks only, for now");
   if (!status.ok())
     return status;
   int64_t perReplicaBatch = 0;

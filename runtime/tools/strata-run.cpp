@@ -56,6 +56,9 @@ options:
   --eval-fraction F hold the last F of the --data arrays out of training and
                     evaluate on them
   --eval-every K    also evaluate every K steps
+  --clip-norm C     clip the gradients to global L2 norm C before each
+                    update (torch.nn.utils.clip_grad_norm_); prints the norm
+                    before clipping (no pipelines or lagging gradients)
   --log-json FILE    rank 0 writes one JSON record per logged step to FILE
                     (step, loss, samples_per_s, ms, elapsed_s[, lr])
   --lr-schedule KIND[,key=value...]
@@ -169,7 +172,7 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
 Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
-      grace, evalFraction, evalEvery;
+      grace, evalFraction, evalEvery, clipNorm;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -192,6 +195,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--eval-data", &o.evalDataPath},
       {"--eval-fraction", &evalFraction},
       {"--eval-every", &evalEvery},
+      {"--clip-norm", &clipNorm},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},
@@ -268,6 +272,14 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
         !(o.evalFraction < 1))
       return Status::usage("--eval-fraction: a number in (0, 1), got '" +
                            evalFraction + "'");
+  }
+  if (!clipNorm.empty()) {
+    errno = 0;
+    char *end = nullptr;
+    o.clipNorm = std::strtod(clipNorm.c_str(), &end);
+    if (errno != 0 || *end != '\0' || !(o.clipNorm > 0) || o.clipNorm > 1e12)
+      return Status::usage("--clip-norm: a positive number, got '" + clipNorm +
+                           "'");
   }
   if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
     return numberError("--eval-every", evalEvery);

@@ -101,6 +101,9 @@ public:
     Forward,
     /// Forward and backward: every gradient, but no optimizer update.
     ForwardBackward,
+    /// Only the optimizer updates (after ForwardBackward: gradient
+    /// clipping scales the gradients between the two).
+    Update,
     /// The whole step.
     All,
     /// Lagging gradients: forward and backward without `all_reduce_wait`

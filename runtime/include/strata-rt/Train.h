@@ -95,6 +95,10 @@ struct TrainOptions {
   std::string evalDataPath;
   double evalFraction = 0;
   int64_t evalEvery = 0;
+  /// Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_ with
+  /// max_norm = clipNorm): when the L2 norm of all gradients exceeds it,
+  /// they are scaled by clipNorm / (norm + 1e-6) before the update; 0: off.
+  double clipNorm = 0;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first
