@@ -159,7 +159,9 @@ def draw(rng, max_ranks, steps):
     stage_choices = [s for s in (1, 2, 4)
                      if s * c.replicas <= max_ranks and s <= max(most, 1)]
     c.stages = rng.choice(stage_choices) if family != "cnn" else 1
-    c.micro_batches = rng.choice([1, 2, 4]) if c.stages > 1 else 1
+    # Micro-batches with one stage: gradient accumulation.
+    c.micro_batches = rng.choice([1, 2, 4]) if (
+        c.stages > 1 or rng.random() < 0.25) else 1
     c.schedule = rng.choice(["gpipe", "1f1b", "zb-h1"])
     per = rng.choice([1, 2, 4]) if family != "cnn" else 1
     c.global_batch = per * c.replicas * c.micro_batches
