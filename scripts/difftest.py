@@ -171,7 +171,10 @@ def draw(rng, max_ranks, steps):
             f"bucket-bytes={rng.choice([256, 1024, 4096, 65536])}",
             f"bucket-bytes={rng.choice([1024, 4096])} staleness=0",
             f"bucket-bytes=4096 accumulate=host chunk-bytes="
-            f"{rng.choice([256, 1024])}"])
+            f"{rng.choice([256, 1024])}"]) if family != "cnn" else \
+            f"bucket-bytes={rng.choice([65536, 1 << 20])}"
+        # (Host accumulation moves a bucket in chunk-sized collectives: a
+        # ResNet's 11M parameters in 256-byte chunks take minutes.)
     c.tiling = rng.random() < 0.25
     c.planning = rng.choice([None, None, "auto", "greedy-size", "best-fit"])
     return c
@@ -431,6 +434,12 @@ def main():
             small = case if args.no_shrink else shrink(runner, case, verdict,
                                                        f"d{i}")
             v2, d2, cmds2 = runner.check(small, f"d{i}.final")
+            if v2 == "pass":
+                # Not reproduced (a timeout on a loaded machine, say).
+                verdicts[verdict] -= 1
+                verdicts["flaky"] += 1
+                print(f"  not reproduced on a second run: flaky ({detail})")
+                continue
             where = save_failure(args.out, i, small, v2, d2, cmds2)
             print(f"  REPRO ({v2}, saved in {where}): "
                   + " && ".join(cmds2), flush=True)
@@ -455,7 +464,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
     bad = sum(v for k, v in verdicts.items()
-              if k not in ("pass", "rejected", "diverged"))
+              if k not in ("pass", "rejected", "diverged", "flaky"))
     return 1 if bad else 0
 
 
