@@ -11,9 +11,9 @@
 
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
-#include "strata/Target/TargetDescription.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
+#include "strata/Transforms/TargetResolution.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -164,23 +164,17 @@ void InsertGradSyncPass::runOnOperation() {
   // The cost model is only needed to choose the bucket size.
   std::optional<TargetDescription> target;
   if (bucketBytes == 0) {
-    std::string name = targetName;
-    if (name.empty())
-      if (auto attr = module->getAttrOfType<StringAttr>(
-              StrataDialect::getTargetAttrName()))
-        name = attr.getValue().str();
+    std::string name = getTargetName(targetName, module);
     if (name.empty()) {
       emitError(module.getLoc())
           << "--strata-insert-grad-sync needs bucket-bytes=N or a target for "
              "its cost model (target=NAME or target=FILE.json)";
       return signalPassFailure();
     }
-    llvm::Expected<TargetDescription> loaded =
-        loadTargetDescription(name, getDefaultTargetSearchPath());
-    if (!loaded) {
-      emitError(module.getLoc()) << llvm::toString(loaded.takeError());
+    FailureOr<TargetDescription> loaded =
+        loadTarget(name, [&] { return emitError(module.getLoc()); });
+    if (failed(loaded))
       return signalPassFailure();
-    }
     target = std::move(*loaded);
   }
   bool found = false;
@@ -234,9 +228,10 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
   llvm::MapVector<Value, Gradient> byValue;
   llvm::SetVector<Operation *> averages;
   for (Operation &op : body) {
-    if (!isa<InPlaceOpInterface>(op))
+    auto update = dyn_cast<InPlaceOpInterface>(op);
+    if (!update)
       continue;
-    Value grad = op.getOperand(1);
+    Value grad = update.getGradient();
     if (auto average = grad.getDefiningOp<AllReduceOp>();
         average && average.getMean() && average.getReplicas() == p) {
       averages.insert(average);

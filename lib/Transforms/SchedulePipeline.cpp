@@ -16,10 +16,10 @@
 
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
-#include "strata/Target/TargetDescription.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
 #include "strata/Transforms/PipelineSchedule.h"
+#include "strata/Transforms/TargetResolution.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -180,9 +180,9 @@ LogicalResult Scheduler::classify() {
              << "is in layer " << *layer << ", which no stage covers";
     ops.push_back(&op);
     chunkOf[&op] = chunk;
-    if (isa<InPlaceOpInterface>(op)) {
+    if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
       updates.push_back(&op);
-      updateOfGrad[op.getOperand(1)] = &op;
+      updateOfGrad[update.getGradient()] = &op;
       continue;
     }
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
@@ -276,7 +276,7 @@ LogicalResult Scheduler::classify() {
     }
   }
   for (Operation *update : updates) {
-    Value grad = update->getOperand(1);
+    Value grad = cast<InPlaceOpInterface>(update).getGradient();
     Operation *def = grad.getDefiningOp();
     if (!def || deviceOf(chunkOf[def]) != deviceOf(chunkOf[update]))
       return update->emitOpError()
@@ -518,11 +518,15 @@ void Scheduler::emitUpdates(int64_t device) {
     int64_t chunk = chunkOf[update];
     if (deviceOf(chunk) != device)
       continue;
-    Value grad = gradAcc.lookup(update->getOperand(1));
+    OpOperand &gradOperand =
+        cast<InPlaceOpInterface>(update).getGradientMutable();
+    Value grad = gradAcc.lookup(gradOperand.get());
     IRMapping mapping;
-    for (auto [i, operand] : llvm::enumerate(update->getOperands()))
-      mapping.map(operand,
-                  i == 1 ? grad : resolve(operand, -1, device, chunk, update));
+    for (OpOperand &operand : update->getOpOperands())
+      mapping.map(operand.get(),
+                  &operand == &gradOperand
+                      ? grad
+                      : resolve(operand.get(), -1, device, chunk, update));
     Operation *clone = builder.clone(*update, mapping);
     tag(clone, chunk, -1);
     for (auto [result, copy] :
@@ -725,33 +729,23 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   // The stages: the partitioner's, or `stages` equal runs of layers.
   SmallVector<StageRange> stageList;
   int64_t stageReplicas = replicas;
-  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(
+  if (auto pipeline = func->getAttrOfType<PipelinePartitionAttr>(
           StrataDialect::getPipelineAttrName())) {
     if (stages != 0)
       return func.emitOpError()
              << "already has a partition (strata.pipeline); drop stages=";
-    auto list = pipeline.getAs<ArrayAttr>("stages");
-    if (!list || list.empty())
-      return func.emitOpError() << "has a strata.pipeline without stages";
+    // The attribute's verifier guarantees at least one stage.
     stageReplicas = -1;
-    for (auto [i, entry] : llvm::enumerate(list)) {
-      auto dict = dyn_cast<DictionaryAttr>(entry);
-      auto first = dict ? dict.getAs<IntegerAttr>("first_layer") : nullptr;
-      auto last = dict ? dict.getAs<IntegerAttr>("last_layer") : nullptr;
-      auto reps = dict ? dict.getAs<IntegerAttr>("replicas") : nullptr;
-      if (!first || !last || !reps)
-        return func.emitOpError()
-               << "strata.pipeline stage #" << i
-               << " needs integer first_layer, last_layer and replicas";
-      if (stageReplicas >= 0 && reps.getInt() != stageReplicas)
+    for (PipelineStageAttr stage : pipeline.getStages()) {
+      if (stageReplicas >= 0 && stage.getReplicas() != stageReplicas)
         return func.emitOpError()
                << "has stages with different replica counts (" << stageReplicas
-               << " and " << reps.getInt()
+               << " and " << stage.getReplicas()
                << "); the scheduler runs pipelines whose stages all have the "
                   "same number of replicas (partition with replicas=N or "
                   "straight)";
-      stageReplicas = reps.getInt();
-      stageList.push_back({first.getInt(), last.getInt()});
+      stageReplicas = stage.getReplicas();
+      stageList.push_back({stage.getFirstLayer(), stage.getLastLayer()});
     }
   } else {
     if (stages < 1)
@@ -834,35 +828,24 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   if (failed(scheduler.run()))
     return failure();
 
-  SmallVector<NamedAttribute> info{
-      b.getNamedAttr("schedule", b.getStringAttr(getScheduleName(*kind))),
-      b.getNamedAttr("devices", b.getI64IntegerAttr(shape.devices)),
-      b.getNamedAttr("virtual", b.getI64IntegerAttr(shape.virtualStages)),
-      b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)),
-      b.getNamedAttr("replicas", b.getI64IntegerAttr(stageReplicas))};
+  FloatAttr predictedStepSeconds, predictedBubble;
 
   // The predicted timeline, when a target is known.
-  std::string name = targetName;
-  if (name.empty())
-    if (auto attr =
-            func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
-                StrataDialect::getTargetAttrName()))
-      name = attr.getValue().str();
+  std::string name =
+      getTargetName(targetName, func->getParentOfType<ModuleOp>());
   if (name.empty() && !tracePath.empty())
     return func.emitOpError()
            << "trace= needs a target for the prediction (target=NAME)";
   if (!name.empty()) {
-    llvm::Expected<TargetDescription> target =
-        loadTargetDescription(name, getDefaultTargetSearchPath());
-    if (!target)
-      return func.emitOpError() << llvm::toString(target.takeError());
+    FailureOr<TargetDescription> target =
+        loadTarget(name, [&] { return func.emitOpError(); });
+    if (failed(target))
+      return failure();
     std::vector<TimedAction> timeline;
     double stepSeconds = 0, bubble = 0;
     scheduler.predict(*target, timeline, stepSeconds, bubble);
-    info.push_back(b.getNamedAttr("predicted_step_seconds",
-                                  b.getF64FloatAttr(stepSeconds)));
-    info.push_back(
-        b.getNamedAttr("predicted_bubble", b.getF64FloatAttr(bubble)));
+    predictedStepSeconds = b.getF64FloatAttr(stepSeconds);
+    predictedBubble = b.getF64FloatAttr(bubble);
     if (!tracePath.empty()) {
       std::string error;
       auto out = mlir::openOutputFile(tracePath, &error);
@@ -874,7 +857,10 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
     }
   }
   func->setAttr(StrataDialect::getPipelineScheduleAttrName(),
-                b.getDictionaryAttr(info));
+                PipelineScheduleAttr::get(
+                    b.getContext(), getScheduleName(*kind), shape.devices,
+                    shape.virtualStages, microBatches, stageReplicas,
+                    predictedStepSeconds, predictedBubble));
   func->setAttr(StrataDialect::getReplicasAttrName(),
                 b.getI64IntegerAttr(stageReplicas));
   return success();

@@ -32,7 +32,7 @@ func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", ro
 
 // A partition and stages=N are exclusive.
 // expected-error @+1 {{'func.func' op already has a partition (strata.pipeline); drop stages=}}
-func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<4x8xf32> attributes {strata.train_step, strata.pipeline = {stages = [{first_layer = 0 : i64, last_layer = 0 : i64, replicas = 1 : i64}]}} {
+func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<4x8xf32> attributes {strata.train_step, strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = 2, micro_batches = 2, schedule = "1f1b", objective = "throughput">} {
   %1 = strata.relu %x {strata.layer = 0 : i64} : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }

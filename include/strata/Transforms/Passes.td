@@ -276,13 +276,13 @@ def PartitionPipelinePass
     layers; `profile=FILE` (a Strata profile, JSON) replaces the times and,
     where present, the sizes with measured ones.
 
-    The step gets `strata.pipeline`, a dictionary whose `stages` entry lists
-    one `{first_layer, last_layer, replicas}` dictionary per stage in order
-    (`--strata-schedule-pipeline` reads it; ops are not annotated), plus the
-    prediction: `devices`, `micro_batches`, `schedule`, `objective`,
-    `first_devices`, `predicted_stage_seconds`, `predicted_step_seconds`,
-    `bubble_fraction`, `speedup_over_data_parallel` and
-    `memory_bytes_per_device`. `report=FILE` writes the partition, the
+    The step gets `strata.pipeline`, a `#strata.pipeline_partition` whose
+    `stages` list one `#strata.pipeline_stage<first_layer, last_layer,
+    replicas>` per stage in order (`--strata-schedule-pipeline` reads it; ops
+    are not annotated), plus the prediction: `devices`, `micro_batches`,
+    `schedule`, `objective`, `first_devices`, `predicted_stage_seconds`,
+    `predicted_step_seconds`, `bubble_fraction`,
+    `speedup_over_data_parallel` and `memory_bytes_per_device`. `report=FILE` writes the partition, the
     uniform partition and pure data parallelism side by side (JSON when the
     name ends in `.json`, text otherwise).
 
@@ -410,7 +410,8 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
     pass also predicts the step by replaying each device's passes with the
     ops' `CostOpInterface` times and the transfers over the target's links,
     records `predicted_step_seconds` and `predicted_bubble` in the
-    function's `strata.pipeline_schedule`, and with `trace=FILE` writes the
+    function's `strata.pipeline_schedule` (a `#strata.pipeline_schedule`),
+    and with `trace=FILE` writes the
     predicted timeline as Chrome trace-event JSON (one row per device;
     `scripts/pipeline-svg.py` draws it, or a `strata-run --trace`, as an
     SVG).
