@@ -140,12 +140,6 @@ void InsertGradSyncPass::runOnOperation() {
         << static_cast<int64_t>(replicas);
     return signalPassFailure();
   }
-  if (accumulate != "device" && accumulate != "host") {
-    emitError(module.getLoc())
-        << "--strata-insert-grad-sync: accumulate must be device or host, got '"
-        << accumulate << "'";
-    return signalPassFailure();
-  }
   if (failed(checkOptionRange(module.getLoc(), getArgument(), "chunk-bytes",
                               chunkBytes, 4, kMaxTensorBytes)) ||
       failed(checkOptionRange(module.getLoc(), getArgument(), "staleness",
@@ -155,7 +149,7 @@ void InsertGradSyncPass::runOnOperation() {
       failed(checkOptionRange(module.getLoc(), getArgument(), "bucket-bytes",
                               bucketBytes, 0, kMaxTensorBytes)))
     return signalPassFailure();
-  if (staleness > 0 && accumulate == "host") {
+  if (staleness > 0 && accumulate == GradAccumulation::Host) {
     emitError(module.getLoc())
         << "--strata-insert-grad-sync: staleness > 0 cannot be combined with "
            "accumulate=host";
@@ -336,7 +330,7 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
         builder.setInsertionPointAfter(producer);
       Location loc = last->local.getLoc();
       int64_t index = nextBucket++;
-      bool host = accumulate == "host";
+      bool host = accumulate == GradAccumulation::Host;
       auto start = AllReduceStartOp::create(
           builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
           host,

@@ -224,13 +224,8 @@ void PartitionPipelinePass::runOnOperation() {
     signalPassFailure();
   };
   PartitionOptions options;
-  if (!parseObjective(objective, options.objective))
-    return fail("objective must be throughput, balance or communication, "
-                "got '" +
-                objective + "'");
-  if (!parseSchedule(schedule, options.schedule))
-    return fail("schedule must be gpipe, 1f1b, interleaved or zb-h1, got '" +
-                schedule + "'");
+  options.objective = objective;
+  options.schedule = schedule;
   if (stages != "auto") {
     int64_t n;
     if (StringRef(stages).getAsInteger(10, n) || n < 1)

@@ -721,11 +721,7 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
     return func.emitOpError()
            << "is already data-parallel; schedule the pipeline first (its "
               "stages get their own replicas)";
-  std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
-  if (!kind)
-    return func.emitOpError() << "unknown schedule '" << schedule.getValue()
-                              << "' (expected gpipe, 1f1b, interleaved or "
-                                 "zb-h1)";
+  ScheduleKind kind = schedule;
   // The stages: the partitioner's, or `stages` equal runs of layers.
   SmallVector<StageRange> stageList;
   int64_t stageReplicas = replicas;
@@ -780,10 +776,10 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
                 "contiguous, non-empty runs of layers";
 
   ScheduleShape shape;
-  shape.kind = *kind;
+  shape.kind = kind;
   shape.microBatches = microBatches;
   int64_t chunks = static_cast<int64_t>(stageList.size());
-  shape.virtualStages = *kind == ScheduleKind::Interleaved ? virtualStages : 1;
+  shape.virtualStages = kind == ScheduleKind::Interleaved ? virtualStages : 1;
   if (shape.virtualStages < 1 || chunks % shape.virtualStages != 0)
     return func.emitOpError()
            << "cannot place " << chunks << " stages on devices holding "
@@ -858,7 +854,7 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   }
   func->setAttr(StrataDialect::getPipelineScheduleAttrName(),
                 PipelineScheduleAttr::get(
-                    b.getContext(), getScheduleName(*kind), shape.devices,
+                    b.getContext(), getScheduleName(kind), shape.devices,
                     shape.virtualStages, microBatches, stageReplicas,
                     predictedStepSeconds, predictedBubble));
   func->setAttr(StrataDialect::getReplicasAttrName(),

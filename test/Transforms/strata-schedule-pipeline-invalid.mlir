@@ -5,7 +5,7 @@
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 trace=%t.json" 2>&1 | FileCheck %s --check-prefix=TRACE
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 target=no-such-target" 2>&1 | FileCheck %s --check-prefix=TARGET
 
-// SCHEDULE: error: 'func.func' op unknown schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb-h1)
+// SCHEDULE: for the --schedule option: Cannot find option named 'pipedream'!
 // MICRO: error: --strata-schedule-pipeline needs micro-batches >= 1, got 0
 // INTERLEAVED: error: 'func.func' op cannot be scheduled: the interleaved schedule needs the micro-batch count (3) to be a multiple of the devices per pipeline (2)
 // TRACE: error: 'func.func' op trace= needs a target for the prediction (target=NAME)
