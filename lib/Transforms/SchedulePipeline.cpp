@@ -710,21 +710,63 @@ struct SchedulePipelinePass
 
   void runOnOperation() override;
   LogicalResult runOnStep(func::FuncOp func);
+  /// The stages to schedule: the partitioner's (`strata.pipeline`) or
+  /// `stages=` equal runs of layers; sets `stageReplicas` to the replicas of
+  /// every stage.
+  FailureOr<SmallVector<StageRange>> getStageList(func::FuncOp func,
+                                                  int64_t &stageReplicas);
+  /// The schedule's shape for `chunks` model chunks.
+  FailureOr<ScheduleShape> getShape(func::FuncOp func, int64_t chunks);
+  /// Predicts the scheduled step on the target, when one is known, and
+  /// writes the trace when asked to.
+  LogicalResult predict(func::FuncOp func, Scheduler &scheduler,
+                        const ScheduleShape &shape,
+                        FloatAttr &predictedStepSeconds,
+                        FloatAttr &predictedBubble);
 };
 } // namespace
 
-LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
-  Builder b(func.getContext());
-  if (func->hasAttr(StrataDialect::getPipelineScheduleAttrName()))
-    return func.emitOpError() << "is already scheduled as a pipeline";
-  if (func->hasAttr(StrataDialect::getReplicasAttrName()))
-    return func.emitOpError()
-           << "is already data-parallel; schedule the pipeline first (its "
-              "stages get their own replicas)";
-  ScheduleKind kind = schedule;
-  // The stages: the partitioner's, or `stages` equal runs of layers.
+/// Checks that `stageList` holds contiguous, non-empty runs of layers.
+static LogicalResult checkContiguous(func::FuncOp func,
+                                     ArrayRef<StageRange> stageList) {
+  for (auto [i, stage] : llvm::enumerate(stageList))
+    if (stage.firstLayer > stage.lastLayer ||
+        (i > 0 && stage.firstLayer != stageList[i - 1].lastLayer + 1))
+      return func.emitOpError()
+             << "stage #" << i << " (layers " << stage.firstLayer << ".."
+             << stage.lastLayer
+             << ") does not continue the previous stage; stages must be "
+                "contiguous, non-empty runs of layers";
+  return success();
+}
+
+/// The step is written for one micro-batch: its data and labels become
+/// `microBatches` micro-batches' worth, which `strata.micro_batch` splits.
+static LogicalResult growInputs(func::FuncOp func, int64_t microBatches) {
+  SmallVector<Type> argTypes(func.getArgumentTypes());
+  for (BlockArgument arg : func.getArguments()) {
+    auto input = func.getArgAttrOfType<InputAttr>(
+        arg.getArgNumber(), StrataDialect::getInputAttrName());
+    if (!input || input.getRole() == InputRole::step)
+      continue;
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type.getRank() == 0)
+      return func.emitOpError() << "input '" << input.getName()
+                                << "' has no batch dimension to split";
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= microBatches;
+    arg.setType(type.clone(shape));
+    argTypes[arg.getArgNumber()] = arg.getType();
+  }
+  func.setType(
+      FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
+  return success();
+}
+
+FailureOr<SmallVector<StageRange>>
+SchedulePipelinePass::getStageList(func::FuncOp func, int64_t &stageReplicas) {
   SmallVector<StageRange> stageList;
-  int64_t stageReplicas = replicas;
+  stageReplicas = replicas;
   if (auto pipeline = func->getAttrOfType<PipelinePartitionAttr>(
           StrataDialect::getPipelineAttrName())) {
     if (stages != 0)
@@ -766,20 +808,18 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   }
   if (stageReplicas < 1)
     return func.emitOpError() << "needs replicas >= 1, got " << stageReplicas;
-  for (auto [i, stage] : llvm::enumerate(stageList))
-    if (stage.firstLayer > stage.lastLayer ||
-        (i > 0 && stage.firstLayer != stageList[i - 1].lastLayer + 1))
-      return func.emitOpError()
-             << "stage #" << i << " (layers " << stage.firstLayer << ".."
-             << stage.lastLayer
-             << ") does not continue the previous stage; stages must be "
-                "contiguous, non-empty runs of layers";
+  if (failed(checkContiguous(func, stageList)))
+    return failure();
+  return stageList;
+}
 
+FailureOr<ScheduleShape> SchedulePipelinePass::getShape(func::FuncOp func,
+                                                        int64_t chunks) {
   ScheduleShape shape;
-  shape.kind = kind;
+  shape.kind = schedule;
   shape.microBatches = microBatches;
-  int64_t chunks = static_cast<int64_t>(stageList.size());
-  shape.virtualStages = kind == ScheduleKind::Interleaved ? virtualStages : 1;
+  shape.virtualStages =
+      shape.kind == ScheduleKind::Interleaved ? virtualStages : 1;
   if (shape.virtualStages < 1 || chunks % shape.virtualStages != 0)
     return func.emitOpError()
            << "cannot place " << chunks << " stages on devices holding "
@@ -789,6 +829,59 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   shape.devices = chunks / shape.virtualStages;
   if (std::string why = checkShape(shape); !why.empty())
     return func.emitOpError() << "cannot be scheduled: " << why;
+  return shape;
+}
+
+LogicalResult SchedulePipelinePass::predict(func::FuncOp func,
+                                            Scheduler &scheduler,
+                                            const ScheduleShape &shape,
+                                            FloatAttr &predictedStepSeconds,
+                                            FloatAttr &predictedBubble) {
+  std::string name =
+      getTargetName(targetName, func->getParentOfType<ModuleOp>());
+  if (name.empty() && !tracePath.empty())
+    return func.emitOpError()
+           << "trace= needs a target for the prediction (target=NAME)";
+  if (name.empty())
+    return success();
+  FailureOr<TargetDescription> target =
+      loadTarget(name, [&] { return func.emitOpError(); });
+  if (failed(target))
+    return failure();
+  std::vector<TimedAction> timeline;
+  double stepSeconds = 0, bubble = 0;
+  scheduler.predict(*target, timeline, stepSeconds, bubble);
+  Builder b(func.getContext());
+  predictedStepSeconds = b.getF64FloatAttr(stepSeconds);
+  predictedBubble = b.getF64FloatAttr(bubble);
+  if (tracePath.empty())
+    return success();
+  std::string error;
+  auto out = mlir::openOutputFile(tracePath, &error);
+  if (!out)
+    return func.emitOpError() << "cannot write the trace: " << error;
+  out->os() << llvm::formatv("{0:2}", timelineJson(timeline, shape.devices))
+            << "\n";
+  out->keep();
+  return success();
+}
+
+LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
+  if (func->hasAttr(StrataDialect::getPipelineScheduleAttrName()))
+    return func.emitOpError() << "is already scheduled as a pipeline";
+  if (func->hasAttr(StrataDialect::getReplicasAttrName()))
+    return func.emitOpError()
+           << "is already data-parallel; schedule the pipeline first (its "
+              "stages get their own replicas)";
+  int64_t stageReplicas = 0;
+  FailureOr<SmallVector<StageRange>> stageList =
+      getStageList(func, stageReplicas);
+  if (failed(stageList))
+    return failure();
+  FailureOr<ScheduleShape> shape =
+      getShape(func, static_cast<int64_t>(stageList->size()));
+  if (failed(shape))
+    return failure();
   // Every op is cloned per micro-batch: bound the result before building it.
   int64_t stepOps =
       static_cast<int64_t>(func.getBody().front().getOperations().size());
@@ -798,65 +891,22 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
            << static_cast<int64_t>(microBatches)
            << " ops once scheduled, more than the " << kMaxScheduledOps
            << " the pass builds; use fewer micro-batches";
-  // The step is written for one micro-batch: its data and labels become M
-  // micro-batches' worth, which `strata.micro_batch` splits.
-  if (microBatches > 1) {
-    SmallVector<Type> argTypes(func.getArgumentTypes());
-    for (BlockArgument arg : func.getArguments()) {
-      auto input = func.getArgAttrOfType<InputAttr>(
-          arg.getArgNumber(), StrataDialect::getInputAttrName());
-      if (!input || input.getRole() == InputRole::step)
-        continue;
-      auto type = cast<RankedTensorType>(arg.getType());
-      if (type.getRank() == 0)
-        return func.emitOpError() << "input '" << input.getName()
-                                  << "' has no batch dimension to split";
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] *= microBatches;
-      arg.setType(type.clone(shape));
-      argTypes[arg.getArgNumber()] = arg.getType();
-    }
-    func.setType(
-        FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
-  }
-
-  Scheduler scheduler(func, shape, stageReplicas, stageList);
-  if (failed(scheduler.run()))
+  if (microBatches > 1 && failed(growInputs(func, microBatches)))
     return failure();
 
+  Scheduler scheduler(func, *shape, stageReplicas, *stageList);
+  if (failed(scheduler.run()))
+    return failure();
   FloatAttr predictedStepSeconds, predictedBubble;
-
-  // The predicted timeline, when a target is known.
-  std::string name =
-      getTargetName(targetName, func->getParentOfType<ModuleOp>());
-  if (name.empty() && !tracePath.empty())
-    return func.emitOpError()
-           << "trace= needs a target for the prediction (target=NAME)";
-  if (!name.empty()) {
-    FailureOr<TargetDescription> target =
-        loadTarget(name, [&] { return func.emitOpError(); });
-    if (failed(target))
-      return failure();
-    std::vector<TimedAction> timeline;
-    double stepSeconds = 0, bubble = 0;
-    scheduler.predict(*target, timeline, stepSeconds, bubble);
-    predictedStepSeconds = b.getF64FloatAttr(stepSeconds);
-    predictedBubble = b.getF64FloatAttr(bubble);
-    if (!tracePath.empty()) {
-      std::string error;
-      auto out = mlir::openOutputFile(tracePath, &error);
-      if (!out)
-        return func.emitOpError() << "cannot write the trace: " << error;
-      out->os() << llvm::formatv("{0:2}", timelineJson(timeline, shape.devices))
-                << "\n";
-      out->keep();
-    }
-  }
+  if (failed(predict(func, scheduler, *shape, predictedStepSeconds,
+                     predictedBubble)))
+    return failure();
+  Builder b(func.getContext());
   func->setAttr(StrataDialect::getPipelineScheduleAttrName(),
                 PipelineScheduleAttr::get(
-                    b.getContext(), getScheduleName(kind), shape.devices,
-                    shape.virtualStages, microBatches, stageReplicas,
-                    predictedStepSeconds, predictedBubble));
+                    b.getContext(), getScheduleName(shape->kind),
+                    shape->devices, shape->virtualStages, microBatches,
+                    stageReplicas, predictedStepSeconds, predictedBubble));
   func->setAttr(StrataDialect::getReplicasAttrName(),
                 b.getI64IntegerAttr(stageReplicas));
   return success();
