@@ -179,3 +179,19 @@ func.func @orphan_state(%w: tensor<4xf32> {strata.param = #strata.param<name = "
 func.func @step_shape(%s: tensor<2x4xf32> {strata.input = #strata.input<name = "step", role = step>}) {
   return
 }
+
+// -----
+
+// A partition's devices and micro-batches are not negative.
+// expected-error @+1 {{pipeline partition devices and micro_batches must be non-negative}}
+func.func @partition_negative_devices(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = -1, micro_batches = 1, schedule = "1f1b", objective = "throughput">} {
+  return
+}
+
+// -----
+
+// The predicted time per stage has one entry per stage.
+// expected-error @+1 {{pipeline partition predicted_stage_seconds must have one entry per stage}}
+func.func @partition_seconds_per_stage(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = 1, micro_batches = 1, schedule = "1f1b", objective = "throughput", predicted_stage_seconds = [1.0, 2.0]>} {
+  return
+}
