@@ -9,14 +9,10 @@ using namespace mlir::strata;
 FailureOr<SmallVector<SmallVector<Operation *>>>
 mlir::strata::getRankPrograms(func::FuncOp func) {
   int64_t devices = 0;
-  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(
-          StrataDialect::getPipelineScheduleAttrName())) {
-    auto attr = pipeline.getAs<IntegerAttr>("devices");
-    if (!attr || attr.getInt() < 1)
-      return func.emitOpError()
-             << "has a strata.pipeline_schedule without devices >= 1";
-    devices = attr.getInt();
-  }
+  // The attribute's verifier guarantees at least one device.
+  if (auto pipeline = func->getAttrOfType<PipelineScheduleAttr>(
+          StrataDialect::getPipelineScheduleAttrName()))
+    devices = pipeline.getDevices();
   SmallVector<SmallVector<Operation *>> programs(std::max<int64_t>(devices, 1));
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (devices == 0) {
@@ -78,10 +74,11 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
         record(value);
         inst.out.push_back(idOf(value));
       }
-      inst.inPlace = isa<InPlaceOpInterface>(op);
+      auto update = dyn_cast<InPlaceOpInterface>(op);
+      inst.inPlace = static_cast<bool>(update);
       inst.readsAfterReturn = isa<SendOp>(op);
-      if (inst.inPlace && op->getNumOperands() > 1)
-        result.persistent[idOf(op->getOperand(1))] = true;
+      if (update)
+        result.persistent[idOf(update.getGradient())] = true;
     }
     result.steps += static_cast<int64_t>(program.size());
   }

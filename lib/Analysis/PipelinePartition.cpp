@@ -580,45 +580,33 @@ static bool evenSplit(int64_t layers, int64_t devices, int64_t stages,
   return rbase > 0;
 }
 
-PartitionResult
-mlir::strata::partitionPipeline(const LayerGraph &graph,
-                                const PartitionTopology &topology,
-                                const PartitionOptions &options) {
-  PartitionResult result;
-  PartitionOptions o = resolveOptions(topology, options);
-  result.options = o;
-  auto fail = [&](const std::string &message) {
-    result.error = message;
-    return result;
-  };
-  if (std::string problem = graph.verify(); !problem.empty())
-    return fail(problem);
-  int64_t L = static_cast<int64_t>(graph.layers.size());
+/// Checks the resolved options against the graph's `layers`; returns the
+/// problem, or "" and the stage count the options fix (0: free).
+static std::string checkOptions(const PartitionOptions &o, int64_t layers,
+                                int64_t &fixedStages) {
   int64_t D = o.devices;
   std::ostringstream os;
   if (D < 1) {
     os << "devices must be at least 1, got " << D;
-    return fail(os.str());
+    return os.str();
   }
   if (o.microBatches < 1) {
     os << "micro-batches must be at least 1, got " << o.microBatches;
-    return fail(os.str());
+    return os.str();
   }
-  if (o.stages < 0 || o.replicas < 0) {
-    os << "stages and replicas must not be negative";
-    return fail(os.str());
-  }
+  if (o.stages < 0 || o.replicas < 0)
+    return "stages and replicas must not be negative";
   if (o.straight && o.replicas > 1) {
     os << "a straight pipeline has one replica per stage, but replicas="
        << o.replicas << " was given";
-    return fail(os.str());
+    return os.str();
   }
   if (o.replicas > 0 && D % o.replicas != 0) {
     os << D << " devices are not divisible into stages of " << o.replicas
        << " replicas";
-    return fail(os.str());
+    return os.str();
   }
-  int64_t fixedStages = o.stages;
+  fixedStages = o.stages;
   if (o.straight || o.replicas > 0) {
     int64_t implied = o.straight ? D : D / o.replicas;
     if (fixedStages != 0 && fixedStages != implied) {
@@ -628,28 +616,40 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
       else
         os << " of " << o.replicas << " replicas do not use " << D
            << " devices";
-      return fail(os.str());
+      return os.str();
     }
     fixedStages = implied;
   }
-  if (fixedStages > L) {
-    os << fixedStages << " stages but only " << L << " layers";
-    return fail(os.str());
+  if (fixedStages > layers) {
+    os << fixedStages << " stages but only " << layers << " layers";
+    return os.str();
   }
   if (fixedStages > D) {
     os << fixedStages << " stages but only " << D << " devices";
-    return fail(os.str());
+    return os.str();
   }
+  return "";
+}
 
-  result.replicaCandidates = replicaCandidates(topology, o);
-  Solver solver(graph, topology, o, result.replicaCandidates);
-  int64_t maxStages = fixedStages ? fixedStages : std::min(L, D);
-  Metric metric = o.objective == PartitionObjective::Balance ? Metric::Balance
-                  : o.objective == PartitionObjective::Communication
-                      ? Metric::Communication
-                      : Metric::Throughput;
-  solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
+/// The solver's metric for an objective.
+static Metric getMetric(PartitionObjective objective) {
+  switch (objective) {
+  case PartitionObjective::Balance:
+    return Metric::Balance;
+  case PartitionObjective::Communication:
+    return Metric::Communication;
+  case PartitionObjective::Throughput:
+    return Metric::Throughput;
+  }
+  return Metric::Throughput;
+}
 
+/// Records the solver's value per stage count in `result` and returns the
+/// stage count with the best predicted step (0 when none fits).
+static int64_t chooseStageCount(const LayerGraph &graph, const Solver &solver,
+                                const PartitionOptions &o, Metric metric,
+                                int64_t fixedStages, int64_t maxStages,
+                                PartitionResult &result) {
   double totalForward = 0, totalBackward = 0;
   for (const PartitionLayer &layer : graph.layers) {
     totalForward += layer.forwardSeconds;
@@ -672,57 +672,69 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
       chosen = s;
     }
   }
+  return chosen;
+}
 
-  if (chosen == 0) {
-    // Nothing fits: find the smallest memory with which something would.
-    // A cap prunes the search (stages past it are skipped) without changing
-    // the optimum when the optimum lies under it, so grow the cap from the
-    // device's memory until something fits under it; the last search is
-    // exact. Without any cap nothing can fit (no split uses the devices).
-    auto smallestMemory = [&](double bound) {
-      Solver memory(graph, topology, o, result.replicaCandidates);
-      memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0);
-      double need = kInf;
-      for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s)
-        need = std::min(need, memory.value(s));
-      return need;
-    };
+/// Nothing fits: finds the smallest memory with which something would,
+/// records it in `result` and returns the message. A cap prunes the search
+/// (stages past it are skipped) without changing the optimum when the
+/// optimum lies under it, so the cap grows from the device's memory until
+/// something fits under it; the last search is exact. Without any cap
+/// nothing can fit (no split uses the devices).
+static std::string explainInfeasible(const LayerGraph &graph,
+                                     const PartitionTopology &topology,
+                                     const PartitionOptions &o,
+                                     int64_t fixedStages, int64_t maxStages,
+                                     PartitionResult &result) {
+  auto smallestMemory = [&](double bound) {
+    Solver memory(graph, topology, o, result.replicaCandidates);
+    memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0);
     double need = kInf;
-    double total = 0;
-    for (const PartitionLayer &layer : graph.layers)
-      total += 2 * layer.paramBytes + layer.optimizerBytes +
-               layer.stashBytes * static_cast<double>(o.microBatches);
-    for (double bound = std::max(o.memoryBytes, 1.0) * 1.5;; bound *= 1.5) {
-      // Also ends the search when the total is not a number.
-      if (!(bound < total)) {
-        need = smallestMemory(kInf);
-        break;
-      }
-      need = smallestMemory(bound);
-      if (need < kInf)
-        break;
+    for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s)
+      need = std::min(need, memory.value(s));
+    return need;
+  };
+  double need = kInf;
+  double total = 0;
+  for (const PartitionLayer &layer : graph.layers)
+    total += 2 * layer.paramBytes + layer.optimizerBytes +
+             layer.stashBytes * static_cast<double>(o.microBatches);
+  for (double bound = std::max(o.memoryBytes, 1.0) * 1.5;; bound *= 1.5) {
+    // Also ends the search when the total is not a number.
+    if (!(bound < total)) {
+      need = smallestMemory(kInf);
+      break;
     }
-    if (need == kInf) {
-      os << "no partition of " << L << " layers into ";
-      if (fixedStages)
-        os << fixedStages;
-      else
-        os << "at most " << maxStages;
-      os << " stages uses exactly " << D << " devices";
-      return fail(os.str());
-    }
-    result.requiredMemoryBytes = need;
-    os << "no partition fits in " << formatBytes(o.memoryBytes)
-       << " per device; the smallest feasible memory per device is "
-       << formatBytes(need) << " (" << formatByteCount(need) << " bytes)";
-    return fail(os.str());
+    need = smallestMemory(bound);
+    if (need < kInf)
+      break;
   }
+  std::ostringstream os;
+  if (need == kInf) {
+    os << "no partition of " << graph.layers.size() << " layers into ";
+    if (fixedStages)
+      os << fixedStages;
+    else
+      os << "at most " << maxStages;
+    os << " stages uses exactly " << o.devices << " devices";
+    return os.str();
+  }
+  result.requiredMemoryBytes = need;
+  os << "no partition fits in " << formatBytes(o.memoryBytes)
+     << " per device; the smallest feasible memory per device is "
+     << formatBytes(need) << " (" << formatByteCount(need) << " bytes)";
+  return os.str();
+}
 
-  std::vector<std::pair<unsigned, unsigned>> bounds;
-  std::vector<int64_t> replicas;
-  solver.reconstruct(chosen, bounds, replicas);
-  result.best = evaluatePartition(graph, topology, o, bounds, replicas);
-
+/// Evaluates the baselines of a `chosen`-stage partition: the uniform
+/// partition with as many stages and pure data parallelism, and the
+/// speed-ups over the latter.
+static void evaluateBaselines(const LayerGraph &graph,
+                              const PartitionTopology &topology,
+                              const PartitionOptions &o, int64_t chosen,
+                              PartitionResult &result) {
+  int64_t L = static_cast<int64_t>(graph.layers.size());
+  int64_t D = o.devices;
   // Uniform partitioning with the same number of stages.
   {
     std::vector<std::pair<unsigned, unsigned>> ub;
@@ -743,5 +755,41 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
       result.uniformSpeedup =
           result.dataParallel.stepSeconds / result.uniform.stepSeconds;
   }
+}
+
+PartitionResult
+mlir::strata::partitionPipeline(const LayerGraph &graph,
+                                const PartitionTopology &topology,
+                                const PartitionOptions &options) {
+  PartitionResult result;
+  PartitionOptions o = resolveOptions(topology, options);
+  result.options = o;
+  auto fail = [&](const std::string &message) {
+    result.error = message;
+    return result;
+  };
+  if (std::string problem = graph.verify(); !problem.empty())
+    return fail(problem);
+  int64_t L = static_cast<int64_t>(graph.layers.size());
+  int64_t fixedStages = 0;
+  if (std::string problem = checkOptions(o, L, fixedStages); !problem.empty())
+    return fail(problem);
+
+  result.replicaCandidates = replicaCandidates(topology, o);
+  Solver solver(graph, topology, o, result.replicaCandidates);
+  int64_t maxStages = fixedStages ? fixedStages : std::min(L, o.devices);
+  Metric metric = getMetric(o.objective);
+  solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
+  int64_t chosen = chooseStageCount(graph, solver, o, metric, fixedStages,
+                                    maxStages, result);
+  if (chosen == 0)
+    return fail(
+        explainInfeasible(graph, topology, o, fixedStages, maxStages, result));
+
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<int64_t> replicas;
+  solver.reconstruct(chosen, bounds, replicas);
+  result.best = evaluatePartition(graph, topology, o, bounds, replicas);
+  evaluateBaselines(graph, topology, o, chosen, result);
   return result;
 }

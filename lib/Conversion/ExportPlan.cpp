@@ -162,11 +162,10 @@ LogicalResult PlanWriter::collect() {
       op->emitOpError() << "cannot be exported to a plan";
       return WalkResult::interrupt();
     }
-    if (isa<InPlaceOpInterface>(op)) {
+    if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
       if (!firstUpdate)
         firstUpdate = op;
-      // Operand 1 of an update is the gradient of operand 0 (the parameter).
-      gradOf[op->getOperand(0)] = op->getOperand(1);
+      gradOf[update.getParameter()] = update.getGradient();
     }
     for (OpResult result : op->getResults()) {
       BufferAttr buffer = getBuffer(result);
@@ -337,15 +336,11 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
 FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   if (failed(collect()))
     return failure();
-  auto pipeline = func->getAttrOfType<DictionaryAttr>(
+  // The attribute's verifier guarantees at least one device.
+  auto pipeline = func->getAttrOfType<PipelineScheduleAttr>(
       StrataDialect::getPipelineScheduleAttrName());
-  if (pipeline) {
-    auto attr = pipeline.getAs<IntegerAttr>("devices");
-    if (!attr || attr.getInt() < 1)
-      return func.emitOpError()
-             << "has a strata.pipeline_schedule without devices >= 1";
-    devices = attr.getInt();
-  }
+  if (pipeline)
+    devices = pipeline.getDevices();
   FailureOr<SmallVector<SmallVector<Operation *>>> programs =
       getRankPrograms(func);
   if (failed(programs))
@@ -369,10 +364,10 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
                           {"inputs", buildInputs()},
                           {"loss", getBuffer(loss).getId()}};
   if (firstUpdate) {
-    llvm::json::Object optimizer{{"kind", isa<SgdUpdateOp>(firstUpdate) ? "sgd"
-                                          : firstUpdate->hasAttr("decoupled")
-                                              ? "adamw"
-                                              : "adam"}};
+    auto adam = dyn_cast<AdamUpdateOp>(firstUpdate);
+    llvm::json::Object optimizer{{"kind", !adam                 ? "sgd"
+                                          : adam.getDecoupled() ? "adamw"
+                                                                : "adam"}};
     for (NamedAttribute attr : firstUpdate->getAttrs())
       if (auto f = dyn_cast<FloatAttr>(attr.getValue()))
         optimizer[attr.getName().getValue()] = f.getValueAsDouble();

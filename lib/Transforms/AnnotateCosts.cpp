@@ -2,8 +2,8 @@
 
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
-#include "strata/Target/TargetDescription.h"
 #include "strata/Transforms/Passes.h"
+#include "strata/Transforms/TargetResolution.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -28,12 +28,10 @@ struct AnnotateCostsPass
                                     "(target=NAME or target=FILE.json)";
       return signalPassFailure();
     }
-    llvm::Expected<TargetDescription> target =
-        loadTargetDescription(targetName, getDefaultTargetSearchPath());
-    if (!target) {
-      emitError(module.getLoc()) << llvm::toString(target.takeError());
+    FailureOr<TargetDescription> target =
+        loadTarget(targetName, [&] { return emitError(module.getLoc()); });
+    if (failed(target))
       return signalPassFailure();
-    }
 
     MLIRContext *context = &getContext();
     module->setAttr(StrataDialect::getTargetAttrName(),

@@ -6,7 +6,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::strata {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -225,19 +224,8 @@ struct AutodiffPass : public strata::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    std::optional<OptimizerKind> kind =
-        llvm::StringSwitch<std::optional<OptimizerKind>>(optimizer)
-            .Case("sgd", OptimizerKind::sgd)
-            .Case("adam", OptimizerKind::adam)
-            .Case("adamw", OptimizerKind::adamw)
-            .Default(std::nullopt);
-    if (!kind) {
-      emitError(getOperation().getLoc()) << "unknown optimizer '" << optimizer
-                                         << "' (expected sgd, adam or adamw)";
-      return signalPassFailure();
-    }
-    OptimizerConfig config{*kind, lr,      momentum,   beta1,
-                           beta2, epsilon, weightDecay};
+    OptimizerConfig config{optimizer, lr,      momentum,   beta1,
+                           beta2,     epsilon, weightDecay};
     SmallVector<func::FuncOp> funcs;
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() &&

@@ -49,13 +49,13 @@ struct DataParallelPass
         return signalPassFailure();
       }
       OpBuilder builder(func.getContext());
-      // Each update averages its gradient (operand 1) first.
-      SmallVector<Operation *> updates;
+      // Each update averages its gradient first.
+      SmallVector<InPlaceOpInterface> updates;
       func.walk([&](InPlaceOpInterface op) { updates.push_back(op); });
-      for (Operation *update : updates) {
-        Value grad = update->getOperand(1);
-        update->setOperand(
-            1, averageBefore(builder, update, grad, replicas, Phase::backward));
+      for (InPlaceOpInterface update : updates) {
+        OpOperand &grad = update.getGradientMutable();
+        grad.set(averageBefore(builder, update, grad.get(), replicas,
+                               Phase::backward));
       }
       // The reported loss is the mean over the replicas.
       Operation *ret = func.getBody().front().getTerminator();

@@ -11,9 +11,9 @@
 
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
-#include "strata/Target/TargetDescription.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
+#include "strata/Transforms/TargetResolution.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -103,9 +103,18 @@ struct InsertGradSyncPass
   void runOnOperation() override;
   LogicalResult runOnStep(func::FuncOp func,
                           const std::optional<TargetDescription> &target);
+  /// Returns the step's data-parallel replicas (from `strata.replicas`, or
+  /// `replicas=` after making the step data-parallel).
+  FailureOr<int64_t> resolveReplicas(func::FuncOp func);
   /// Averages the returned loss over the replicas and marks the step, as
   /// --strata-data-parallel does.
   void makeDataParallel(func::FuncOp func, int64_t replicas);
+  /// Inserts one start/wait pair per bucket of `stage`'s gradients (numbered
+  /// from `nextBucket` on) and points the updates at the waits' results.
+  void insertBuckets(func::FuncOp func, int64_t stage, ArrayRef<Gradient> grads,
+                     ArrayRef<Bucket> buckets,
+                     const DenseMap<Operation *, int64_t> &position,
+                     int64_t replicas, int64_t &nextBucket);
 };
 
 } // namespace
@@ -140,12 +149,6 @@ void InsertGradSyncPass::runOnOperation() {
         << static_cast<int64_t>(replicas);
     return signalPassFailure();
   }
-  if (accumulate != "device" && accumulate != "host") {
-    emitError(module.getLoc())
-        << "--strata-insert-grad-sync: accumulate must be device or host, got '"
-        << accumulate << "'";
-    return signalPassFailure();
-  }
   if (failed(checkOptionRange(module.getLoc(), getArgument(), "chunk-bytes",
                               chunkBytes, 4, kMaxTensorBytes)) ||
       failed(checkOptionRange(module.getLoc(), getArgument(), "staleness",
@@ -155,7 +158,7 @@ void InsertGradSyncPass::runOnOperation() {
       failed(checkOptionRange(module.getLoc(), getArgument(), "bucket-bytes",
                               bucketBytes, 0, kMaxTensorBytes)))
     return signalPassFailure();
-  if (staleness > 0 && accumulate == "host") {
+  if (staleness > 0 && accumulate == GradAccumulation::Host) {
     emitError(module.getLoc())
         << "--strata-insert-grad-sync: staleness > 0 cannot be combined with "
            "accumulate=host";
@@ -164,23 +167,17 @@ void InsertGradSyncPass::runOnOperation() {
   // The cost model is only needed to choose the bucket size.
   std::optional<TargetDescription> target;
   if (bucketBytes == 0) {
-    std::string name = targetName;
-    if (name.empty())
-      if (auto attr = module->getAttrOfType<StringAttr>(
-              StrataDialect::getTargetAttrName()))
-        name = attr.getValue().str();
+    std::string name = getTargetName(targetName, module);
     if (name.empty()) {
       emitError(module.getLoc())
           << "--strata-insert-grad-sync needs bucket-bytes=N or a target for "
              "its cost model (target=NAME or target=FILE.json)";
       return signalPassFailure();
     }
-    llvm::Expected<TargetDescription> loaded =
-        loadTargetDescription(name, getDefaultTargetSearchPath());
-    if (!loaded) {
-      emitError(module.getLoc()) << llvm::toString(loaded.takeError());
+    FailureOr<TargetDescription> loaded =
+        loadTarget(name, [&] { return emitError(module.getLoc()); });
+    if (failed(loaded))
       return signalPassFailure();
-    }
     target = std::move(*loaded);
   }
   bool found = false;
@@ -198,10 +195,7 @@ void InsertGradSyncPass::runOnOperation() {
   }
 }
 
-LogicalResult
-InsertGradSyncPass::runOnStep(func::FuncOp func,
-                              const std::optional<TargetDescription> &target) {
-  int64_t p = replicas;
+FailureOr<int64_t> InsertGradSyncPass::resolveReplicas(func::FuncOp func) {
   if (auto attr = func->getAttrOfType<IntegerAttr>(
           StrataDialect::getReplicasAttrName())) {
     if (replicas != 0 && replicas != attr.getInt())
@@ -210,14 +204,184 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
              << " data-parallel replicas, but --strata-insert-grad-sync was "
                 "given replicas="
              << static_cast<int64_t>(replicas);
-    p = attr.getInt();
-  } else if (p == 0) {
+    return attr.getInt();
+  }
+  if (replicas == 0)
     return func.emitOpError()
            << "is not data-parallel (run --strata-data-parallel first or pass "
               "replicas=N)";
-  } else {
-    makeDataParallel(func, p);
+  makeDataParallel(func, replicas);
+  return static_cast<int64_t>(replicas);
+}
+
+/// Collects the gradient each update of `body` reads, before any synchronous
+/// averaging over `replicas` (whose averages go to `averages`), in the order
+/// of their first update.
+static llvm::MapVector<Value, Gradient>
+collectGradients(Block &body, const DenseMap<Operation *, int64_t> &position,
+                 int64_t replicas, llvm::SetVector<Operation *> &averages) {
+  llvm::MapVector<Value, Gradient> byValue;
+  for (Operation &op : body) {
+    auto update = dyn_cast<InPlaceOpInterface>(op);
+    if (!update)
+      continue;
+    OpOperand &gradOperand = update.getGradientMutable();
+    Value grad = gradOperand.get();
+    if (auto average = grad.getDefiningOp<AllReduceOp>();
+        average && average.getMean() &&
+        static_cast<int64_t>(average.getReplicas()) == replicas) {
+      averages.insert(average);
+      grad = average.getInput();
+    }
+    Gradient &entry = byValue[grad];
+    if (entry.users.empty()) {
+      entry.local = grad;
+      entry.bytes = getTensorBytes(grad.getType());
+      entry.firstUseAt = position.lookup(&op);
+      if (Operation *def = grad.getDefiningOp())
+        entry.producedAt = position.lookup(body.findAncestorOpInBlock(*def));
+    }
+    entry.users.push_back({&op, gradOperand.getOperandNumber()});
   }
+  return byValue;
+}
+
+/// The pipeline stage of an op (-1: not pipelined).
+static int64_t getStage(Operation *op) {
+  auto stage =
+      op->getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+  return stage ? stage.getInt() : -1;
+}
+
+/// Chooses the bucket size of `stage`'s gradients (in production order) that
+/// ends the last all-reduce earliest on `target`, and records in `grads`
+/// when each is ready.
+static int64_t chooseBucketBytes(func::FuncOp func, int64_t stage,
+                                 MutableArrayRef<Gradient> grads,
+                                 int64_t replicas,
+                                 const TargetDescription &target) {
+  Block &body = func.getBody().front();
+  // Gradient g is ready once every op up to its producer has run; the
+  // synchronous averages being replaced run on the link, not in compute.
+  CostModel model(func, target);
+  DenseMap<Operation *, double> doneAt;
+  double clock = 0;
+  for (Operation &op : body) {
+    if (auto costed = dyn_cast<CostOpInterface>(&op);
+        costed && !isa<AllReduceOp, AllReduceStartOp>(op) &&
+        (stage < 0 || getStage(&op) == stage))
+      clock += model.getOpCost(&op).seconds;
+    doneAt[&op] = clock;
+  }
+  int64_t total = 0;
+  for (Gradient &grad : grads) {
+    total += grad.bytes;
+    if (Operation *def = grad.local.getDefiningOp())
+      grad.readyAt = doneAt[body.findAncestorOpInBlock(*def)];
+  }
+  int64_t threshold = 0;
+  double best = 0;
+  for (int64_t size = 4096;; size *= 2) {
+    int64_t candidate = std::min(size, total);
+    double end =
+        simulateBuckets(grads, formBuckets(grads, candidate), replicas, target);
+    // Ties go to the larger bucket (fewer messages).
+    if (threshold == 0 || end <= best * (1.0 + 1e-9)) {
+      best = end;
+      threshold = candidate;
+    }
+    if (candidate >= total)
+      break;
+  }
+  return threshold;
+}
+
+void InsertGradSyncPass::insertBuckets(
+    func::FuncOp func, int64_t stage, ArrayRef<Gradient> grads,
+    ArrayRef<Bucket> buckets, const DenseMap<Operation *, int64_t> &position,
+    int64_t p, int64_t &nextBucket) {
+  Block &body = func.getBody().front();
+  OpBuilder builder(func.getContext());
+  auto backward = PhaseAttr::get(func.getContext(), Phase::backward);
+  // Starts that follow the same producer go in bucket order.
+  DenseMap<Operation *, Operation *> lastStartAfter;
+  for (const Bucket &bucket : buckets) {
+    SmallVector<Value> locals;
+    const Gradient *last = nullptr;
+    Operation *firstUser = nullptr;
+    for (unsigned g : bucket.gradients) {
+      locals.push_back(grads[g].local);
+      if (!last || grads[g].producedAt >= last->producedAt)
+        last = &grads[g];
+      for (auto [user, operand] : grads[g].users)
+        if (!firstUser || position.lookup(user) < position.lookup(firstUser))
+          firstUser = user;
+    }
+    Operation *producer =
+        last->producedAt < 0
+            ? nullptr
+            : body.findAncestorOpInBlock(*last->local.getDefiningOp());
+    if (!producer)
+      builder.setInsertionPointToStart(&body);
+    else if (Operation *prev = lastStartAfter.lookup(producer))
+      builder.setInsertionPointAfter(prev);
+    else
+      builder.setInsertionPointAfter(producer);
+    Location loc = last->local.getLoc();
+    int64_t index = nextBucket++;
+    bool host = accumulate == GradAccumulation::Host;
+    auto start = AllReduceStartOp::create(
+        builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
+        host,
+        host ? builder.getI64IntegerAttr(static_cast<int64_t>(chunkBytes))
+             : IntegerAttr(),
+        staleness > 0
+            ? builder.getI64IntegerAttr(static_cast<int64_t>(staleness))
+            : IntegerAttr());
+    start->setAttr(StrataDialect::getPhaseAttrName(), backward);
+    if (stage >= 0)
+      start->setAttr(StrataDialect::getStageAttrName(),
+                     builder.getI64IntegerAttr(stage));
+    if (producer) {
+      lastStartAfter[producer] = start;
+      if (std::optional<int64_t> layer = getLayer(producer))
+        setLayer(start, *layer);
+    }
+    builder.setInsertionPoint(firstUser);
+    auto wait = AllReduceWaitOp::create(builder, loc, locals,
+                                        static_cast<int64_t>(index));
+    wait->setAttr(StrataDialect::getPhaseAttrName(), backward);
+    if (stage >= 0)
+      wait->setAttr(StrataDialect::getStageAttrName(),
+                    builder.getI64IntegerAttr(stage));
+    if (std::optional<int64_t> layer = getLayer(firstUser))
+      setLayer(wait, *layer);
+    for (auto [i, g] : llvm::enumerate(bucket.gradients))
+      for (auto [user, operand] : grads[g].users)
+        user->setOperand(operand, wait.getResult(i));
+  }
+}
+
+/// A lagging replica contributes its gradients and its loss, nothing else:
+/// any other collective would need every replica at the same iteration.
+static LogicalResult checkLaggingCollectives(func::FuncOp func) {
+  Value loss = func.getBody().front().getTerminator()->getOperands().back();
+  WalkResult walk = func.walk([&](AllReduceOp op) {
+    if (op.getResult() == loss && op.getResult().hasOneUse())
+      return WalkResult::advance();
+    op.emitOpError() << "cannot run with staleness > 0: only gradient "
+                        "averages and the returned loss may be all-reduced";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult
+InsertGradSyncPass::runOnStep(func::FuncOp func,
+                              const std::optional<TargetDescription> &target) {
+  FailureOr<int64_t> p = resolveReplicas(func);
+  if (failed(p))
+    return failure();
   bool alreadySynced = false;
   func.walk([&](Operation *op) {
     alreadySynced |= isa<AllReduceStartOp, AllReduceWaitOp>(op);
@@ -229,42 +393,17 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
   DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(body))
     position[&op] = static_cast<int64_t>(i);
-
-  // The gradient each update reads, before any synchronous averaging.
-  llvm::MapVector<Value, Gradient> byValue;
   llvm::SetVector<Operation *> averages;
-  for (Operation &op : body) {
-    if (!isa<InPlaceOpInterface>(op))
-      continue;
-    Value grad = op.getOperand(1);
-    if (auto average = grad.getDefiningOp<AllReduceOp>();
-        average && average.getMean() && average.getReplicas() == p) {
-      averages.insert(average);
-      grad = average.getInput();
-    }
-    Gradient &entry = byValue[grad];
-    if (entry.users.empty()) {
-      entry.local = grad;
-      entry.bytes = getTensorBytes(grad.getType());
-      entry.firstUseAt = position[&op];
-      if (Operation *def = grad.getDefiningOp())
-        entry.producedAt = position[body.findAncestorOpInBlock(*def)];
-    }
-    entry.users.push_back({&op, 1});
-  }
+  llvm::MapVector<Value, Gradient> byValue =
+      collectGradients(body, position, *p, averages);
   if (byValue.empty())
     return success();
 
   // A pipelined step syncs each stage's gradients among that stage's
   // replicas: bucket every stage on its own.
-  auto stageOf = [](Operation *op) -> int64_t {
-    auto stage =
-        op->getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
-    return stage ? stage.getInt() : -1;
-  };
   std::map<int64_t, SmallVector<Gradient>> byStage;
   for (auto &entry : byValue)
-    byStage[stageOf(entry.second.users.front().first)].push_back(
+    byStage[getStage(entry.second.users.front().first)].push_back(
         std::move(entry.second));
   if (staleness > 0 && (byStage.size() > 1 || byStage.begin()->first >= 0))
     return func.emitOpError()
@@ -275,118 +414,17 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
     llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
       return a.producedAt < b.producedAt;
     });
-
     int64_t threshold = bucketBytes;
-    if (threshold == 0) {
-      // Gradient g is ready once every op up to its producer has run; the
-      // synchronous averages being replaced run on the link, not in compute.
-      CostModel model(func, *target);
-      DenseMap<Operation *, double> doneAt;
-      double clock = 0;
-      for (Operation &op : body) {
-        if (auto costed = dyn_cast<CostOpInterface>(&op);
-            costed && !isa<AllReduceOp, AllReduceStartOp>(op) &&
-            (stage < 0 || stageOf(&op) == stage))
-          clock += model.getOpCost(&op).seconds;
-        doneAt[&op] = clock;
-      }
-      int64_t total = 0;
-      for (Gradient &grad : grads) {
-        total += grad.bytes;
-        if (Operation *def = grad.local.getDefiningOp())
-          grad.readyAt = doneAt[body.findAncestorOpInBlock(*def)];
-      }
-      double best = 0;
-      for (int64_t size = 4096;; size *= 2) {
-        int64_t candidate = std::min(size, total);
-        double end =
-            simulateBuckets(grads, formBuckets(grads, candidate), p, *target);
-        // Ties go to the larger bucket (fewer messages).
-        if (threshold == 0 || end <= best * (1.0 + 1e-9)) {
-          best = end;
-          threshold = candidate;
-        }
-        if (candidate >= total)
-          break;
-      }
-    }
+    if (threshold == 0)
+      threshold = chooseBucketBytes(func, stage, grads, *p, *target);
     SmallVector<Bucket> buckets = formBuckets(grads, threshold);
     numBuckets += buckets.size();
-
-    OpBuilder builder(func.getContext());
-    auto backward = PhaseAttr::get(func.getContext(), Phase::backward);
-    // Starts that follow the same producer go in bucket order.
-    DenseMap<Operation *, Operation *> lastStartAfter;
-    for (Bucket &bucket : buckets) {
-      SmallVector<Value> locals;
-      const Gradient *last = nullptr;
-      Operation *firstUser = nullptr;
-      for (unsigned g : bucket.gradients) {
-        locals.push_back(grads[g].local);
-        if (!last || grads[g].producedAt >= last->producedAt)
-          last = &grads[g];
-        for (auto [user, operand] : grads[g].users)
-          if (!firstUser || position[user] < position[firstUser])
-            firstUser = user;
-      }
-      Operation *producer =
-          last->producedAt < 0
-              ? nullptr
-              : body.findAncestorOpInBlock(*last->local.getDefiningOp());
-      if (!producer)
-        builder.setInsertionPointToStart(&body);
-      else if (Operation *prev = lastStartAfter.lookup(producer))
-        builder.setInsertionPointAfter(prev);
-      else
-        builder.setInsertionPointAfter(producer);
-      Location loc = last->local.getLoc();
-      int64_t index = nextBucket++;
-      bool host = accumulate == "host";
-      auto start = AllReduceStartOp::create(
-          builder, loc, locals, /*mean=*/true, p, static_cast<int64_t>(index),
-          host,
-          host ? builder.getI64IntegerAttr(static_cast<int64_t>(chunkBytes))
-               : IntegerAttr(),
-          staleness > 0
-              ? builder.getI64IntegerAttr(static_cast<int64_t>(staleness))
-              : IntegerAttr());
-      start->setAttr(StrataDialect::getPhaseAttrName(), backward);
-      if (stage >= 0)
-        start->setAttr(StrataDialect::getStageAttrName(),
-                       builder.getI64IntegerAttr(stage));
-      if (producer) {
-        lastStartAfter[producer] = start;
-        if (std::optional<int64_t> layer = getLayer(producer))
-          setLayer(start, *layer);
-      }
-      builder.setInsertionPoint(firstUser);
-      auto wait = AllReduceWaitOp::create(builder, loc, locals,
-                                          static_cast<int64_t>(index));
-      wait->setAttr(StrataDialect::getPhaseAttrName(), backward);
-      if (stage >= 0)
-        wait->setAttr(StrataDialect::getStageAttrName(),
-                      builder.getI64IntegerAttr(stage));
-      if (std::optional<int64_t> layer = getLayer(firstUser))
-        setLayer(wait, *layer);
-      for (auto [i, g] : llvm::enumerate(bucket.gradients))
-        for (auto [user, operand] : grads[g].users)
-          user->setOperand(operand, wait.getResult(i));
-    }
+    insertBuckets(func, stage, grads, buckets, position, *p, nextBucket);
   }
   for (Operation *average : averages)
     if (average->use_empty())
       average->erase();
   if (staleness == 0)
     return success();
-  // A lagging replica contributes its gradients and its loss, nothing else:
-  // any other collective would need every replica at the same iteration.
-  Value loss = body.getTerminator()->getOperands().back();
-  WalkResult walk = func.walk([&](AllReduceOp op) {
-    if (op.getResult() == loss && op.getResult().hasOneUse())
-      return WalkResult::advance();
-    op.emitOpError() << "cannot run with staleness > 0: only gradient "
-                        "averages and the returned loss may be all-reduced";
-    return WalkResult::interrupt();
-  });
-  return failure(walk.wasInterrupted());
+  return checkLaggingCollectives(func);
 }

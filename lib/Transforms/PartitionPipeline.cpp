@@ -11,9 +11,9 @@
 #include "strata/Analysis/PipelineProfile.h"
 #include "strata/Analysis/SavedValues.h"
 #include "strata/Dialect/Strata/StrataOps.h"
-#include "strata/Target/TargetDescription.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
+#include "strata/Transforms/TargetResolution.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -224,13 +224,8 @@ void PartitionPipelinePass::runOnOperation() {
     signalPassFailure();
   };
   PartitionOptions options;
-  if (!parseObjective(objective, options.objective))
-    return fail("objective must be throughput, balance or communication, "
-                "got '" +
-                objective + "'");
-  if (!parseSchedule(schedule, options.schedule))
-    return fail("schedule must be gpipe, 1f1b, interleaved or zb-h1, got '" +
-                schedule + "'");
+  options.objective = objective;
+  options.schedule = schedule;
   if (stages != "auto") {
     int64_t n;
     if (StringRef(stages).getAsInteger(10, n) || n < 1)
@@ -263,19 +258,13 @@ void PartitionPipelinePass::runOnOperation() {
   options.microBatches = microBatches;
   options.memoryBytes = static_cast<double>(memoryBytes);
 
-  std::string name = targetName;
-  if (name.empty())
-    if (auto attr = module->getAttrOfType<StringAttr>(
-            StrataDialect::getTargetAttrName()))
-      name = attr.getValue().str();
+  std::string name = getTargetName(targetName, module);
   if (name.empty())
     return fail("needs a target (target=NAME or target=FILE.json)");
-  llvm::Expected<TargetDescription> target =
-      loadTargetDescription(name, getDefaultTargetSearchPath());
-  if (!target) {
-    emitError(module.getLoc()) << llvm::toString(target.takeError());
+  FailureOr<TargetDescription> target =
+      loadTarget(name, [&] { return emitError(module.getLoc()); });
+  if (failed(target))
     return signalPassFailure();
-  }
   if (options.devices > target->numDevices())
     return fail("devices=" + Twine(devices) + " but target '" + target->name +
                 "' has " + Twine(target->numDevices()));
@@ -335,17 +324,13 @@ LogicalResult PartitionPipelinePass::runOnStep(
 
   Builder b(func.getContext());
   const PartitionEvaluation &best = result.best;
-  SmallVector<Attribute> stageAttrs;
+  SmallVector<PipelineStageAttr> stageAttrs;
   SmallVector<int64_t> firstDevices, memory;
   SmallVector<double> stageSeconds;
   for (const StagePlan &stage : best.stages) {
-    stageAttrs.push_back(b.getDictionaryAttr({
-        b.getNamedAttr("first_layer",
-                       b.getI64IntegerAttr(graph->layers[stage.firstLayer].id)),
-        b.getNamedAttr("last_layer",
-                       b.getI64IntegerAttr(graph->layers[stage.lastLayer].id)),
-        b.getNamedAttr("replicas", b.getI64IntegerAttr(stage.replicas)),
-    }));
+    stageAttrs.push_back(PipelineStageAttr::get(
+        b.getContext(), graph->layers[stage.firstLayer].id,
+        graph->layers[stage.lastLayer].id, stage.replicas));
     firstDevices.push_back(stage.firstDevice);
     memory.push_back(static_cast<int64_t>(stage.memoryBytes));
     stageSeconds.push_back(stage.seconds);
@@ -353,26 +338,14 @@ LogicalResult PartitionPipelinePass::runOnStep(
   const PartitionOptions &o = result.options;
   func->setAttr(
       StrataDialect::getPipelineAttrName(),
-      b.getDictionaryAttr({
-          b.getNamedAttr("stages", b.getArrayAttr(stageAttrs)),
-          b.getNamedAttr("devices", b.getI64IntegerAttr(o.devices)),
-          b.getNamedAttr("micro_batches", b.getI64IntegerAttr(o.microBatches)),
-          b.getNamedAttr("schedule",
-                         b.getStringAttr(stringifySchedule(o.schedule))),
-          b.getNamedAttr("objective",
-                         b.getStringAttr(stringifyObjective(o.objective))),
-          b.getNamedAttr("first_devices", b.getDenseI64ArrayAttr(firstDevices)),
-          b.getNamedAttr("predicted_stage_seconds",
-                         b.getDenseF64ArrayAttr(stageSeconds)),
-          b.getNamedAttr("predicted_step_seconds",
-                         b.getF64FloatAttr(best.stepSeconds)),
-          b.getNamedAttr("bubble_fraction",
-                         b.getF64FloatAttr(best.bubbleFraction)),
-          b.getNamedAttr("speedup_over_data_parallel",
-                         b.getF64FloatAttr(result.speedup)),
-          b.getNamedAttr("memory_bytes_per_device",
-                         b.getDenseI64ArrayAttr(memory)),
-      }));
+      PipelinePartitionAttr::get(
+          b.getContext(), stageAttrs, o.devices, o.microBatches,
+          stringifySchedule(o.schedule), stringifyObjective(o.objective),
+          b.getDenseI64ArrayAttr(firstDevices),
+          b.getDenseF64ArrayAttr(stageSeconds),
+          b.getF64FloatAttr(best.stepSeconds),
+          b.getF64FloatAttr(best.bubbleFraction),
+          b.getF64FloatAttr(result.speedup), b.getDenseI64ArrayAttr(memory)));
   numStages += best.stages.size();
   return writeReport(func, *graph, result);
 }

@@ -16,10 +16,10 @@
 
 #include "strata/Analysis/CostModel.h"
 #include "strata/Dialect/Strata/StrataOps.h"
-#include "strata/Target/TargetDescription.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
 #include "strata/Transforms/PipelineSchedule.h"
+#include "strata/Transforms/TargetResolution.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -180,9 +180,9 @@ LogicalResult Scheduler::classify() {
              << "is in layer " << *layer << ", which no stage covers";
     ops.push_back(&op);
     chunkOf[&op] = chunk;
-    if (isa<InPlaceOpInterface>(op)) {
+    if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
       updates.push_back(&op);
-      updateOfGrad[op.getOperand(1)] = &op;
+      updateOfGrad[update.getGradient()] = &op;
       continue;
     }
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
@@ -276,7 +276,7 @@ LogicalResult Scheduler::classify() {
     }
   }
   for (Operation *update : updates) {
-    Value grad = update->getOperand(1);
+    Value grad = cast<InPlaceOpInterface>(update).getGradient();
     Operation *def = grad.getDefiningOp();
     if (!def || deviceOf(chunkOf[def]) != deviceOf(chunkOf[update]))
       return update->emitOpError()
@@ -518,11 +518,15 @@ void Scheduler::emitUpdates(int64_t device) {
     int64_t chunk = chunkOf[update];
     if (deviceOf(chunk) != device)
       continue;
-    Value grad = gradAcc.lookup(update->getOperand(1));
+    OpOperand &gradOperand =
+        cast<InPlaceOpInterface>(update).getGradientMutable();
+    Value grad = gradAcc.lookup(gradOperand.get());
     IRMapping mapping;
-    for (auto [i, operand] : llvm::enumerate(update->getOperands()))
-      mapping.map(operand,
-                  i == 1 ? grad : resolve(operand, -1, device, chunk, update));
+    for (OpOperand &operand : update->getOpOperands())
+      mapping.map(operand.get(),
+                  &operand == &gradOperand
+                      ? grad
+                      : resolve(operand.get(), -1, device, chunk, update));
     Operation *clone = builder.clone(*update, mapping);
     tag(clone, chunk, -1);
     for (auto [result, copy] :
@@ -706,52 +710,80 @@ struct SchedulePipelinePass
 
   void runOnOperation() override;
   LogicalResult runOnStep(func::FuncOp func);
+  /// The stages to schedule: the partitioner's (`strata.pipeline`) or
+  /// `stages=` equal runs of layers; sets `stageReplicas` to the replicas of
+  /// every stage.
+  FailureOr<SmallVector<StageRange>> getStageList(func::FuncOp func,
+                                                  int64_t &stageReplicas);
+  /// The schedule's shape for `chunks` model chunks.
+  FailureOr<ScheduleShape> getShape(func::FuncOp func, int64_t chunks);
+  /// Predicts the scheduled step on the target, when one is known, and
+  /// writes the trace when asked to.
+  LogicalResult predict(func::FuncOp func, Scheduler &scheduler,
+                        const ScheduleShape &shape,
+                        FloatAttr &predictedStepSeconds,
+                        FloatAttr &predictedBubble);
 };
 } // namespace
 
-LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
-  Builder b(func.getContext());
-  if (func->hasAttr(StrataDialect::getPipelineScheduleAttrName()))
-    return func.emitOpError() << "is already scheduled as a pipeline";
-  if (func->hasAttr(StrataDialect::getReplicasAttrName()))
-    return func.emitOpError()
-           << "is already data-parallel; schedule the pipeline first (its "
-              "stages get their own replicas)";
-  std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
-  if (!kind)
-    return func.emitOpError() << "unknown schedule '" << schedule.getValue()
-                              << "' (expected gpipe, 1f1b, interleaved or "
-                                 "zb-h1)";
-  // The stages: the partitioner's, or `stages` equal runs of layers.
+/// Checks that `stageList` holds contiguous, non-empty runs of layers.
+static LogicalResult checkContiguous(func::FuncOp func,
+                                     ArrayRef<StageRange> stageList) {
+  for (auto [i, stage] : llvm::enumerate(stageList))
+    if (stage.firstLayer > stage.lastLayer ||
+        (i > 0 && stage.firstLayer != stageList[i - 1].lastLayer + 1))
+      return func.emitOpError()
+             << "stage #" << i << " (layers " << stage.firstLayer << ".."
+             << stage.lastLayer
+             << ") does not continue the previous stage; stages must be "
+                "contiguous, non-empty runs of layers";
+  return success();
+}
+
+/// The step is written for one micro-batch: its data and labels become
+/// `microBatches` micro-batches' worth, which `strata.micro_batch` splits.
+static LogicalResult growInputs(func::FuncOp func, int64_t microBatches) {
+  SmallVector<Type> argTypes(func.getArgumentTypes());
+  for (BlockArgument arg : func.getArguments()) {
+    auto input = func.getArgAttrOfType<InputAttr>(
+        arg.getArgNumber(), StrataDialect::getInputAttrName());
+    if (!input || input.getRole() == InputRole::step)
+      continue;
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type.getRank() == 0)
+      return func.emitOpError() << "input '" << input.getName()
+                                << "' has no batch dimension to split";
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= microBatches;
+    arg.setType(type.clone(shape));
+    argTypes[arg.getArgNumber()] = arg.getType();
+  }
+  func.setType(
+      FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
+  return success();
+}
+
+FailureOr<SmallVector<StageRange>>
+SchedulePipelinePass::getStageList(func::FuncOp func, int64_t &stageReplicas) {
   SmallVector<StageRange> stageList;
-  int64_t stageReplicas = replicas;
-  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(
+  stageReplicas = replicas;
+  if (auto pipeline = func->getAttrOfType<PipelinePartitionAttr>(
           StrataDialect::getPipelineAttrName())) {
     if (stages != 0)
       return func.emitOpError()
              << "already has a partition (strata.pipeline); drop stages=";
-    auto list = pipeline.getAs<ArrayAttr>("stages");
-    if (!list || list.empty())
-      return func.emitOpError() << "has a strata.pipeline without stages";
+    // The attribute's verifier guarantees at least one stage.
     stageReplicas = -1;
-    for (auto [i, entry] : llvm::enumerate(list)) {
-      auto dict = dyn_cast<DictionaryAttr>(entry);
-      auto first = dict ? dict.getAs<IntegerAttr>("first_layer") : nullptr;
-      auto last = dict ? dict.getAs<IntegerAttr>("last_layer") : nullptr;
-      auto reps = dict ? dict.getAs<IntegerAttr>("replicas") : nullptr;
-      if (!first || !last || !reps)
-        return func.emitOpError()
-               << "strata.pipeline stage #" << i
-               << " needs integer first_layer, last_layer and replicas";
-      if (stageReplicas >= 0 && reps.getInt() != stageReplicas)
+    for (PipelineStageAttr stage : pipeline.getStages()) {
+      if (stageReplicas >= 0 && stage.getReplicas() != stageReplicas)
         return func.emitOpError()
                << "has stages with different replica counts (" << stageReplicas
-               << " and " << reps.getInt()
+               << " and " << stage.getReplicas()
                << "); the scheduler runs pipelines whose stages all have the "
                   "same number of replicas (partition with replicas=N or "
                   "straight)";
-      stageReplicas = reps.getInt();
-      stageList.push_back({first.getInt(), last.getInt()});
+      stageReplicas = stage.getReplicas();
+      stageList.push_back({stage.getFirstLayer(), stage.getLastLayer()});
     }
   } else {
     if (stages < 1)
@@ -776,20 +808,18 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   }
   if (stageReplicas < 1)
     return func.emitOpError() << "needs replicas >= 1, got " << stageReplicas;
-  for (auto [i, stage] : llvm::enumerate(stageList))
-    if (stage.firstLayer > stage.lastLayer ||
-        (i > 0 && stage.firstLayer != stageList[i - 1].lastLayer + 1))
-      return func.emitOpError()
-             << "stage #" << i << " (layers " << stage.firstLayer << ".."
-             << stage.lastLayer
-             << ") does not continue the previous stage; stages must be "
-                "contiguous, non-empty runs of layers";
+  if (failed(checkContiguous(func, stageList)))
+    return failure();
+  return stageList;
+}
 
+FailureOr<ScheduleShape> SchedulePipelinePass::getShape(func::FuncOp func,
+                                                        int64_t chunks) {
   ScheduleShape shape;
-  shape.kind = *kind;
+  shape.kind = schedule;
   shape.microBatches = microBatches;
-  int64_t chunks = static_cast<int64_t>(stageList.size());
-  shape.virtualStages = *kind == ScheduleKind::Interleaved ? virtualStages : 1;
+  shape.virtualStages =
+      shape.kind == ScheduleKind::Interleaved ? virtualStages : 1;
   if (shape.virtualStages < 1 || chunks % shape.virtualStages != 0)
     return func.emitOpError()
            << "cannot place " << chunks << " stages on devices holding "
@@ -799,6 +829,59 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
   shape.devices = chunks / shape.virtualStages;
   if (std::string why = checkShape(shape); !why.empty())
     return func.emitOpError() << "cannot be scheduled: " << why;
+  return shape;
+}
+
+LogicalResult SchedulePipelinePass::predict(func::FuncOp func,
+                                            Scheduler &scheduler,
+                                            const ScheduleShape &shape,
+                                            FloatAttr &predictedStepSeconds,
+                                            FloatAttr &predictedBubble) {
+  std::string name =
+      getTargetName(targetName, func->getParentOfType<ModuleOp>());
+  if (name.empty() && !tracePath.empty())
+    return func.emitOpError()
+           << "trace= needs a target for the prediction (target=NAME)";
+  if (name.empty())
+    return success();
+  FailureOr<TargetDescription> target =
+      loadTarget(name, [&] { return func.emitOpError(); });
+  if (failed(target))
+    return failure();
+  std::vector<TimedAction> timeline;
+  double stepSeconds = 0, bubble = 0;
+  scheduler.predict(*target, timeline, stepSeconds, bubble);
+  Builder b(func.getContext());
+  predictedStepSeconds = b.getF64FloatAttr(stepSeconds);
+  predictedBubble = b.getF64FloatAttr(bubble);
+  if (tracePath.empty())
+    return success();
+  std::string error;
+  auto out = mlir::openOutputFile(tracePath, &error);
+  if (!out)
+    return func.emitOpError() << "cannot write the trace: " << error;
+  out->os() << llvm::formatv("{0:2}", timelineJson(timeline, shape.devices))
+            << "\n";
+  out->keep();
+  return success();
+}
+
+LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
+  if (func->hasAttr(StrataDialect::getPipelineScheduleAttrName()))
+    return func.emitOpError() << "is already scheduled as a pipeline";
+  if (func->hasAttr(StrataDialect::getReplicasAttrName()))
+    return func.emitOpError()
+           << "is already data-parallel; schedule the pipeline first (its "
+              "stages get their own replicas)";
+  int64_t stageReplicas = 0;
+  FailureOr<SmallVector<StageRange>> stageList =
+      getStageList(func, stageReplicas);
+  if (failed(stageList))
+    return failure();
+  FailureOr<ScheduleShape> shape =
+      getShape(func, static_cast<int64_t>(stageList->size()));
+  if (failed(shape))
+    return failure();
   // Every op is cloned per micro-batch: bound the result before building it.
   int64_t stepOps =
       static_cast<int64_t>(func.getBody().front().getOperations().size());
@@ -808,73 +891,22 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
            << static_cast<int64_t>(microBatches)
            << " ops once scheduled, more than the " << kMaxScheduledOps
            << " the pass builds; use fewer micro-batches";
-  // The step is written for one micro-batch: its data and labels become M
-  // micro-batches' worth, which `strata.micro_batch` splits.
-  if (microBatches > 1) {
-    SmallVector<Type> argTypes(func.getArgumentTypes());
-    for (BlockArgument arg : func.getArguments()) {
-      auto input = func.getArgAttrOfType<InputAttr>(
-          arg.getArgNumber(), StrataDialect::getInputAttrName());
-      if (!input || input.getRole() == InputRole::step)
-        continue;
-      auto type = cast<RankedTensorType>(arg.getType());
-      if (type.getRank() == 0)
-        return func.emitOpError() << "input '" << input.getName()
-                                  << "' has no batch dimension to split";
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] *= microBatches;
-      arg.setType(type.clone(shape));
-      argTypes[arg.getArgNumber()] = arg.getType();
-    }
-    func.setType(
-        FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
-  }
-
-  Scheduler scheduler(func, shape, stageReplicas, stageList);
-  if (failed(scheduler.run()))
+  if (microBatches > 1 && failed(growInputs(func, microBatches)))
     return failure();
 
-  SmallVector<NamedAttribute> info{
-      b.getNamedAttr("schedule", b.getStringAttr(getScheduleName(*kind))),
-      b.getNamedAttr("devices", b.getI64IntegerAttr(shape.devices)),
-      b.getNamedAttr("virtual", b.getI64IntegerAttr(shape.virtualStages)),
-      b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)),
-      b.getNamedAttr("replicas", b.getI64IntegerAttr(stageReplicas))};
-
-  // The predicted timeline, when a target is known.
-  std::string name = targetName;
-  if (name.empty())
-    if (auto attr =
-            func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
-                StrataDialect::getTargetAttrName()))
-      name = attr.getValue().str();
-  if (name.empty() && !tracePath.empty())
-    return func.emitOpError()
-           << "trace= needs a target for the prediction (target=NAME)";
-  if (!name.empty()) {
-    llvm::Expected<TargetDescription> target =
-        loadTargetDescription(name, getDefaultTargetSearchPath());
-    if (!target)
-      return func.emitOpError() << llvm::toString(target.takeError());
-    std::vector<TimedAction> timeline;
-    double stepSeconds = 0, bubble = 0;
-    scheduler.predict(*target, timeline, stepSeconds, bubble);
-    info.push_back(b.getNamedAttr("predicted_step_seconds",
-                                  b.getF64FloatAttr(stepSeconds)));
-    info.push_back(
-        b.getNamedAttr("predicted_bubble", b.getF64FloatAttr(bubble)));
-    if (!tracePath.empty()) {
-      std::string error;
-      auto out = mlir::openOutputFile(tracePath, &error);
-      if (!out)
-        return func.emitOpError() << "cannot write the trace: " << error;
-      out->os() << llvm::formatv("{0:2}", timelineJson(timeline, shape.devices))
-                << "\n";
-      out->keep();
-    }
-  }
+  Scheduler scheduler(func, *shape, stageReplicas, *stageList);
+  if (failed(scheduler.run()))
+    return failure();
+  FloatAttr predictedStepSeconds, predictedBubble;
+  if (failed(predict(func, scheduler, *shape, predictedStepSeconds,
+                     predictedBubble)))
+    return failure();
+  Builder b(func.getContext());
   func->setAttr(StrataDialect::getPipelineScheduleAttrName(),
-                b.getDictionaryAttr(info));
+                PipelineScheduleAttr::get(
+                    b.getContext(), getScheduleName(shape->kind),
+                    shape->devices, shape->virtualStages, microBatches,
+                    stageReplicas, predictedStepSeconds, predictedBubble));
   func->setAttr(StrataDialect::getReplicasAttrName(),
                 b.getI64IntegerAttr(stageReplicas));
   return success();

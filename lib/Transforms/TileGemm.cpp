@@ -69,12 +69,6 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    if (fallback != "model" && fallback != "none") {
-      emitError(module.getLoc())
-          << "--strata-tile-gemm: fallback must be 'model' or 'none', got '"
-          << fallback << "'";
-      return signalPassFailure();
-    }
     std::optional<TuningDatabase> db;
     if (!database.empty()) {
       llvm::Expected<TuningDatabase> loaded = loadTuningDatabase(database);
@@ -90,7 +84,7 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
         return signalPassFailure();
       }
       db = std::move(*loaded);
-    } else if (fallback == "none") {
+    } else if (fallback == GemmFallback::None) {
       emitError(module.getLoc())
           << "--strata-tile-gemm: fallback=none needs a database (db=FILE)";
       return signalPassFailure();
@@ -107,7 +101,7 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
         if (!tiling)
           return WalkResult::interrupt();
         ++numTuned;
-      } else if (fallback == "none") {
+      } else if (fallback == GemmFallback::None) {
         op.emitOpError() << "has no tuned tiling for its gemm " << key.dtype
                          << " " << key.str() << " in '" << database
                          << "' (run strata-tune, or use fallback=model)";

@@ -1,7 +1,8 @@
 // RUN: strata-opt %s --split-input-file --allow-unregistered-dialect --strata-autodiff --verify-diagnostics
 // RUN: not strata-opt %s --split-input-file --allow-unregistered-dialect --strata-autodiff=optimizer=lion 2>&1 | FileCheck %s --check-prefix=OPT
 
-// OPT: error: unknown optimizer 'lion' (expected sgd, adam or adamw)
+// The optimizer is an enum option: its parser rejects an unknown name.
+// OPT: for the --optimizer option: Cannot find option named 'lion'!
 
 // expected-error @+1 {{'func.func' op must return exactly one scalar f32 loss to be differentiated}}
 func.func @no_loss(%w: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}) -> tensor<4xf32> {

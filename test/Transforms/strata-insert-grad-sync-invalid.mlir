@@ -40,7 +40,7 @@ module {
   }
 }
 
-// ACCUMULATE: error: --strata-insert-grad-sync: accumulate must be device or host, got 'nic'
+// ACCUMULATE: for the --accumulate option: Cannot find option named 'nic'!
 // CHUNK: error: --strata-insert-grad-sync needs chunk-bytes >= 4, got 2
 // STALENESS: error: --strata-insert-grad-sync needs staleness >= 0, got -1
 // STALEHOST: error: --strata-insert-grad-sync: staleness > 0 cannot be combined with accumulate=host

@@ -14,8 +14,8 @@
 // Option errors are reported at the module, before any step is touched.
 // NOTARGET: error: --strata-partition-pipeline: needs a target (target=NAME or target=FILE.json)
 // UNKNOWN: error: {{.*}}unit-no-such
-// OBJECTIVE: error: --strata-partition-pipeline: objective must be throughput, balance or communication, got 'fast'
-// SCHEDULE: error: --strata-partition-pipeline: schedule must be gpipe, 1f1b, interleaved or zb-h1, got 'pipedream'
+// OBJECTIVE: for the --objective option: Cannot find option named 'fast'!
+// SCHEDULE: for the --schedule option: Cannot find option named 'pipedream'!
 // STAGES: error: --strata-partition-pipeline: stages must be auto or a positive number, got '0'
 // DEVICES: error: --strata-partition-pipeline: devices=3 but target 'unit' has 2
 // MICRO: error: --strata-partition-pipeline: micro-batches must be positive, got -1

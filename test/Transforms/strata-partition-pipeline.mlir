@@ -17,51 +17,51 @@
 
 // One layer per device, in order, one replica each.
 // STRAIGHT-LABEL: func.func @mlp
-// STRAIGHT-SAME: strata.pipeline = {
-// STRAIGHT-SAME: devices = 4 : i64
-// STRAIGHT-SAME: first_devices = array<i64: 0, 1, 2, 3>
-// STRAIGHT-SAME: objective = "throughput"
+// STRAIGHT-SAME: strata.pipeline = #strata.pipeline_partition<
+// STRAIGHT-SAME: stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>, #strata.pipeline_stage<first_layer = 1, last_layer = 1, replicas = 1>, #strata.pipeline_stage<first_layer = 2, last_layer = 2, replicas = 1>, #strata.pipeline_stage<first_layer = 3, last_layer = 3, replicas = 1>]
+// STRAIGHT-SAME: devices = 4
 // STRAIGHT-SAME: schedule = "1f1b"
-// STRAIGHT-SAME: stages = [{first_layer = 0 : i64, last_layer = 0 : i64, replicas = 1 : i64}, {first_layer = 1 : i64, last_layer = 1 : i64, replicas = 1 : i64}, {first_layer = 2 : i64, last_layer = 2 : i64, replicas = 1 : i64}, {first_layer = 3 : i64, last_layer = 3 : i64, replicas = 1 : i64}]}
+// STRAIGHT-SAME: objective = "throughput"
+// STRAIGHT-SAME: first_devices = [0, 1, 2, 3]
 // STRAIGHT-SAME: strata.train_step
 
 // Two stages whose replicas use the four devices; the first takes fc0, the
 // layer with the largest input.
 // STAGES-LABEL: func.func @mlp
-// STAGES-SAME: stages = [{first_layer = 0 : i64, last_layer = 0 : i64, replicas = [[R0:[0-9]+]] : i64}, {first_layer = 1 : i64, last_layer = 3 : i64, replicas = [[R1:[0-9]+]] : i64}]
+// STAGES-SAME: stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = [[R0:[0-9]+]]>, #strata.pipeline_stage<first_layer = 1, last_layer = 3, replicas = [[R1:[0-9]+]]>]
 
 // Uniform replicas: 4 devices in two stages of 2; gpipe and 8 micro-batches.
 // VGG-LABEL: func.func @vgg16
-// VGG-SAME: micro_batches = 8 : i64
+// VGG-SAME: stages = [#strata.pipeline_stage<first_layer = 0, last_layer = {{[0-9]+}}, replicas = 2>, #strata.pipeline_stage<first_layer = {{[0-9]+}}, last_layer = 15, replicas = 2>]
+// VGG-SAME: micro_batches = 8
 // VGG-SAME: schedule = "gpipe"
-// VGG-SAME: stages = [{first_layer = 0 : i64, last_layer = {{[0-9]+}} : i64, replicas = 2 : i64}, {first_layer = {{[0-9]+}} : i64, last_layer = 15 : i64, replicas = 2 : i64}]
 
 // All 32 devices of the 4-node target by default; the stages end at the
 // head (layer 5).
 // GPT-LABEL: func.func @gpt
-// GPT-SAME: devices = 32 : i64
-// GPT-SAME: micro_batches = 128 : i64
-// GPT-SAME: stages = [{first_layer = 0 : i64,
-// GPT-SAME: last_layer = 5 : i64, replicas = {{[0-9]+}} : i64}]}
+// GPT-SAME: stages = [#strata.pipeline_stage<first_layer = 0,
+// GPT-SAME: last_layer = 5, replicas = {{[0-9]+}}>]
+// GPT-SAME: devices = 32
+// GPT-SAME: micro_batches = 128
 
 // BALANCE-LABEL: func.func @gpt
-// BALANCE-SAME: objective = "balance"
+// BALANCE-SAME: stages = [#strata.pipeline_stage<first_layer = 0,
 // BALANCE-SAME: schedule = "interleaved"
-// BALANCE-SAME: stages = [{first_layer = 0 : i64,
+// BALANCE-SAME: objective = "balance"
 
 // COMM-LABEL: func.func @gpt
-// COMM-SAME: objective = "communication"
+// COMM-SAME: stages = [#strata.pipeline_stage<first_layer = 0, last_layer = [[L:[0-9]+]], replicas = {{[0-9]+}}>, #strata.pipeline_stage<first_layer = {{[0-9]+}}, last_layer = 5, replicas = {{[0-9]+}}>]
 // COMM-SAME: schedule = "zb-h1"
-// COMM-SAME: stages = [{first_layer = 0 : i64, last_layer = [[L:[0-9]+]] : i64, replicas = {{[0-9]+}} : i64}, {first_layer = {{[0-9]+}} : i64, last_layer = 5 : i64, replicas = {{[0-9]+}} : i64}]
+// COMM-SAME: objective = "communication"
 
 // Three equal layers on two devices: the cost model splits 2 + 1 or 1 + 2;
 // the residual from layer 0 to layer 2 crosses either cut, so the split
 // follows compute. The profile makes layer 0 four times heavier: it gets a
 // stage alone.
 // UNIT-LABEL: func.func @step
-// UNIT-SAME: stages = [{first_layer = 0 : i64, last_layer = {{[01]}} : i64, replicas = 1 : i64}, {first_layer = {{[12]}} : i64, last_layer = 2 : i64, replicas = 1 : i64}]
+// UNIT-SAME: stages = [#strata.pipeline_stage<first_layer = 0, last_layer = {{[01]}}, replicas = 1>, #strata.pipeline_stage<first_layer = {{[12]}}, last_layer = 2, replicas = 1>]
 // PROFILE-LABEL: func.func @step
-// PROFILE-SAME: stages = [{first_layer = 0 : i64, last_layer = 0 : i64, replicas = 1 : i64}, {first_layer = 1 : i64, last_layer = 2 : i64, replicas = 1 : i64}]
+// PROFILE-SAME: stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>, #strata.pipeline_stage<first_layer = 1, last_layer = 2, replicas = 1>]
 
 // REPORT: pipeline partition: 3 layers, 2 devices, 2 stages, objective throughput, schedule 1f1b, 8 micro-batches, 0.931 GiB per device
 // REPORT-NEXT: stage  layers

@@ -28,7 +28,7 @@ func.func @step(%x: tensor<2xf32> {strata.input = #strata.input<name = "x", role
 
 // A pipelined step's ops each need the stage that says which device runs
 // them.
-func.func @step(%x: tensor<2xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<2xf32> attributes {strata.train_step, strata.pipeline_schedule = {devices = 2 : i64}} {
+func.func @step(%x: tensor<2xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<2xf32> attributes {strata.train_step, strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "1f1b", devices = 2, virtual = 1, micro_batches = 1, replicas = 1>} {
   // expected-error @+1 {{'strata.relu' op has no strata.stage in a pipelined step}}
   %0 = strata.relu %x : tensor<2xf32>
   return %0 : tensor<2xf32>

@@ -5,7 +5,7 @@
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 trace=%t.json" 2>&1 | FileCheck %s --check-prefix=TRACE
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 target=no-such-target" 2>&1 | FileCheck %s --check-prefix=TARGET
 
-// SCHEDULE: error: 'func.func' op unknown schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb-h1)
+// SCHEDULE: for the --schedule option: Cannot find option named 'pipedream'!
 // MICRO: error: --strata-schedule-pipeline needs micro-batches >= 1, got 0
 // INTERLEAVED: error: 'func.func' op cannot be scheduled: the interleaved schedule needs the micro-batch count (3) to be a multiple of the devices per pipeline (2)
 // TRACE: error: 'func.func' op trace= needs a target for the prediction (target=NAME)
@@ -32,7 +32,7 @@ func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", ro
 
 // A partition and stages=N are exclusive.
 // expected-error @+1 {{'func.func' op already has a partition (strata.pipeline); drop stages=}}
-func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<4x8xf32> attributes {strata.train_step, strata.pipeline = {stages = [{first_layer = 0 : i64, last_layer = 0 : i64, replicas = 1 : i64}]}} {
+func.func @step(%x: tensor<4x8xf32> {strata.input = #strata.input<name = "x", role = data>}) -> tensor<4x8xf32> attributes {strata.train_step, strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = 2, micro_batches = 2, schedule = "1f1b", objective = "throughput">} {
   %1 = strata.relu %x {strata.layer = 0 : i64} : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }

@@ -12,7 +12,7 @@
 // stage 0, its activation sent to stage 1.
 // CHECK-LABEL: func.func @mlp(%arg0: tensor<4x4xf32>
 // CHECK-SAME: %arg1: tensor<4xi32>
-// CHECK-SAME: strata.pipeline_schedule = {devices = 2 : i64, micro_batches = 2 : i64, predicted_bubble = {{.*}}, predicted_step_seconds = {{.*}}, replicas = 1 : i64, schedule = "1f1b", virtual = 1 : i64}
+// CHECK-SAME: strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "1f1b", devices = 2, virtual = 1, micro_batches = 2, replicas = 1, predicted_step_seconds = {{.*}}, predicted_bubble = {{.*}}>
 // CHECK: %[[X0:.*]] = strata.micro_batch %arg0 index = 0 count = 2 {{.*}}strata.stage = 0{{.*}} : tensor<4x4xf32> -> tensor<2x4xf32>
 // CHECK: %[[H0:.*]] = strata.relu
 // CHECK: strata.send %[[H0]] to 1 tag 0 {{.*}}strata.micro_batch = 0 : i64, strata.stage = 0
@@ -68,7 +68,7 @@
 
 // Interleaved: four chunks on two devices (chunk c on device c mod 2), each
 // replicated twice: the gradients are averaged over the replicas.
-// INTERLEAVED: strata.pipeline_schedule = {devices = 2 : i64, micro_batches = 2 : i64, replicas = 2 : i64, schedule = "interleaved", virtual = 2 : i64}
+// INTERLEAVED: strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "interleaved", devices = 2, virtual = 2, micro_batches = 2, replicas = 2>
 // INTERLEAVED-SAME: strata.replicas = 2 : i64
 // INTERLEAVED: strata.send {{.*}} to 1 tag 0 {{.*}}strata.micro_batch = 0 : i64, strata.stage = 0
 // INTERLEAVED: strata.recv from 1 {{.*}}strata.stage = 2

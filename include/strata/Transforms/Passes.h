@@ -4,6 +4,9 @@
 #define STRATA_TRANSFORMS_PASSES_H
 
 #include "strata/Analysis/BufferPacking.h"
+#include "strata/Analysis/PipelinePartition.h"
+#include "strata/Dialect/Strata/StrataAttrs.h"
+#include "strata/Transforms/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -12,6 +15,12 @@
 
 namespace mlir::strata {
 class StrataDialect;
+
+/// Where `--strata-insert-grad-sync` sums a bucket's gradients.
+enum class GradAccumulation { Device, Host };
+
+/// What `--strata-tile-gemm` does for a matmul missing from the database.
+enum class GemmFallback { Model, None };
 
 #define GEN_PASS_DECL
 #include "strata/Transforms/Passes.h.inc"

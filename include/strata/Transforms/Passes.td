@@ -57,8 +57,16 @@ def AutodiffPass : Pass<"strata-autodiff", "::mlir::ModuleOp"> {
     error at that op's location.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "Optimizer: sgd, adam or adamw">,
+    Option<"optimizer", "optimizer", "::mlir::strata::OptimizerKind",
+           /*default=*/"::mlir::strata::OptimizerKind::adamw",
+           "Optimizer: sgd, adam or adamw",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::OptimizerKind::sgd, "sgd",
+                        "SGD with momentum"),
+             clEnumValN(::mlir::strata::OptimizerKind::adam, "adam",
+                        "Adam (L2 weight decay)"),
+             clEnumValN(::mlir::strata::OptimizerKind::adamw, "adamw",
+                        "Adam with decoupled weight decay"))}]>,
     Option<"lr", "lr", "double", /*default=*/"1.0e-3", "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
            "SGD momentum">,
@@ -160,10 +168,16 @@ def InsertGradSyncPass : Pass<"strata-insert-grad-sync", "::mlir::ModuleOp"> {
     Option<"replicas", "replicas", "int64_t", /*default=*/"0",
            "Replicas of a step that is not data-parallel yet (0: use the "
            "step's strata.replicas)">,
-    Option<"accumulate", "accumulate", "std::string", /*default=*/"\"device\"",
+    Option<"accumulate", "accumulate", "::mlir::strata::GradAccumulation",
+           /*default=*/"::mlir::strata::GradAccumulation::Device",
            "Where buckets are summed: device (an all-reduce among the "
            "replicas) or host (chunks accumulated in rank 0's host memory "
-           "and sent back)">,
+           "and sent back)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::GradAccumulation::Device, "device",
+                        "an all-reduce among the replicas"),
+             clEnumValN(::mlir::strata::GradAccumulation::Host, "host",
+                        "chunks accumulated in rank 0's host memory"))}]>,
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"1048576",
            "accumulate=host: bytes per chunk sent to the host">,
     Option<"staleness", "staleness", "int64_t", /*default=*/"0",
@@ -276,13 +290,13 @@ def PartitionPipelinePass
     layers; `profile=FILE` (a Strata profile, JSON) replaces the times and,
     where present, the sizes with measured ones.
 
-    The step gets `strata.pipeline`, a dictionary whose `stages` entry lists
-    one `{first_layer, last_layer, replicas}` dictionary per stage in order
-    (`--strata-schedule-pipeline` reads it; ops are not annotated), plus the
-    prediction: `devices`, `micro_batches`, `schedule`, `objective`,
-    `first_devices`, `predicted_stage_seconds`, `predicted_step_seconds`,
-    `bubble_fraction`, `speedup_over_data_parallel` and
-    `memory_bytes_per_device`. `report=FILE` writes the partition, the
+    The step gets `strata.pipeline`, a `#strata.pipeline_partition` whose
+    `stages` list one `#strata.pipeline_stage<first_layer, last_layer,
+    replicas>` per stage in order (`--strata-schedule-pipeline` reads it; ops
+    are not annotated), plus the prediction: `devices`, `micro_batches`,
+    `schedule`, `objective`, `first_devices`, `predicted_stage_seconds`,
+    `predicted_step_seconds`, `bubble_fraction`,
+    `speedup_over_data_parallel` and `memory_bytes_per_device`. `report=FILE` writes the partition, the
     uniform partition and pure data parallelism side by side (JSON when the
     name ends in `.json`, text otherwise).
 
@@ -305,15 +319,32 @@ def PartitionPipelinePass
            "Replicas of every stage (0: chosen per stage)">,
     Option<"straight", "straight", "bool", /*default=*/"false",
            "One device per stage, no replication">,
-    Option<"objective", "objective", "std::string",
-           /*default=*/"\"throughput\"",
+    Option<"objective", "objective", "::mlir::strata::PartitionObjective",
+           /*default=*/"::mlir::strata::PartitionObjective::Throughput",
            "throughput (slowest stage), balance (compute per device) or "
-           "communication (bytes moved per step)">,
+           "communication (bytes moved per step)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::PartitionObjective::Throughput,
+                        "throughput", "the slowest stage"),
+             clEnumValN(::mlir::strata::PartitionObjective::Balance,
+                        "balance", "compute per device"),
+             clEnumValN(::mlir::strata::PartitionObjective::Communication,
+                        "communication", "bytes moved per step"))}]>,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
            "Micro-batches per step (0: 4 per device)">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+    Option<"schedule", "schedule", "::mlir::strata::PipelineSchedule",
+           /*default=*/"::mlir::strata::PipelineSchedule::OneFOneB",
            "gpipe, 1f1b, interleaved or zb-h1 (activations in flight and "
-           "the bubble)">,
+           "the bubble)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::PipelineSchedule::GPipe, "gpipe",
+                        "all forwards, then all backwards"),
+             clEnumValN(::mlir::strata::PipelineSchedule::OneFOneB, "1f1b",
+                        "PipeDream-Flush"),
+             clEnumValN(::mlir::strata::PipelineSchedule::Interleaved,
+                        "interleaved", "interleaved 1F1B"),
+             clEnumValN(::mlir::strata::PipelineSchedule::ZeroBubbleH1,
+                        "zb-h1", "zero bubble"))}]>,
     Option<"memoryBytes", "memory-bytes", "int64_t", /*default=*/"0",
            "Memory per device in bytes (0: the target's)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
@@ -356,8 +387,14 @@ def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
   let options = [
     Option<"database", "db", "std::string", /*default=*/"\"\"",
            "Tuning database written by strata-tune (JSON)">,
-    Option<"fallback", "fallback", "std::string", /*default=*/"\"model\"",
-           "For GEMMs missing from the database: model or none">,
+    Option<"fallback", "fallback", "::mlir::strata::GemmFallback",
+           /*default=*/"::mlir::strata::GemmFallback::Model",
+           "For GEMMs missing from the database: model or none",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::GemmFallback::Model, "model",
+                        "the analytic tiling"),
+             clEnumValN(::mlir::strata::GemmFallback::None, "none",
+                        "an error at the matmul"))}]>,
   ];
   let statistics = [
     Statistic<"numTuned", "tuned", "Matmuls with a tiling from the database">,
@@ -410,7 +447,8 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
     pass also predicts the step by replaying each device's passes with the
     ops' `CostOpInterface` times and the transfers over the target's links,
     records `predicted_step_seconds` and `predicted_bubble` in the
-    function's `strata.pipeline_schedule`, and with `trace=FILE` writes the
+    function's `strata.pipeline_schedule` (a `#strata.pipeline_schedule`),
+    and with `trace=FILE` writes the
     predicted timeline as Chrome trace-event JSON (one row per device;
     `scripts/pipeline-svg.py` draws it, or a `strata-run --trace`, as an
     SVG).
@@ -428,8 +466,18 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
     ```
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"schedule", "schedule", "::mlir::strata::pipeline::ScheduleKind",
+           /*default=*/"::mlir::strata::pipeline::ScheduleKind::OneFOneB",
+           "gpipe, 1f1b, interleaved or zb-h1",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::pipeline::ScheduleKind::GPipe,
+                        "gpipe", "all forwards, then all backwards"),
+             clEnumValN(::mlir::strata::pipeline::ScheduleKind::OneFOneB,
+                        "1f1b", "PipeDream-Flush"),
+             clEnumValN(::mlir::strata::pipeline::ScheduleKind::Interleaved,
+                        "interleaved", "Megatron-LM's interleaved 1F1B"),
+             clEnumValN(::mlir::strata::pipeline::ScheduleKind::ZeroBubbleH1,
+                        "zb-h1", "zero bubble (split backward)"))}]>,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"4",
            "Micro-batches per step (each replica's batch splits into this "
            "many)">,

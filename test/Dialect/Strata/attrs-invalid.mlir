@@ -101,8 +101,57 @@ func.func @bad_stage(%a: tensor<4xf32>) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op 'strata.pipeline_schedule' must be a dictionary on a function}}
+// expected-error @+1 {{'func.func' op 'strata.pipeline_schedule' must be a #strata.pipeline_schedule on a function}}
 func.func @bad_schedule(%a: tensor<4xf32>) attributes {strata.pipeline_schedule = 1 : i64} {
+  return
+}
+
+// -----
+
+// A schedule runs on at least one device.
+// expected-error @+1 {{pipeline schedule devices, virtual, micro_batches and replicas must be positive}}
+func.func @schedule_no_devices(%a: tensor<4xf32>) attributes {strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "1f1b", devices = 0, virtual = 1, micro_batches = 1, replicas = 1>} {
+  return
+}
+
+// -----
+
+// The partition is typed: a dictionary is refused.
+// expected-error @+1 {{'func.func' op 'strata.pipeline' must be a #strata.pipeline_partition on a function}}
+func.func @partition_dictionary(%a: tensor<4xf32>) attributes {strata.pipeline = {stages = []}} {
+  return
+}
+
+// -----
+
+// A partition has at least one stage.
+// expected-error @+1 {{pipeline partition must have at least one stage}}
+func.func @partition_empty(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [], devices = 1, micro_batches = 1, schedule = "1f1b", objective = "throughput">} {
+  return
+}
+
+// -----
+
+// Stages come in layer order.
+// expected-error @+1 {{pipeline partition stage 1 must follow the previous stage}}
+func.func @partition_unordered(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 2, last_layer = 3, replicas = 1>, #strata.pipeline_stage<first_layer = 0, last_layer = 1, replicas = 1>], devices = 2, micro_batches = 1, schedule = "1f1b", objective = "throughput">} {
+  return
+}
+
+// -----
+
+// A stage holds at least one layer.
+// expected-error @+2 {{pipeline stage must hold at least one layer, got 3..2}}
+// expected-error @+1 {{failed to parse Strata_PipelinePartitionAttr parameter 'stages'}}
+func.func @stage_empty(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 3, last_layer = 2, replicas = 1>], devices = 1, micro_batches = 1, schedule = "1f1b", objective = "throughput">} {
+  return
+}
+
+// -----
+
+// The per-stage predictions have one entry per stage.
+// expected-error @+1 {{pipeline partition first_devices must have one entry per stage}}
+func.func @partition_devices_per_stage(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = 1, micro_batches = 1, schedule = "1f1b", objective = "throughput", first_devices = [0, 1]>} {
   return
 }
 
@@ -128,5 +177,21 @@ func.func @orphan_state(%w: tensor<4xf32> {strata.param = #strata.param<name = "
 // The step counter is a scalar i32.
 // expected-error @+1 {{'func.func' op input #0 is the step counter and must be tensor<i32>, got 'tensor<2x4xf32>'}}
 func.func @step_shape(%s: tensor<2x4xf32> {strata.input = #strata.input<name = "step", role = step>}) {
+  return
+}
+
+// -----
+
+// A partition's devices and micro-batches are not negative.
+// expected-error @+1 {{pipeline partition devices and micro_batches must be non-negative}}
+func.func @partition_negative_devices(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = -1, micro_batches = 1, schedule = "1f1b", objective = "throughput">} {
+  return
+}
+
+// -----
+
+// The predicted time per stage has one entry per stage.
+// expected-error @+1 {{pipeline partition predicted_stage_seconds must have one entry per stage}}
+func.func @partition_seconds_per_stage(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = 1, micro_batches = 1, schedule = "1f1b", objective = "throughput", predicted_stage_seconds = [1.0, 2.0]>} {
   return
 }

@@ -235,4 +235,109 @@ def Strata_GemmTilingAttr : Strata_Attr<"GemmTiling", "gemm_tiling"> {
   let genVerifyDecl = 1;
 }
 
+def Strata_PipelineStageAttr : Strata_Attr<"PipelineStage", "pipeline_stage"> {
+  let summary = "one stage of a pipeline partition";
+  let description = [{
+    One entry of `#strata.pipeline_partition`: the contiguous run of model
+    layers `[first_layer, last_layer]` the stage holds and the number of
+    data-parallel replicas it runs on.
+
+    ```mlir
+    #strata.pipeline_stage<first_layer = 0, last_layer = 3, replicas = 2>
+    ```
+  }];
+  let parameters = (ins "int64_t":$first_layer, "int64_t":$last_layer,
+                        "int64_t":$replicas);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+/// The stages of a partition, printed and parsed as a bracketed list of
+/// `#strata.pipeline_stage`.
+def Strata_PipelineStagesParameter
+    : ArrayRefParameter<"::mlir::strata::PipelineStageAttr", "stages"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<
+                    ::llvm::SmallVector<::mlir::strata::PipelineStageAttr>> {
+    ::llvm::SmallVector<::mlir::strata::PipelineStageAttr> stages;
+    if ($_parser.parseCommaSeparatedList(
+            ::mlir::AsmParser::Delimiter::Square, [&]() -> ::mlir::ParseResult {
+              ::mlir::strata::PipelineStageAttr stage;
+              if ($_parser.parseAttribute(stage))
+                return ::mlir::failure();
+              stages.push_back(stage);
+              return ::mlir::success();
+            }))
+      return ::mlir::failure();
+    return stages;
+  }() }];
+  let printer = [{
+    $_printer << '[';
+    ::llvm::interleaveComma($_self, $_printer);
+    $_printer << ']';
+  }];
+}
+
+def Strata_PipelinePartitionAttr
+    : Strata_Attr<"PipelinePartition", "pipeline_partition"> {
+  let summary = "pipeline partition of a training step";
+  let description = [{
+    Written by `--strata-partition-pipeline` on the training step as
+    `strata.pipeline` and read by `--strata-schedule-pipeline`: the stages in
+    order (contiguous, non-empty runs of layers, each with its replica
+    count), the devices and micro-batches the partition was made for, the
+    schedule and objective it was optimised for, and the partitioner's
+    predictions: the first device of each stage, each stage's time, the step
+    time, the bubble fraction, the speed-up over plain data parallelism and
+    the memory per device of each stage. The predictions are optional, so
+    that a partition can be written by hand.
+
+    ```mlir
+    #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>, #strata.pipeline_stage<first_layer = 1, last_layer = 3, replicas = 3>], devices = 4, micro_batches = 8, schedule = "1f1b", objective = "throughput", first_devices = array<i64: 0, 1>, predicted_stage_seconds = array<f64: 1.0e-3, 1.1e-3>, predicted_step_seconds = 1.2e-2 : f64, bubble_fraction = 5.8e-2 : f64, speedup_over_data_parallel = 0.354 : f64, memory_bytes_per_device = array<i64: 1024, 2048>>
+    ```
+  }];
+  let parameters = (ins Strata_PipelineStagesParameter:$stages,
+                        "int64_t":$devices, "int64_t":$micro_batches,
+                        StringRefParameter<"schedule optimised for">:$schedule,
+                        StringRefParameter<"objective">:$objective,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$first_devices,
+                        OptionalParameter<"::mlir::DenseF64ArrayAttr">:$predicted_stage_seconds,
+                        OptionalParameter<"::mlir::FloatAttr">:$predicted_step_seconds,
+                        OptionalParameter<"::mlir::FloatAttr">:$bubble_fraction,
+                        OptionalParameter<"::mlir::FloatAttr">:$speedup_over_data_parallel,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$memory_bytes_per_device);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Strata_PipelineScheduleAttr
+    : Strata_Attr<"PipelineSchedule", "pipeline_schedule"> {
+  let summary = "how a training step was scheduled as a pipeline";
+  let description = [{
+    Written by `--strata-schedule-pipeline` on the training step as
+    `strata.pipeline_schedule` and read by buffer planning and the plan
+    exporter: the schedule, the pipeline devices (ranks of one replica), the
+    model chunks per device (`virtual`), the micro-batches and the
+    data-parallel replicas of every stage. When a target was known, the
+    predicted step time and bubble fraction.
+
+    ```mlir
+    #strata.pipeline_schedule<schedule = "1f1b", devices = 2, virtual = 1, micro_batches = 4, replicas = 1, predicted_step_seconds = 1.5e-3 : f64, predicted_bubble = 0.2 : f64>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"schedule">:$schedule,
+                        "int64_t":$devices, "int64_t":$virtual_stages,
+                        "int64_t":$micro_batches, "int64_t":$replicas,
+                        OptionalParameter<"::mlir::FloatAttr">:$predicted_step_seconds,
+                        OptionalParameter<"::mlir::FloatAttr">:$predicted_bubble);
+  // `virtual` is a C++ keyword: the parameter is `virtual_stages`, printed as
+  // `virtual`.
+  let assemblyFormat = [{
+    `<` `schedule` `=` $schedule `,` `devices` `=` $devices `,` `virtual` `=`
+    $virtual_stages `,` `micro_batches` `=` $micro_batches `,` `replicas` `=`
+    $replicas (`,` `predicted_step_seconds` `=` $predicted_step_seconds^)?
+    (`,` `predicted_bubble` `=` $predicted_bubble^)? `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAATTRS_TD

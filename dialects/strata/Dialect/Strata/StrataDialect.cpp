@@ -66,6 +66,62 @@ GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t mc,
   return success();
 }
 
+LogicalResult
+PipelineStageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t firstLayer, int64_t lastLayer,
+                          int64_t replicas) {
+  if (firstLayer < 0 || lastLayer < firstLayer)
+    return emitError() << "pipeline stage must hold at least one layer, got "
+                       << firstLayer << ".." << lastLayer;
+  if (replicas < 1)
+    return emitError() << "pipeline stage must have at least one replica, got "
+                       << replicas;
+  return success();
+}
+
+LogicalResult PipelinePartitionAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError,
+    ArrayRef<PipelineStageAttr> stages, int64_t devices, int64_t microBatches,
+    StringRef schedule, StringRef objective, DenseI64ArrayAttr firstDevices,
+    DenseF64ArrayAttr stageSeconds, FloatAttr stepSeconds,
+    FloatAttr bubbleFraction, FloatAttr speedup,
+    DenseI64ArrayAttr memoryBytes) {
+  if (stages.empty())
+    return emitError() << "pipeline partition must have at least one stage";
+  int64_t previous = -1;
+  for (auto [i, stage] : llvm::enumerate(stages)) {
+    if (stage.getFirstLayer() <= previous)
+      return emitError() << "pipeline partition stage " << i
+                         << " must follow the previous stage";
+    previous = stage.getLastLayer();
+  }
+  if (devices < 0 || microBatches < 0)
+    return emitError()
+           << "pipeline partition devices and micro_batches must be "
+              "non-negative";
+  int64_t numStages = static_cast<int64_t>(stages.size());
+  for (auto [array, name] :
+       {std::pair<DenseI64ArrayAttr, StringRef>(firstDevices, "first_devices"),
+        {memoryBytes, "memory_bytes_per_device"}})
+    if (array && array.size() != numStages)
+      return emitError() << "pipeline partition " << name
+                         << " must have one entry per stage";
+  if (stageSeconds && stageSeconds.size() != numStages)
+    return emitError() << "pipeline partition predicted_stage_seconds must "
+                          "have one entry per stage";
+  return success();
+}
+
+LogicalResult PipelineScheduleAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef schedule,
+    int64_t devices, int64_t virtualStages, int64_t microBatches,
+    int64_t replicas, FloatAttr stepSeconds, FloatAttr bubble) {
+  if (devices < 1 || virtualStages < 1 || microBatches < 1 || replicas < 1)
+    return emitError() << "pipeline schedule devices, virtual, micro_batches "
+                          "and replicas must be positive";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Attribute verification
 //===----------------------------------------------------------------------===//
@@ -124,32 +180,10 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getPipelineAttrName()) {
-    auto pipeline = dyn_cast<DictionaryAttr>(value);
-    if (!pipeline || !isa<FunctionOpInterface>(op))
-      return op->emitOpError()
-             << "'" << name << "' must be a dictionary on a function";
-    auto stages = pipeline.getAs<ArrayAttr>("stages");
-    if (!stages || stages.empty())
-      return op->emitOpError()
-             << "'" << name << "' must have a non-empty 'stages' array";
-    int64_t previous = -1;
-    for (auto [i, element] : llvm::enumerate(stages)) {
-      auto stage = dyn_cast<DictionaryAttr>(element);
-      auto first = stage ? stage.getAs<IntegerAttr>("first_layer") : nullptr;
-      auto last = stage ? stage.getAs<IntegerAttr>("last_layer") : nullptr;
-      auto replicas = stage ? stage.getAs<IntegerAttr>("replicas") : nullptr;
-      if (!first || !last || !replicas)
-        return op->emitOpError()
-               << "'" << name << "' stage " << i
-               << " must be {first_layer, last_layer, replicas} integers";
-      if (first.getInt() <= previous || last.getInt() < first.getInt() ||
-          replicas.getInt() < 1)
-        return op->emitOpError()
-               << "'" << name << "' stage " << i
-               << " must follow the previous stage, hold at least one layer "
-                  "and one replica";
-      previous = last.getInt();
-    }
+    if (!isa<PipelinePartitionAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << name
+                               << "' must be a #strata.pipeline_partition on "
+                                  "a function";
     return success();
   }
   if (name == getReplicasAttrName()) {
@@ -195,9 +229,10 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getPipelineScheduleAttrName()) {
-    if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
-      return op->emitOpError()
-             << "'" << name << "' must be a dictionary on a function";
+    if (!isa<PipelineScheduleAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << name
+                               << "' must be a #strata.pipeline_schedule on "
+                                  "a function";
     return success();
   }
   return op->emitOpError() << "unknown strata attribute '" << name << "'";

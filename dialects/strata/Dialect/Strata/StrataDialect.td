@@ -109,7 +109,7 @@ def Strata_Dialect : Dialect {
       return ::llvm::StringLiteral("strata.memory_plan");
     }
     /// Function attribute: the pipeline partition of a training step
-    /// (`--strata-partition-pipeline`).
+    /// (`#strata.pipeline_partition`, `--strata-partition-pipeline`).
     static constexpr ::llvm::StringLiteral getPipelineAttrName() {
       return ::llvm::StringLiteral("strata.pipeline");
     }
@@ -118,7 +118,7 @@ def Strata_Dialect : Dialect {
       return ::llvm::StringLiteral("strata.gemm_tiling");
     }
     /// Function attribute: how `--strata-schedule-pipeline` scheduled the
-    /// step (schedule, devices, replicas, micro-batches, virtual stages).
+    /// step (`#strata.pipeline_schedule`).
     static constexpr ::llvm::StringLiteral getPipelineScheduleAttrName() {
       return ::llvm::StringLiteral("strata.pipeline_schedule");
     }

@@ -91,13 +91,32 @@ def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
     An op whose results are new versions of some of its operands (an
     optimizer update: the new parameter and state). The runtime computes such
     results in place, in the buffers of the operands they replace.
+
+    The interface also names the operands the passes reason about: the
+    parameter the update trains and the gradient it reads (the value that
+    gradient synchronisation averages and pipeline scheduling accumulates).
+    The defaults read the ODS operands `$param` and `$grad`.
   }];
   let methods = [
     InterfaceMethod<[{
         Returns the operand that result `index` replaces.
       }],
       "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+    InterfaceMethod<[{
+        Returns the parameter the op updates (the operand result 0 replaces).
+      }],
+      "::mlir::Value", "getParameter", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return $_op.getParam(); }]>,
+    InterfaceMethod<[{
+        Returns the gradient operand the update reads.
+      }],
+      "::mlir::OpOperand &", "getGradientMutable", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return $_op.getGradMutable(); }]>,
   ];
+  let extraSharedClassDeclaration = [{
+    /// Returns the gradient the update reads.
+    ::mlir::Value getGradient() { return $_op.getGradientMutable().get(); }
+  }];
 }
 
 #endif // STRATA_DIALECT_STRATA_STRATAINTERFACES_TD
