@@ -8,10 +8,15 @@
 
 #include "strata-rt/Safetensors.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 namespace strata::rt {
 
@@ -156,6 +161,77 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
       std::memcpy(executor.getTensor(buffer).data, tensor->bytes.data(),
                   tensor->bytes.size());
   executor.markHostModified();
+  return Status::success();
+}
+
+namespace {
+
+/// Periodic checkpoints of `base` in its directory: (step, path).
+std::vector<std::pair<int64_t, std::string>>
+listPeriodic(const std::string &base) {
+  namespace fs = std::filesystem;
+  fs::path basePath(base);
+  fs::path dir = basePath.has_parent_path() ? basePath.parent_path() : ".";
+  std::string prefix = basePath.filename().string() + ".step";
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code error;
+  for (const fs::directory_entry &entry : fs::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix))
+      continue;
+    std::string digits = name.substr(prefix.size());
+    if (digits.size() > 15 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    found.push_back({std::stoll(digits), (dir / name).string()});
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+} // namespace
+
+std::string periodicCheckpointPath(const std::string &base, int64_t step) {
+  return base + ".step" + std::to_string(step);
+}
+
+Status prunePeriodicCheckpoints(const std::string &base, int64_t keep) {
+  std::vector<std::pair<int64_t, std::string>> found = listPeriodic(base);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
+    std::error_code error;
+    if (!std::filesystem::remove(found[i].second, error) && error)
+      return Status::failure("cannot remove " + found[i].second + ": " +
+                             error.message());
+  }
+  return Status::success();
+}
+
+Status findLatestCheckpoint(const std::string &base, std::string &path) {
+  std::vector<std::pair<int64_t, std::string>> found = listPeriodic(base);
+  int64_t bestStep = -1;
+  if (!found.empty()) {
+    bestStep = found.back().first;
+    path = found.back().second;
+  }
+  std::error_code error;
+  if (std::filesystem::exists(base, error)) {
+    SafetensorsFile file;
+    if (Status status = readSafetensors(base, file); !status.ok())
+      return status;
+    auto step = file.metadata.find("step");
+    int64_t value = -1;
+    if (step != file.metadata.end() && !step->second.empty() &&
+        step->second.size() < 16 &&
+        step->second.find_first_not_of("0123456789") == std::string::npos)
+      value = std::stoll(step->second);
+    if (value >= bestStep) {
+      bestStep = value;
+      path = base;
+    }
+  }
+  if (bestStep < 0 && path.empty())
+    return Status::failure("--resume-latest: neither " + base + " nor " + base +
+                           ".step<N> exists");
   return Status::success();
 }
 

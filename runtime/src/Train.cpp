@@ -48,6 +48,15 @@ void logLine(std::FILE *log, const char *format, ...) {
 }
 
 Status checkOptions(const TrainOptions &options) {
+  if (options.saveEvery < 0 || options.keep < 1)
+    return Status::usage("--save-every must be non-negative and --keep at "
+                         "least 1");
+  if (options.saveEvery > 0 && options.savePath.empty())
+    return Status::usage("--save-every needs --save FILE");
+  if (!options.resumePath.empty() && !options.resumeLatestPath.empty())
+    return Status::usage("give --resume or --resume-latest, not both");
+  if (!options.initPath.empty() && !options.resumeLatestPath.empty())
+    return Status::usage("--init and --resume-latest cannot be combined");
   if (!options.initPath.empty() && !options.resumePath.empty())
     return Status::usage("--init and --resume cannot be combined (a resumed "
                          "run takes its parameters from the checkpoint)");
@@ -163,10 +172,15 @@ std::vector<std::pair<int, int>> pipelineLinks(const Plan &plan) {
 Status prepareState(const TrainOptions &options, Executor &executor,
                     TrainResult &result) {
   result.seed = options.seed;
-  if (!options.resumePath.empty()) {
+  std::string resume = options.resumePath;
+  if (!options.resumeLatestPath.empty())
+    if (Status status = findLatestCheckpoint(options.resumeLatestPath, resume);
+        !status.ok())
+      return status;
+  if (!resume.empty()) {
     CheckpointInfo info;
-    Status status = loadCheckpoint(executor, options.resumePath,
-                                   CheckpointContents::Everything, info);
+    Status status =
+        loadCheckpoint(executor, resume, CheckpointContents::Everything, info);
     if (!status.ok())
       return status;
     result.startStep = info.step;
@@ -294,6 +308,10 @@ struct StepHooks {
   const Evaluator *eval = nullptr;
   int64_t evalEvery = 0;
   double clipNorm = 0;
+  /// Called after every `saveEvery`-th step but the last (periodic
+  /// checkpoints); empty when off.
+  std::function<Status(int64_t step)> save;
+  int64_t saveEvery = 0;
 };
 
 /// Gradient clipping: runs forward and backward (gradient syncs included),
@@ -408,6 +426,9 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       logJsonRecord(hooks.jsonLog, step, loss, lr, schedule != nullptr, rate,
                     elapsed.count(), total.count(), gradNorm);
     }
+    if (finite && hooks.save && i % hooks.saveEvery == 0 && i != options.steps)
+      if (Status status = hooks.save(step); !status.ok())
+        return status;
     if (finite && hooks.eval &&
         ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
          i == options.steps))
@@ -791,6 +812,29 @@ std::string rankPath(const std::string &path, int rank, const char *suffix) {
   return rank == 0 ? path : path + ".rank" + std::to_string(rank) + suffix;
 }
 
+/// Writes the checkpoint of `step` (rank 0, or every rank with
+/// --save-all-ranks) to --save's file, or with `periodic` to its
+/// .step<step> sibling, dropping all but the newest --keep of those; first
+/// gathers the parameters and states of the other pipeline stages (every
+/// rank takes part).
+Status saveCheckpointOf(const TrainOptions &options, RunResources &run,
+                        Executor &executor, const TrainResult &result,
+                        int64_t step, bool periodic) {
+  if (executor.getPlan().stages > 1)
+    if (Status status = gatherStages(executor, *run.comm, result.rank);
+        !status.ok())
+      return status;
+  if (result.rank != 0 && !options.saveAllRanks)
+    return Status::success();
+  std::string base = rankPath(options.savePath, result.rank, "");
+  std::string path = periodic ? periodicCheckpointPath(base, step) : base;
+  if (Status status = saveCheckpoint(executor, path, step, result.seed);
+      !status.ok())
+    return status;
+  return periodic ? prunePeriodicCheckpoints(base, options.keep)
+                  : Status::success();
+}
+
 /// Runs the steps, then writes the profile, the trace and the checkpoint.
 Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
                   RunResources &run, Executor &executor, DataSource &data,
@@ -819,6 +863,13 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     hooks.eval = run.evaluator.get();
     hooks.evalEvery = options.evalEvery;
     hooks.clipNorm = options.clipNorm;
+    if (options.saveEvery > 0) {
+      hooks.saveEvery = options.saveEvery;
+      hooks.save = [&](int64_t step) {
+        return saveCheckpointOf(options, run, executor, result, step,
+                                /*periodic=*/true);
+      };
+    }
     status =
         runSteps(rankOptions, run.straggler, hooks, executor, data, result);
   }
@@ -839,13 +890,9 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
   // Replicas hold identical parameters: rank 0 writes the checkpoint (every
   // rank with --save-all-ranks), after gathering the parameters and states
   // of the other pipeline stages.
-  if (executor.getPlan().stages > 1)
-    if (status = gatherStages(executor, *run.comm, result.rank); !status.ok())
-      return status;
-  if (result.rank != 0 && !options.saveAllRanks)
-    return Status::success();
-  return saveCheckpoint(executor, rankPath(options.savePath, result.rank, ""),
-                        result.startStep + options.steps, result.seed);
+  return saveCheckpointOf(options, run, executor, result,
+                          result.startStep + options.steps,
+                          /*periodic=*/false);
 }
 
 /// Reads the evaluation samples (--eval-data, or the held-out end of the

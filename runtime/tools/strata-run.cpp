@@ -56,6 +56,10 @@ options:
   --eval-fraction F hold the last F of the --data arrays out of training and
                     evaluate on them
   --eval-every K    also evaluate every K steps
+  --save-every K    with --save FILE, also write FILE.stepN every K steps
+                    (atomically), keeping the newest --keep N (default 3)
+  --resume-latest FILE
+                    resume from the newest of FILE and FILE.stepN
   --clip-norm C     clip the gradients to global L2 norm C before each
                     update (torch.nn.utils.clip_grad_norm_); prints the norm
                     before clipping (no pipelines or lagging gradients)
@@ -172,7 +176,7 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
 Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
-      grace, evalFraction, evalEvery, clipNorm;
+      grace, evalFraction, evalEvery, clipNorm, saveEvery, keep;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -196,6 +200,9 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--eval-fraction", &evalFraction},
       {"--eval-every", &evalEvery},
       {"--clip-norm", &clipNorm},
+      {"--save-every", &saveEvery},
+      {"--keep", &keep},
+      {"--resume-latest", &o.resumeLatestPath},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},
@@ -281,6 +288,10 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       return Status::usage("--clip-norm: a positive number, got '" + clipNorm +
                            "'");
   }
+  if (!saveEvery.empty() && !parseInteger(saveEvery, o.saveEvery))
+    return numberError("--save-every", saveEvery);
+  if (!keep.empty() && !parseInteger(keep, o.keep))
+    return numberError("--keep", keep);
   if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
     return numberError("--eval-every", evalEvery);
   return parseNumbers(steps, seed, threads, logEvery, o);

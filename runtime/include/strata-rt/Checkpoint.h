@@ -56,6 +56,19 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
                          const std::string &path, CheckpointContents contents,
                          CheckpointInfo &info);
 
+/// Periodic checkpoints (`strata-run --save FILE --save-every K`): the one of
+/// step `step` is FILE.step<step>.
+std::string periodicCheckpointPath(const std::string &base, int64_t step);
+
+/// Deletes all but the newest `keep` periodic checkpoints of `base` (by
+/// step); files that are not BASE.step<digits> are never touched.
+Status prunePeriodicCheckpoints(const std::string &base, int64_t keep);
+
+/// `--resume-latest FILE`: the newest of FILE and its periodic checkpoints
+/// (by the step each one holds: FILE's metadata, the others' names); a
+/// Failure naming FILE when none exists.
+Status findLatestCheckpoint(const std::string &base, std::string &path);
+
 } // namespace strata::rt
 
 #endif // STRATA_RT_CHECKPOINT_H

@@ -99,6 +99,12 @@ struct TrainOptions {
   /// max_norm = clipNorm): when the L2 norm of all gradients exceeds it,
   /// they are scaled by clipNorm / (norm + 1e-6) before the update; 0: off.
   double clipNorm = 0;
+  /// With savePath: also write savePath.step<N> every `saveEvery` steps
+  /// (0: never), keeping the newest `keep` of them.
+  int64_t saveEvery = 0;
+  int64_t keep = 3;
+  /// Resume from the newest of this file and its periodic checkpoints.
+  std::string resumeLatestPath;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first
