@@ -271,6 +271,9 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
 }
 
 /// Runs the steps; stops at the first failure or non-finite loss.
+/// Runs of at least this many steps print elapsed time and an ETA.
+constexpr int64_t kProgressSteps = 100;
+
 std::string formatLr(double lr) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.6g", lr);
@@ -418,6 +421,15 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       std::string extra = schedule ? " lr " + formatLr(lr) : "";
       if (gradNorm >= 0)
         extra += " grad-norm " + formatLr(gradNorm);
+      std::chrono::duration<double> sofar =
+          std::chrono::steady_clock::now() - runStart;
+      // Long runs say how far along they are.
+      if (options.steps >= kProgressSteps) {
+        char progress[64];
+        std::snprintf(progress, sizeof(progress), " elapsed %.1f s eta %.1f s",
+                      sofar.count(), sofar.count() / i * (options.steps - i));
+        extra += progress;
+      }
       logLine(log, "step %lld loss %.6f samples/s %.1f ms %.3f%s\n",
               static_cast<long long>(step), loss, rate, elapsed.count(),
               extra.c_str());
