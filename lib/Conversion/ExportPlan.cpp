@@ -427,14 +427,19 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
 }
 
 LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os,
-                                       StringRef device) {
+                                       StringRef device, bool forwardOnly) {
   if (device != "cpu" && device != "cuda")
     return emitError(module.getLoc())
            << "--plan-device must be cpu or cuda, got '" << device << "'";
   SmallVector<func::FuncOp> steps;
   for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(StrataDialect::getTrainStepAttrName()))
+    if (forwardOnly != func->hasAttr(StrataDialect::getTrainStepAttrName()))
       steps.push_back(func);
+  if (steps.size() != 1 && forwardOnly)
+    return emitError(module.getLoc())
+           << "--forward-only: expected exactly one model (a function that "
+              "is not a training step, as strata-model writes it), found "
+           << steps.size();
   if (steps.size() != 1)
     return emitError(module.getLoc())
            << "expected exactly one training step (strata.train_step), found "
@@ -462,13 +467,19 @@ void mlir::strata::registerExportPlanTranslation() {
       llvm::cl::desc("--export-plan: the device every rank of the plan asks "
                      "for, cpu or cuda (strata-run --device overrides it)"),
       llvm::cl::init("cpu"));
+  static llvm::cl::opt<bool> forwardOnly(
+      "forward-only",
+      llvm::cl::desc("--export-plan: write the model's forward function (as "
+                     "strata-model emits it, before --strata-autodiff) as an "
+                     "inference plan: no backward, no optimizer state"),
+      llvm::cl::init(false));
   TranslateFromMLIRRegistration registration(
       "export-plan", "write the training step as a runtime plan (JSON)",
       [](Operation *op, raw_ostream &os) {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return LogicalResult(op->emitError("expected a module"));
-        return exportPlan(module, os, planDevice);
+        return exportPlan(module, os, planDevice, forwardOnly);
       },
       [](DialectRegistry &registry) {
         registry.insert<StrataDialect, func::FuncDialect>();

@@ -134,6 +134,14 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
   std::vector<std::pair<const StoredTensor *, int64_t>> copies;
   for (const StoredTensor &tensor : file.tensors) {
     auto it = slots.find(tensor.name);
+    // --init from a training checkpoint into a plan without that state
+    // (an inference plan): PARAM.<state> of a known parameter is skipped.
+    size_t dot = tensor.name.rfind('.');
+    if (it == slots.end() && !everything && dot != std::string::npos) {
+      auto owner = slots.find(tensor.name.substr(0, dot));
+      if (owner != slots.end() && !owner->second.isState)
+        continue;
+    }
     if (it == slots.end())
       return Status::invalid(path + ": tensor \"" + tensor.name +
                              "\" is neither a parameter nor a state of " +

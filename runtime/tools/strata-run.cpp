@@ -53,6 +53,10 @@ options:
                     "labels") after the last step: mean loss, top-1 and
                     top-5 accuracy (one-rank CPU runs); with --steps 0, the
                     parameters as loaded (--init, --resume)
+  --infer           with --init W --data FILE: no training; evaluate the
+                    plan (an inference plan from strata-translate
+                    --export-plan --forward-only, or a training plan) on the
+                    FILE arrays: loss, top-1 and top-5 accuracy
   --eval-fraction F hold the last F of the --data arrays out of training and
                     evaluate on them
   --eval-every K    also evaluate every K steps
@@ -175,6 +179,7 @@ Status parseNumbers(const std::string &steps, const std::string &seed,
 
 Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
+  bool infer = false;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
       grace, evalFraction, evalEvery, clipNorm, saveEvery, keep;
   Flag flags[] = {
@@ -206,6 +211,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},
+      {"--infer", nullptr},
       {"--devices", nullptr},
       {"--help", nullptr},
       {"-h", nullptr},
@@ -239,6 +245,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
         o.quiet = true;
       else if (name == "--devices")
         cl.devices = true;
+      else if (name == "--infer")
+        infer = true;
       else if (name == "--save-all-ranks")
         o.saveAllRanks = true;
       else
@@ -294,6 +302,19 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
     return numberError("--keep", keep);
   if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
     return numberError("--eval-every", evalEvery);
+  if (infer) {
+    // Inference: no training steps; the --data arrays are evaluated.
+    if (!steps.empty() && steps != "0")
+      return Status::usage("--infer runs no training steps; drop --steps");
+    if (o.initPath.empty() && o.resumePath.empty() &&
+        o.resumeLatestPath.empty())
+      return Status::usage("--infer needs the weights (--init FILE)");
+    if (o.dataPath.empty() || !o.evalDataPath.empty())
+      return Status::usage("--infer evaluates the --data FILE arrays");
+    o.evalDataPath = o.dataPath;
+    o.dataPath.clear();
+    steps = "0";
+  }
   return parseNumbers(steps, seed, threads, logEvery, o);
 }
 

@@ -41,9 +41,11 @@ LogicalResult verifyBuffers(func::FuncOp func);
 
 /// Writes the plan of the module's training step to `os`, assigning buffers
 /// first where they are missing. Every rank asks for `device` ("cpu" or
-/// "cuda").
+/// "cuda"). With `forwardOnly`, the plan of the module's one model function
+/// instead (before autodiff): an inference plan without backward, gradients
+/// or optimizer state.
 LogicalResult exportPlan(ModuleOp module, raw_ostream &os,
-                         StringRef device = "cpu");
+                         StringRef device = "cpu", bool forwardOnly = false);
 
 /// Registers `--export-plan` with mlir-translate's registry.
 void registerExportPlanTranslation();
