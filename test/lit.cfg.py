@@ -42,6 +42,9 @@ try:
     if _subprocess.run(["/usr/bin/python3", "-c", "import sklearn"],
                        capture_output=True, timeout=60).returncode == 0:
         config.available_features.add("sklearn")
+    if _subprocess.run(["/usr/bin/python3", "-c", "import numpy"],
+                       capture_output=True, timeout=60).returncode == 0:
+        config.available_features.add("numpy")
 except (OSError, _subprocess.SubprocessError):
     pass
 if config.strata_have_cuda:

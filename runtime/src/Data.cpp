@@ -514,7 +514,7 @@ Status createArrayData(const Plan &plan, const DataOptions &options,
                        const Buffer &data, const Buffer *labels,
                        std::unique_ptr<DataSource> &source) {
   SafetensorsFile file;
-  if (Status status = readSafetensors(options.path, file); !status.ok())
+  if (Status status = readArrayFile(options.path, file); !status.ok())
     return status;
   if (data.desc.shape.empty())
     return Status::invalid(plan.path + ": input \"" + data.name +
@@ -551,12 +551,6 @@ Status createArrayData(const Plan &plan, const DataOptions &options,
       samples, *inputs, targets ? *targets : StoredTensor(), options.path);
   source.reset(withFirstSample(arrays, options));
   return Status::success();
-}
-
-bool isArrayFile(const std::string &path) {
-  const std::string suffix = ".safetensors";
-  return path.size() > suffix.size() &&
-         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 } // namespace

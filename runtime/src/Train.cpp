@@ -921,7 +921,7 @@ Status setUpEvaluation(const TrainOptions &options, const Executor &executor,
                          "one-rank CPU runs only, for now");
   std::string path = fromFile ? options.evalDataPath : options.dataPath;
   SafetensorsFile file;
-  if (Status status = readSafetensors(path, file); !status.ok())
+  if (Status status = readArrayFile(path, file); !status.ok())
     return status;
   const StoredTensor *inputs = file.find("inputs");
   const StoredTensor *labels = file.find("labels");

@@ -63,6 +63,15 @@ struct DataOptions {
   double heldOutFraction = 0;
 };
 
+struct SafetensorsFile;
+
+/// Whether `path` names labelled arrays (.safetensors, or .npz as np.savez
+/// writes it) rather than a text file.
+bool isArrayFile(const std::string &path);
+/// Reads labelled arrays: a safetensors file, or the .npy members of an .npz
+/// (each member NAME.npy becomes tensor NAME; f8 and i8 become f32 and i32).
+Status readArrayFile(const std::string &path, SafetensorsFile &file);
+
 class DataSource {
 public:
   /// Works out the task from the plan's inputs. A plan whose inputs fit none
