@@ -910,15 +910,17 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
 /// Reads the evaluation samples (--eval-data, or the held-out end of the
 /// --data arrays with --eval-fraction) and makes the evaluator.
 Status setUpEvaluation(const TrainOptions &options, const Executor &executor,
-                       RunResources &run, const TrainResult &result) {
+                       RunResources &run) {
   bool fromFile = !options.evalDataPath.empty();
   if (!fromFile && options.evalFraction == 0)
     return Status::success();
   if (fromFile && options.evalFraction != 0)
     return Status::usage("give --eval-data or --eval-fraction, not both");
-  if (result.ranks > 1 || executor.getDevice() != DeviceKind::Cpu)
+  // Data-parallel replicas hold the same parameters: each evaluates every
+  // batch (the loss's all-reduce keeps them in step); rank 0 reports.
+  if (executor.getPlan().stages > 1 || executor.getDevice() != DeviceKind::Cpu)
     return Status::usage("evaluation (--eval-data, --eval-fraction) runs on "
-                         "one-rank CPU runs only, for now");
+                         "CPU ranks without pipeline stages only, for now");
   std::string path = fromFile ? options.evalDataPath : options.dataPath;
   SafetensorsFile file;
   if (Status status = readArrayFile(path, file); !status.ok())
@@ -986,7 +988,7 @@ Status train(const TrainOptions &options, TrainResult &result) {
                                             options.evalFraction},
                                 data);
   if (status.ok())
-    status = setUpEvaluation(options, *executor, run, result);
+    status = setUpEvaluation(options, *executor, run);
   if (!status.ok())
     return status;
   int64_t replicas = executor->getPlan().replicas;

@@ -8,7 +8,8 @@
 // forward part of the step (no backward, no update) over every whole batch of
 // the evaluation samples, in file order, giving the mean loss and, for a
 // classifier, top-1 and top-5 accuracy from the logits the cross-entropy
-// reads. One-rank CPU runs only, for now.
+// reads. CPU runs without pipeline stages (data-parallel replicas each
+// evaluate every batch; rank 0 reports), for now.
 //
 //===----------------------------------------------------------------------===//
 
