@@ -119,6 +119,17 @@ struct Flag {
   std::string *value;
 };
 
+/// A finite number in [lo, hi], the whole text; false otherwise.
+bool parseReal(const std::string &text, double lo, double hi, double &value) {
+  errno = 0;
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || *end != '\0' || !(v >= lo) || !(v <= hi))
+    return false;
+  value = v;
+  return true;
+}
+
 bool parseInteger(const std::string &text, int64_t &value) {
   if (text.empty())
     return false;
@@ -271,31 +282,18 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   if (!gemm.empty() && gemm != "cublas" && gemm != "strata")
     return Status::usage("--gemm must be cublas or strata, got '" + gemm + "'");
   o.strataGemm = gemm == "strata";
-  if (!grace.empty()) {
-    errno = 0;
-    char *end = nullptr;
-    o.lagGrace = std::strtod(grace.c_str(), &end);
-    if (errno != 0 || *end != '\0' || !(o.lagGrace >= 0) || o.lagGrace > 1e6)
-      return Status::usage("--lag-grace: invalid non-negative number '" +
-                           grace + "'");
-  }
-  if (!evalFraction.empty()) {
-    errno = 0;
-    char *end = nullptr;
-    o.evalFraction = std::strtod(evalFraction.c_str(), &end);
-    if (errno != 0 || *end != '\0' || !(o.evalFraction > 0) ||
-        !(o.evalFraction < 1))
-      return Status::usage("--eval-fraction: a number in (0, 1), got '" +
-                           evalFraction + "'");
-  }
-  if (!clipNorm.empty()) {
-    errno = 0;
-    char *end = nullptr;
-    o.clipNorm = std::strtod(clipNorm.c_str(), &end);
-    if (errno != 0 || *end != '\0' || !(o.clipNorm > 0) || o.clipNorm > 1e12)
-      return Status::usage("--clip-norm: a positive number, got '" + clipNorm +
-                           "'");
-  }
+  if (!grace.empty() && !parseReal(grace, 0, 1e6, o.lagGrace))
+    return Status::usage("--lag-grace: invalid non-negative number '" + grace +
+                         "'");
+  if (!evalFraction.empty() &&
+      (!parseReal(evalFraction, 0, 1, o.evalFraction) || o.evalFraction == 0 ||
+       o.evalFraction == 1))
+    return Status::usage("--eval-fraction: a number in (0, 1), got '" +
+                         evalFraction + "'");
+  if (!clipNorm.empty() &&
+      (!parseReal(clipNorm, 0, 1e12, o.clipNorm) || o.clipNorm == 0))
+    return Status::usage("--clip-norm: a positive number, got '" + clipNorm +
+                         "'");
   if (!saveEvery.empty() && !parseInteger(saveEvery, o.saveEvery))
     return numberError("--save-every", saveEvery);
   if (!keep.empty() && !parseInteger(keep, o.keep))
