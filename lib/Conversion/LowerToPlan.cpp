@@ -32,15 +32,16 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
     return buffer;
   };
 
+  SmallVector<Attribute> argBuffers;
   for (BlockArgument arg : func.getArguments()) {
     FailureOr<BufferAttr> buffer = allocate(arg);
     if (failed(buffer))
       return func.emitOpError() << "argument #" << arg.getArgNumber()
                                 << " is not a statically shaped tensor of "
                                    "at most 2^48 bytes, or the arena overflows";
-    func.setArgAttr(arg.getArgNumber(), StrataDialect::getBufferAttrName(),
-                    *buffer);
+    argBuffers.push_back(*buffer);
   }
+  setArgAttrOfAll(func, StrataDialect::getBufferAttrName(), argBuffers);
   WalkResult walk = func.walk([&](Operation *op) {
     if (op->getNumResults() == 0)
       return WalkResult::advance();

@@ -68,8 +68,13 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(Value loss) {
   func::ReturnOp::create(builder, loss.getLoc(), loss);
   func.setType(
       builder.getFunctionType(body->getArgumentTypes(), {loss.getType()}));
-  for (auto [index, attr] : llvm::enumerate(argAttrs))
-    func.setArgAttr(index, attr.getName(), attr.getValue());
+  // All at once: setting them one by one rebuilds the array of every
+  // argument's attributes each time (quadratic in the argument count).
+  SmallVector<DictionaryAttr> dicts =
+      llvm::map_to_vector(argAttrs, [&](NamedAttribute attr) {
+        return DictionaryAttr::get(context, {attr});
+      });
+  func.setAllArgAttrs(dicts);
   SmallVector<Attribute> names =
       llvm::map_to_vector(layerNames, [&](const std::string &n) -> Attribute {
         return builder.getStringAttr(n);

@@ -54,8 +54,14 @@ private:
   LogicalResult differentiate(Value loss);
   void addGradient(Value value, Value grad, std::optional<int64_t> layer);
   Value addArgument(Type type, NamedAttribute attr, Location loc);
+  /// Gives the function its final type and argument attributes.
+  void finishSignature(TypeRange results);
 
   func::FuncOp func;
+  /// Attributes of the arguments addArgument appended, set at the end in
+  /// one update (one by one, each insertion rebuilt the function type and
+  /// the array of every argument's attributes: quadratic).
+  SmallVector<DictionaryAttr> appendedArgAttrs;
   OptimizerConfig config;
   OpBuilder builder;
   CreatedOps created;
@@ -117,10 +123,23 @@ LogicalResult TrainStepBuilder::differentiate(Value loss) {
 
 Value TrainStepBuilder::addArgument(Type type, NamedAttribute attr,
                                     Location loc) {
-  unsigned index = func.getNumArguments();
-  auto attrs = DictionaryAttr::get(func.getContext(), {attr});
-  (void)func.insertArgument(index, type, attrs, loc);
-  return func.getArgument(index);
+  appendedArgAttrs.push_back(DictionaryAttr::get(func.getContext(), {attr}));
+  return func.getBody().front().addArgument(type, loc);
+}
+
+void TrainStepBuilder::finishSignature(TypeRange results) {
+  MLIRContext *context = func.getContext();
+  Block &body = func.getBody().front();
+  unsigned original = body.getNumArguments() - appendedArgAttrs.size();
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < original; ++i) {
+    DictionaryAttr attrs = func.getArgAttrDict(i);
+    argAttrs.push_back(attrs ? attrs : DictionaryAttr::get(context));
+  }
+  argAttrs.append(appendedArgAttrs);
+  func.setType(FunctionType::get(context, body.getArgumentTypes(), results));
+  func.setAllArgAttrs(argAttrs);
+  appendedArgAttrs.clear();
 }
 
 LogicalResult TrainStepBuilder::run() {
@@ -205,8 +224,7 @@ LogicalResult TrainStepBuilder::run() {
   results.push_back(loss);
   func::ReturnOp::create(builder, ret.getLoc(), results);
   ret.erase();
-  func.setType(FunctionType::get(context, func.getArgumentTypes(),
-                                 ValueRange(results).getTypes()));
+  finishSignature(ValueRange(results).getTypes());
   func->setAttr(StrataDialect::getTrainStepAttrName(), UnitAttr::get(context));
 
   // Backward rules compute every operand's gradient; drop the ones nothing

@@ -51,9 +51,10 @@ static void writeOffsets(func::FuncOp func, ArrayRef<int64_t> offsets,
     return BufferAttr::get(context, buffer.getId(), offsets[buffer.getId()],
                            buffer.getBytes());
   };
+  SmallVector<Attribute> argBuffers;
   for (BlockArgument arg : func.getArguments())
-    func.setArgAttr(arg.getArgNumber(), StrataDialect::getBufferAttrName(),
-                    moved(getBuffer(arg)));
+    argBuffers.push_back(moved(getBuffer(arg)));
+  setArgAttrOfAll(func, StrataDialect::getBufferAttrName(), argBuffers);
   func.walk([&](Operation *op) {
     if (op->getNumResults() == 0)
       return;

@@ -238,14 +238,43 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
   return op->emitOpError() << "unknown strata attribute '" << name << "'";
 }
 
+/// The first argument of `func` that carries attribute `name`. The verifier
+/// asks once per argument, so the answer is remembered for the function's
+/// (immutable, uniqued) array of argument attributes: scanning from 0 every
+/// time made verifying a function of N parameters quadratic.
+static unsigned firstArgWith(FunctionOpInterface func, StringRef name) {
+  struct Entry {
+    const void *context = nullptr, *argAttrs = nullptr;
+    size_t size = 0;
+    std::string name;
+    unsigned first = 0;
+  };
+  static thread_local Entry cache[2];
+  ArrayAttr argAttrs = func.getArgAttrsAttr();
+  const void *context = func->getContext();
+  const void *key = argAttrs ? argAttrs.getAsOpaquePointer() : nullptr;
+  size_t size = argAttrs ? argAttrs.size() : 0;
+  Entry &entry = cache[name == StrataDialect::getParamAttrName() ? 0 : 1];
+  if (key && entry.argAttrs == key && entry.context == context &&
+      entry.size == size && entry.name == name)
+    return entry.first;
+  unsigned first = func.getNumArguments();
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, name)) {
+      first = i;
+      break;
+    }
+  entry = {context, key, size, name.str(), first};
+  return first;
+}
+
 /// Checks that parameter names are unique in `func`; run once per function,
 /// from its first parameter.
 static LogicalResult verifyUniqueParamNames(FunctionOpInterface func,
                                             unsigned argIndex) {
   StringRef paramName = StrataDialect::getParamAttrName();
-  for (unsigned i = 0; i < argIndex; ++i)
-    if (func.getArgAttr(i, paramName))
-      return success(); // Not the first parameter: already checked.
+  if (argIndex != firstArgWith(func, paramName))
+    return success(); // Not the first parameter: already checked.
   llvm::StringSet<> seen;
   for (unsigned i = argIndex, e = func.getNumArguments(); i < e; ++i) {
     auto param = func.getArgAttrOfType<ParamAttr>(i, paramName);
@@ -262,9 +291,8 @@ static LogicalResult verifyUniqueParamNames(FunctionOpInterface func,
 /// rely on both).
 static LogicalResult verifyStates(FunctionOpInterface func, unsigned argIndex) {
   StringRef stateName = StrataDialect::getStateAttrName();
-  for (unsigned i = 0; i < argIndex; ++i)
-    if (func.getArgAttr(i, stateName))
-      return success(); // Not the first state: already checked.
+  if (argIndex != firstArgWith(func, stateName))
+    return success(); // Not the first state: already checked.
   llvm::StringSet<> params, names;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (auto param = func.getArgAttrOfType<ParamAttr>(

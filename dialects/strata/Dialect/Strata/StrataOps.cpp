@@ -33,6 +33,18 @@ void mlir::strata::setLayer(Operation *op, int64_t layer) {
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
 }
 
+void mlir::strata::setArgAttrOfAll(FunctionOpInterface func, StringRef name,
+                                   ArrayRef<Attribute> values) {
+  SmallVector<DictionaryAttr> dicts;
+  dicts.reserve(values.size());
+  for (auto [index, value] : llvm::enumerate(values)) {
+    NamedAttrList attrs(func.getArgAttrDict(index));
+    attrs.set(name, value);
+    dicts.push_back(attrs.getDictionary(func->getContext()));
+  }
+  func.setAllArgAttrs(dicts);
+}
+
 BufferAttr mlir::strata::getBuffer(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());

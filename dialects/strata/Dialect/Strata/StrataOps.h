@@ -6,6 +6,7 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -45,6 +46,11 @@ void setLayer(Operation *op, int64_t layer);
 /// `value`: `strata.buffer` of a function argument, or the entry of its
 /// op's `strata.buffers`; null when there is none.
 BufferAttr getBuffer(Value value);
+/// Sets argument attribute `name` of every argument i of `func` to
+/// `values[i]` in one update (setting them one by one rebuilds the array of
+/// all arguments' attributes each time: quadratic in the argument count).
+void setArgAttrOfAll(FunctionOpInterface func, StringRef name,
+                     ArrayRef<Attribute> values);
 /// Bytes of a statically shaped tensor type (0 for anything else).
 int64_t getTensorBytes(Type type);
 /// Seconds a ring all-reduce of `bytes` over `replicas` devices of `target`
