@@ -178,4 +178,26 @@ std::string LrSchedule::describe() const {
   return "";
 }
 
+double sumOfSquares(const std::vector<Tensor> &grads) {
+  double sum = 0;
+  for (const Tensor &g : grads)
+    for (int64_t i = 0, n = g.numel(); i < n; ++i)
+      sum += static_cast<double>(g.f32()[i]) * g.f32()[i];
+  return sum;
+}
+
+void scaleGradients(const std::vector<Tensor> &grads, double coefficient) {
+  for (const Tensor &g : grads)
+    for (int64_t i = 0, n = g.numel(); i < n; ++i)
+      g.f32()[i] = static_cast<float>(g.f32()[i] * coefficient);
+}
+
+double clipGradientsByNorm(const std::vector<Tensor> &grads, double maxNorm) {
+  double norm = std::sqrt(sumOfSquares(grads));
+  double coefficient = maxNorm / (norm + 1e-6);
+  if (coefficient < 1)
+    scaleGradients(grads, coefficient);
+  return norm;
+}
+
 } // namespace strata::rt

@@ -311,37 +311,55 @@ struct StepHooks {
   const Evaluator *eval = nullptr;
   int64_t evalEvery = 0;
   double clipNorm = 0;
+  /// The ranks' communicator for clipping's norm (nullptr on one rank).
+  Communicator *comm = nullptr;
   /// Called after every `saveEvery`-th step but the last (periodic
   /// checkpoints); empty when off.
   std::function<Status(int64_t step)> save;
   int64_t saveEvery = 0;
 };
 
+/// The gradients of the parameters this rank updates (a pipeline stage's
+/// own; every parameter on one rank or a data-parallel replica).
+std::vector<Tensor> rankGradients(const Executor &executor) {
+  std::set<int64_t> updated;
+  for (const Instruction &inst : executor.getProgram())
+    if (inst.has(kInPlace))
+      updated.insert(inst.out.begin(), inst.out.end());
+  std::vector<Tensor> grads;
+  for (const Parameter &param : executor.getPlan().parameters)
+    if (param.grad >= 0 && updated.count(param.buffer))
+      grads.push_back(executor.getTensor(param.grad));
+  return grads;
+}
+
 /// Gradient clipping: runs forward and backward (gradient syncs included),
 /// scales the gradients when their global L2 norm exceeds `maxNorm` (as
-/// torch.nn.utils.clip_grad_norm_), then runs the updates. Sets `norm` to the
-/// norm before clipping.
-Status runClippedStep(Executor &executor, int64_t step, double maxNorm,
-                      float &loss, double &norm) {
+/// torch.nn.utils.clip_grad_norm_), then runs the updates. On several ranks
+/// the squares are summed over all of them (`comm`) and divided by the
+/// replicas, which hold the same (synchronised) gradients: the norm of the
+/// whole model's gradient, whatever the stages. Sets `norm` to the norm
+/// before clipping.
+Status runClippedStep(Executor &executor, Communicator *comm, int64_t step,
+                      double maxNorm, float &loss, double &norm) {
   Status status =
       executor.runStep(step, loss, Executor::StepPart::ForwardBackward);
   if (!status.ok())
     return status;
-  const Plan &plan = executor.getPlan();
-  std::vector<const Tensor *> grads;
-  for (const Parameter &param : plan.parameters)
-    if (param.grad >= 0)
-      grads.push_back(&executor.getTensor(param.grad));
-  double sum = 0;
-  for (const Tensor *g : grads)
-    for (int64_t i = 0, n = g->numel(); i < n; ++i)
-      sum += static_cast<double>(g->f32()[i]) * g->f32()[i];
-  norm = std::sqrt(sum);
+  std::vector<Tensor> grads = rankGradients(executor);
+  double squares = sumOfSquares(grads);
+  if (comm && comm->size() > 1) {
+    float total = static_cast<float>(squares);
+    if (Status s = comm->startAllReduce(&total, 1, ReduceOp::Sum)->wait();
+        !s.ok())
+      return s;
+    squares = static_cast<double>(total) /
+              static_cast<double>(executor.getPlan().replicas);
+  }
+  norm = std::sqrt(squares);
   double coefficient = maxNorm / (norm + 1e-6);
   if (coefficient < 1)
-    for (const Tensor *g : grads)
-      for (int64_t i = 0, n = g->numel(); i < n; ++i)
-        g->f32()[i] = static_cast<float>(g->f32()[i] * coefficient);
+    scaleGradients(grads, coefficient);
   float unused = 0;
   return executor.runStep(step, unused, Executor::StepPart::Update);
 }
@@ -402,10 +420,10 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
     float loss = 0;
     double gradNorm = -1;
     auto start = std::chrono::steady_clock::now();
-    Status status =
-        hooks.clipNorm > 0
-            ? runClippedStep(executor, step, hooks.clipNorm, loss, gradNorm)
-            : executor.runStep(step, loss);
+    Status status = hooks.clipNorm > 0
+                        ? runClippedStep(executor, hooks.comm, step,
+                                         hooks.clipNorm, loss, gradNorm)
+                        : executor.runStep(step, loss);
     std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     if (!status.ok())
@@ -715,10 +733,9 @@ Status connectRanks(const TrainOptions &options, const Plan &plan,
   if (run.lagging && !options.logJsonPath.empty())
     return Status::usage("--log-json is not supported with lagging gradients "
                          "(a plan with staleness > 0) yet");
-  if (options.clipNorm > 0 && (run.lagging || plan.stages > 1))
-    return Status::usage("--clip-norm is supported without pipelines and "
-                         "lagging gradients only, for now (the gradients of "
-                         "a pipeline are spread over its stages)");
+  if (options.clipNorm > 0 && run.lagging)
+    return Status::usage("--clip-norm is not supported with lagging "
+                         "gradients (a plan with staleness > 0) yet");
   if (run.lagging && run.scheduled)
     return Status::usage("--lr-schedule is not supported with lagging "
                          "gradients (a plan with staleness > 0) yet");
@@ -875,6 +892,7 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     hooks.eval = run.evaluator.get();
     hooks.evalEvery = options.evalEvery;
     hooks.clipNorm = options.clipNorm;
+    hooks.comm = run.comm.get();
     if (options.saveEvery > 0) {
       hooks.saveEvery = options.saveEvery;
       hooks.save = [&](int64_t step) {

@@ -29,9 +29,11 @@
 #define STRATA_RT_SCHEDULE_H
 
 #include "strata-rt/Support.h"
+#include "strata-rt/Tensor.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace strata::rt {
 
@@ -54,6 +56,15 @@ struct LrSchedule {
   /// "warmup-cosine (warmup 100, total 5000, min-lr 1e-05)".
   std::string describe() const;
 };
+
+/// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_:
+/// when the L2 norm of all of `grads` (f32) exceeds `maxNorm`, scales them by
+/// maxNorm / (norm + 1e-6). Returns the norm before clipping.
+double clipGradientsByNorm(const std::vector<Tensor> &grads, double maxNorm);
+/// The two halves of clipGradientsByNorm, for gradients spread over ranks:
+/// the sum of squares of `grads`, and scaling them by `coefficient`.
+double sumOfSquares(const std::vector<Tensor> &grads);
+void scaleGradients(const std::vector<Tensor> &grads, double coefficient);
 
 } // namespace strata::rt
 

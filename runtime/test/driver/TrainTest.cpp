@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 using namespace strata::rt;
@@ -503,4 +504,42 @@ TEST(LrSchedule, RejectsBadText) {
         "linear-warmup,warmup=3,start=1.5", "warmup-cosine,warmup=5,total=5",
         "cosine,total=4,min-lr=inf", "step,every=2,"})
     EXPECT_FALSE(LrSchedule::parse(text, s).ok()) << text;
+}
+
+// The committed table of PyTorch's schedulers and clip_grad_norm_ on fixed
+// inputs (scripts/torch_reference.py; PyTorch is not needed to run this).
+TEST(LrSchedule, EqualsPyTorch) {
+  std::ifstream file(inputPath("torch-reference.json"));
+  ASSERT_TRUE(file) << "missing torch-reference.json";
+  nlohmann::json table = nlohmann::json::parse(file);
+  ASSERT_GE(table["schedules"].size(), 4u);
+  for (const nlohmann::json &entry : table["schedules"]) {
+    LrSchedule s;
+    std::string text = entry["strata"];
+    ASSERT_TRUE(LrSchedule::parse(text, s).ok()) << text;
+    double base = entry["base"];
+    const nlohmann::json &lr = entry["lr"];
+    for (size_t t = 0; t < lr.size(); ++t)
+      EXPECT_NEAR(s.lr(base, static_cast<int64_t>(t) + 1), lr[t].get<double>(),
+                  1e-12 * base)
+          << text << " (" << entry["torch"].get<std::string>() << ") at t "
+          << t;
+  }
+  ASSERT_GE(table["clip_grad_norm"].size(), 3u);
+  for (const nlohmann::json &entry : table["clip_grad_norm"]) {
+    std::vector<std::vector<float>> storage;
+    std::vector<Tensor> grads;
+    for (const nlohmann::json &g : entry["grads"])
+      storage.push_back(g.get<std::vector<float>>());
+    for (std::vector<float> &g : storage)
+      grads.push_back(Tensor{
+          g.data(), TensorDesc{DType::F32, {static_cast<int64_t>(g.size())}}});
+    double norm = clipGradientsByNorm(grads, entry["max_norm"].get<double>());
+    EXPECT_NEAR(norm, entry["norm"].get<double>(), 1e-6 * norm);
+    for (size_t i = 0; i < storage.size(); ++i)
+      for (size_t j = 0; j < storage[i].size(); ++j)
+        EXPECT_NEAR(storage[i][j], entry["clipped"][i][j].get<double>(), 1e-6)
+            << "max_norm " << entry["max_norm"] << " tensor " << i << "[" << j
+            << "]";
+  }
 }
