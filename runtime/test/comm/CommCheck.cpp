@@ -466,7 +466,10 @@ int main(int argc, char **argv) {
   int passed = 0, failed = 0, skipped = 0;
   for (size_t i = 0; i < n; ++i) {
     bool ok = verdicts[i] == 0.0f;
-    bool skip = ok && verdicts[n + i] != 0.0f;
+    // Inconclusive: every rank that missed the check marked it so (the
+    // machine's real transfer is slower than the link it emulates).
+    bool skip = !ok && verdicts[n + i] >= verdicts[i];
+    ok = ok || skip;
     skip ? ++skipped : ok ? ++passed : ++failed;
     const Result &r = gResults[i];
     if (comm->rank() == 0)
@@ -476,7 +479,7 @@ int main(int argc, char **argv) {
                        : "FAIL",
                   r.name.c_str(), r.detail.empty() ? "" : " -- ",
                   r.detail.c_str());
-    else if (!r.ok)
+    else if (!r.ok && !skip)
       std::fprintf(stderr, "FAIL on rank %d: %s -- %s\n", comm->rank(),
                    r.name.c_str(), r.detail.c_str());
   }
