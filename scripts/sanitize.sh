@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer and fuzzing check (CI runs it after scripts/test.sh):
+# The sanitizer and fuzzing check (scripts/test.sh, the test command CI runs, ends with it):
 #   1. configures and builds build-san/: every Strata target with AddressSanitizer
 #      and UndefinedBehaviorSanitizer (-DSTRATA_SANITIZE=address,undefined) plus
 #      the libFuzzer targets of fuzz/ (-DSTRATA_BUILD_FUZZERS=ON), CUDA off;
