@@ -471,10 +471,54 @@ private:
   mutable int64_t cachedEpoch = -1;
 };
 
-/// Checks that `tensor` holds rows of `like` (same dtype and per-sample
-/// shape) and at least `minRows` of them.
-Status checkRows(const std::string &path, const StoredTensor *tensor,
-                 const char *name, const Buffer &like, int64_t minRows) {
+Status createArrayData(const Plan &plan, const DataOptions &options,
+                       const Buffer &data, const Buffer *labels,
+                       std::unique_ptr<DataSource> &source) {
+  SafetensorsFile read;
+  if (!options.arrays)
+    if (Status status = readArrayFile(options.path, read); !status.ok())
+      return status;
+  const SafetensorsFile &file = options.arrays ? *options.arrays : read;
+  if (data.desc.shape.empty())
+    return Status::invalid(plan.path + ": input \"" + data.name +
+                           "\" needs a leading batch dimension");
+  int64_t batch = data.desc.shape[0];
+  int64_t globalBatch = batch * plan.replicas;
+  const StoredTensor *inputs = file.find("inputs");
+  const StoredTensor *targets = labels ? file.find("labels") : nullptr;
+  if (Status s = checkArrayRows(options.path, inputs, "inputs", data, 1);
+      !s.ok())
+    return s;
+  int64_t samples = inputs->desc.shape[0];
+  if (samples < globalBatch)
+    return Status::invalid(options.path + ": " + std::to_string(samples) +
+                           " training samples, fewer than one global batch (" +
+                           std::to_string(globalBatch) + ")");
+  if (labels) {
+    if (Status s = checkArrayRows(options.path, targets, "labels", *labels,
+                                  globalBatch);
+        !s.ok())
+      return s;
+    if (targets->desc.shape[0] != inputs->desc.shape[0])
+      return Status::invalid(options.path + ": \"labels\" has " +
+                             std::to_string(targets->desc.shape[0]) +
+                             " samples but \"inputs\" " +
+                             std::to_string(inputs->desc.shape[0]));
+    if (Status s = checkArrayLabels(options.path, plan, *labels, *targets);
+        !s.ok())
+      return s;
+  }
+  auto *arrays = new ArrayData(
+      options.seed, data.id, labels ? labels->id : -1, batch, globalBatch,
+      samples, *inputs, targets ? *targets : StoredTensor(), options.path);
+  source.reset(withFirstSample(arrays, options));
+  return Status::success();
+}
+
+} // namespace
+
+Status checkArrayRows(const std::string &path, const StoredTensor *tensor,
+                      const char *name, const Buffer &like, int64_t minRows) {
   if (!tensor)
     return Status::invalid(path + ": no tensor named \"" + name + "\"");
   Shape sample(like.desc.shape.begin() + 1, like.desc.shape.end());
@@ -495,9 +539,8 @@ Status checkRows(const std::string &path, const StoredTensor *tensor,
   return Status::success();
 }
 
-/// Class labels must index the logits' classes.
-Status checkLabelRange(const std::string &path, const Plan &plan,
-                       const Buffer &labels, const StoredTensor &tensor) {
+Status checkArrayLabels(const std::string &path, const Plan &plan,
+                        const Buffer &labels, const StoredTensor &tensor) {
   int64_t classes = classCount(plan, labels.id);
   if (tensor.desc.dtype != DType::I32 || classes <= 0)
     return Status::success();
@@ -509,51 +552,6 @@ Status checkLabelRange(const std::string &path, const Plan &plan,
                              std::to_string(classes) + ")");
   return Status::success();
 }
-
-Status createArrayData(const Plan &plan, const DataOptions &options,
-                       const Buffer &data, const Buffer *labels,
-                       std::unique_ptr<DataSource> &source) {
-  SafetensorsFile file;
-  if (Status status = readArrayFile(options.path, file); !status.ok())
-    return status;
-  if (data.desc.shape.empty())
-    return Status::invalid(plan.path + ": input \"" + data.name +
-                           "\" needs a leading batch dimension");
-  int64_t batch = data.desc.shape[0];
-  int64_t globalBatch = batch * plan.replicas;
-  const StoredTensor *inputs = file.find("inputs");
-  const StoredTensor *targets = labels ? file.find("labels") : nullptr;
-  if (Status s = checkRows(options.path, inputs, "inputs", data, 1); !s.ok())
-    return s;
-  int64_t total = inputs->desc.shape[0];
-  int64_t samples =
-      total - static_cast<int64_t>(std::floor(options.heldOutFraction * total));
-  if (samples < globalBatch)
-    return Status::invalid(options.path + ": " + std::to_string(samples) +
-                           " training samples, fewer than one global batch (" +
-                           std::to_string(globalBatch) + ")");
-  if (labels) {
-    if (Status s =
-            checkRows(options.path, targets, "labels", *labels, globalBatch);
-        !s.ok())
-      return s;
-    if (targets->desc.shape[0] != inputs->desc.shape[0])
-      return Status::invalid(options.path + ": \"labels\" has " +
-                             std::to_string(targets->desc.shape[0]) +
-                             " samples but \"inputs\" " +
-                             std::to_string(inputs->desc.shape[0]));
-    if (Status s = checkLabelRange(options.path, plan, *labels, *targets);
-        !s.ok())
-      return s;
-  }
-  auto *arrays = new ArrayData(
-      options.seed, data.id, labels ? labels->id : -1, batch, globalBatch,
-      samples, *inputs, targets ? *targets : StoredTensor(), options.path);
-  source.reset(withFirstSample(arrays, options));
-  return Status::success();
-}
-
-} // namespace
 
 Status DataSource::create(const Plan &plan, const DataOptions &options,
                           std::unique_ptr<DataSource> &source) {

@@ -6,6 +6,7 @@
 
 #include "strata-rt/Eval.h"
 
+#include "strata-rt/Data.h"
 #include "strata-rt/Executor.h"
 
 #include <algorithm>
@@ -26,20 +27,6 @@ int64_t findLogits(const std::vector<Instruction> &program, int64_t labels) {
       return inst.in.at(index.tensor);
   }
   return -1;
-}
-
-Status checkRows(const std::string &what, const StoredTensor &tensor,
-                 const char *name, const Buffer &like) {
-  Shape sample(like.desc.shape.begin() + 1, like.desc.shape.end());
-  const Shape &shape = tensor.desc.shape;
-  if (tensor.desc.dtype != like.desc.dtype || shape.empty() ||
-      Shape(shape.begin() + 1, shape.end()) != sample)
-    return Status::invalid(
-        what + ": \"" + name + "\" must be " + dtypeName(like.desc.dtype) +
-        " rows of " + formatShape(sample) + " for the plan's input \"" +
-        like.name + "\", got " + dtypeName(tensor.desc.dtype) + " " +
-        formatShape(shape));
-  return Status::success();
 }
 
 /// Rows [begin, end) of `tensor`.
@@ -83,9 +70,11 @@ Status Evaluator::create(const Executor &executor, StoredTensor inputs,
                          "inputs that have a batch dimension");
   const Buffer &x = plan.buffers[data->buffer];
   const Buffer &y = plan.buffers[target->buffer];
-  if (Status s = checkRows(what, inputs, "inputs", x); !s.ok())
+  if (Status s = checkArrayRows(what, &inputs, "inputs", x, 1); !s.ok())
     return s;
-  if (Status s = checkRows(what, labels, "labels", y); !s.ok())
+  if (Status s = checkArrayRows(what, &labels, "labels", y, 1); !s.ok())
+    return s;
+  if (Status s = checkArrayLabels(what, plan, y, labels); !s.ok())
     return s;
   std::unique_ptr<Evaluator> e(new Evaluator());
   e->batch = x.desc.shape[0];
@@ -99,16 +88,6 @@ Status Evaluator::create(const Executor &executor, StoredTensor inputs,
   e->labelsBuffer = y.id;
   e->logitsBuffer =
       y.desc.dtype == DType::I32 ? findLogits(executor.getProgram(), y.id) : -1;
-  if (e->logitsBuffer >= 0) {
-    int64_t classes = plan.buffers[e->logitsBuffer].desc.shape.back();
-    const auto *values = reinterpret_cast<const int32_t *>(labels.bytes.data());
-    for (int64_t i = 0, n = labels.desc.numel(); i < n; ++i)
-      if (values[i] < 0 || values[i] >= classes)
-        return Status::invalid(what + ": labels[" + std::to_string(i) +
-                               "] is " + std::to_string(values[i]) +
-                               ", outside [0, " + std::to_string(classes) +
-                               ")");
-  }
   e->inputs = std::move(inputs);
   e->labels = std::move(labels);
   e->description = what + ": " + std::to_string(e->batches * e->batch) +

@@ -178,25 +178,27 @@ std::string LrSchedule::describe() const {
   return "";
 }
 
-double sumOfSquares(const std::vector<Tensor> &grads) {
-  double sum = 0;
+double clipGradientsByNorm(const std::vector<Tensor> &grads, double maxNorm,
+                           Communicator *comm, int64_t replicas,
+                           Status &status) {
+  status = Status::success();
+  double squares = 0;
   for (const Tensor &g : grads)
     for (int64_t i = 0, n = g.numel(); i < n; ++i)
-      sum += static_cast<double>(g.f32()[i]) * g.f32()[i];
-  return sum;
-}
-
-void scaleGradients(const std::vector<Tensor> &grads, double coefficient) {
-  for (const Tensor &g : grads)
-    for (int64_t i = 0, n = g.numel(); i < n; ++i)
-      g.f32()[i] = static_cast<float>(g.f32()[i] * coefficient);
-}
-
-double clipGradientsByNorm(const std::vector<Tensor> &grads, double maxNorm) {
-  double norm = std::sqrt(sumOfSquares(grads));
+      squares += static_cast<double>(g.f32()[i]) * g.f32()[i];
+  if (comm && comm->size() > 1) {
+    float total = static_cast<float>(squares);
+    status = comm->startAllReduce(&total, 1, ReduceOp::Sum)->wait();
+    if (!status.ok())
+      return 0;
+    squares = static_cast<double>(total) / static_cast<double>(replicas);
+  }
+  double norm = std::sqrt(squares);
   double coefficient = maxNorm / (norm + 1e-6);
   if (coefficient < 1)
-    scaleGradients(grads, coefficient);
+    for (const Tensor &g : grads)
+      for (int64_t i = 0, n = g.numel(); i < n; ++i)
+        g.f32()[i] = static_cast<float>(g.f32()[i] * coefficient);
   return norm;
 }
 

@@ -334,32 +334,19 @@ std::vector<Tensor> rankGradients(const Executor &executor) {
 }
 
 /// Gradient clipping: runs forward and backward (gradient syncs included),
-/// scales the gradients when their global L2 norm exceeds `maxNorm` (as
-/// torch.nn.utils.clip_grad_norm_), then runs the updates. On several ranks
-/// the squares are summed over all of them (`comm`) and divided by the
-/// replicas, which hold the same (synchronised) gradients: the norm of the
-/// whole model's gradient, whatever the stages. Sets `norm` to the norm
-/// before clipping.
+/// clips this rank's gradients by the whole model's global norm
+/// (clipGradientsByNorm, over `comm`), then runs the updates. Sets `norm` to
+/// the norm before clipping.
 Status runClippedStep(Executor &executor, Communicator *comm, int64_t step,
                       double maxNorm, float &loss, double &norm) {
   Status status =
       executor.runStep(step, loss, Executor::StepPart::ForwardBackward);
   if (!status.ok())
     return status;
-  std::vector<Tensor> grads = rankGradients(executor);
-  double squares = sumOfSquares(grads);
-  if (comm && comm->size() > 1) {
-    float total = static_cast<float>(squares);
-    if (Status s = comm->startAllReduce(&total, 1, ReduceOp::Sum)->wait();
-        !s.ok())
-      return s;
-    squares = static_cast<double>(total) /
-              static_cast<double>(executor.getPlan().replicas);
-  }
-  norm = std::sqrt(squares);
-  double coefficient = maxNorm / (norm + 1e-6);
-  if (coefficient < 1)
-    scaleGradients(grads, coefficient);
+  norm = clipGradientsByNorm(rankGradients(executor), maxNorm, comm,
+                             executor.getPlan().replicas, status);
+  if (!status.ok())
+    return status;
   float unused = 0;
   return executor.runStep(step, unused, Executor::StepPart::Update);
 }
@@ -926,9 +913,11 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
 }
 
 /// Reads the evaluation samples (--eval-data, or the held-out end of the
-/// --data arrays with --eval-fraction) and makes the evaluator.
+/// --data arrays with --eval-fraction) and makes the evaluator. With
+/// --eval-fraction the data file is read here, once: `trainArrays` gets the
+/// samples before the held-out ones, for the data source.
 Status setUpEvaluation(const TrainOptions &options, const Executor &executor,
-                       RunResources &run) {
+                       RunResources &run, SafetensorsFile &trainArrays) {
   bool fromFile = !options.evalDataPath.empty();
   if (!fromFile && options.evalFraction == 0)
     return Status::success();
@@ -955,6 +944,7 @@ Status setUpEvaluation(const TrainOptions &options, const Executor &executor,
                                 evalInputs, evalLabels);
         !status.ok())
       return status;
+    trainArrays.tensors = {std::move(trainInputs), std::move(trainLabels)};
     path +=
         " (the last " + std::to_string(evalInputs.desc.shape[0]) + " samples)";
   }
@@ -998,15 +988,16 @@ Status train(const TrainOptions &options, TrainResult &result) {
   status = Executor::create(std::move(plan), executorOptions, executor);
   if (status.ok())
     status = prepareState(options, *executor, result);
+  SafetensorsFile trainArrays;
+  if (status.ok())
+    status = setUpEvaluation(options, *executor, run, trainArrays);
   std::unique_ptr<DataSource> data;
   if (status.ok())
-    status = DataSource::create(executor->getPlan(),
-                                DataOptions{result.seed, options.dataPath,
-                                            replica * perReplicaBatch,
-                                            options.evalFraction},
-                                data);
-  if (status.ok())
-    status = setUpEvaluation(options, *executor, run);
+    status = DataSource::create(
+        executor->getPlan(),
+        DataOptions{result.seed, options.dataPath, replica * perReplicaBatch,
+                    options.evalFraction > 0 ? &trainArrays : nullptr},
+        data);
   if (!status.ok())
     return status;
   int64_t replicas = executor->getPlan().replicas;

@@ -45,6 +45,8 @@
 namespace strata::rt {
 
 class ThreadPool;
+struct SafetensorsFile;
+struct StoredTensor;
 
 /// The largest data file a DataSource reads (1 GiB).
 constexpr uint64_t kMaxDataFileBytes = uint64_t(1) << 30;
@@ -58,12 +60,11 @@ struct DataOptions {
   /// the global batch, so N replicas see exactly what one rank with batch N B
   /// would see.
   int64_t firstSample = 0;
-  /// Labelled arrays: the fraction of the samples (the last ones, in file
-  /// order) held out for evaluation and not trained on.
-  double heldOutFraction = 0;
+  /// Labelled arrays already read (train() reads the file once and passes
+  /// the training part when some samples are held out for evaluation);
+  /// nullptr: read `path`.
+  const SafetensorsFile *arrays = nullptr;
 };
-
-struct SafetensorsFile;
 
 /// Whether `path` names labelled arrays (.safetensors, or .npz as np.savez
 /// writes it) rather than a text file.
@@ -71,6 +72,15 @@ bool isArrayFile(const std::string &path);
 /// Reads labelled arrays: a safetensors file, or the .npy members of an .npz
 /// (each member NAME.npy becomes tensor NAME; f8 and i8 become f32 and i32).
 Status readArrayFile(const std::string &path, SafetensorsFile &file);
+/// Checks labelled arrays against a plan input (the data source's and the
+/// evaluation's check): `tensor` (nullptr: missing) holds at least `minRows`
+/// rows of `like`'s dtype and per-sample shape. Errors name `path`.
+Status checkArrayRows(const std::string &path, const StoredTensor *tensor,
+                      const char *name, const Buffer &like, int64_t minRows);
+/// Class labels (i32) lie inside the classes of the cross-entropy that reads
+/// the plan's `labels` buffer.
+Status checkArrayLabels(const std::string &path, const Plan &plan,
+                        const Buffer &labels, const StoredTensor &tensor);
 
 class DataSource {
 public:

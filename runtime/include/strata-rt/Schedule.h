@@ -28,6 +28,7 @@
 #ifndef STRATA_RT_SCHEDULE_H
 #define STRATA_RT_SCHEDULE_H
 
+#include "strata-rt/Comm.h"
 #include "strata-rt/Support.h"
 #include "strata-rt/Tensor.h"
 
@@ -58,13 +59,15 @@ struct LrSchedule {
 };
 
 /// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_:
-/// when the L2 norm of all of `grads` (f32) exceeds `maxNorm`, scales them by
-/// maxNorm / (norm + 1e-6). Returns the norm before clipping.
-double clipGradientsByNorm(const std::vector<Tensor> &grads, double maxNorm);
-/// The two halves of clipGradientsByNorm, for gradients spread over ranks:
-/// the sum of squares of `grads`, and scaling them by `coefficient`.
-double sumOfSquares(const std::vector<Tensor> &grads);
-void scaleGradients(const std::vector<Tensor> &grads, double coefficient);
+/// when the L2 norm of the gradients exceeds `maxNorm`, scales `grads` (f32)
+/// by maxNorm / (norm + 1e-6). With a communicator of several ranks the
+/// squares are summed over all of them and divided by `replicas` (replicas
+/// hold the same synchronised gradients; pipeline stages hold disjoint
+/// ones), so `grads` are this rank's share. Returns the norm before
+/// clipping, or a failed collective's status through `status`.
+double clipGradientsByNorm(const std::vector<Tensor> &grads, double maxNorm,
+                           Communicator *comm, int64_t replicas,
+                           Status &status);
 
 } // namespace strata::rt
 
