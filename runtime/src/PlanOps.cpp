@@ -57,31 +57,16 @@ std::string formatValue(double value) {
   return text;
 }
 
-/// Stores `value` (already checked against `kind`) into the field of `id`.
-void setNumber(OpAttrs &out, AttrId id, double value) {
+/// Stores an attribute (already checked against its kind) into the field of
+/// `id`: `number` for Int, Float and Bool kinds, `list` for IntList.
+void store(OpAttrs &out, AttrId id, double number,
+           const std::vector<int64_t> &list) {
   switch (id) {
 #define STRATA_PLAN_ATTR_SET_Int(Member)                                       \
-  out.Member = static_cast<int64_t>(value);
-#define STRATA_PLAN_ATTR_SET_Float(Member) out.Member = value;
-#define STRATA_PLAN_ATTR_SET_Bool(Member) out.Member = value != 0;
-#define STRATA_PLAN_ATTR_SET_IntList(Member)
-#define STRATA_PLAN_ATTR(Enum, Name, Member, Kind)                             \
-  case AttrId::Enum:                                                           \
-    STRATA_PLAN_ATTR_SET_##Kind(Member) break;
-#include "strata-rt/PlanOps.def"
-#undef STRATA_PLAN_ATTR_SET_Int
-#undef STRATA_PLAN_ATTR_SET_Float
-#undef STRATA_PLAN_ATTR_SET_Bool
-#undef STRATA_PLAN_ATTR_SET_IntList
-  }
-}
-
-void setList(OpAttrs &out, AttrId id, const std::vector<int64_t> &value) {
-  switch (id) {
-#define STRATA_PLAN_ATTR_SET_Int(Member)
-#define STRATA_PLAN_ATTR_SET_Float(Member)
-#define STRATA_PLAN_ATTR_SET_Bool(Member)
-#define STRATA_PLAN_ATTR_SET_IntList(Member) out.Member = value;
+  out.Member = static_cast<int64_t>(number);
+#define STRATA_PLAN_ATTR_SET_Float(Member) out.Member = number;
+#define STRATA_PLAN_ATTR_SET_Bool(Member) out.Member = number != 0;
+#define STRATA_PLAN_ATTR_SET_IntList(Member) out.Member = list;
 #define STRATA_PLAN_ATTR(Enum, Name, Member, Kind)                             \
   case AttrId::Enum:                                                           \
     STRATA_PLAN_ATTR_SET_##Kind(Member) break;
@@ -104,14 +89,14 @@ std::string decodeOne(const OpAttrSpec &spec, const Attrs &raw, OpAttrs &out) {
     if (spec.required)
       return "missing " + quoted;
     if (!isList)
-      setNumber(out, spec.id, spec.fallback);
+      store(out, spec.id, spec.fallback, {});
     return "";
   }
   out.present |= uint64_t(1) << static_cast<unsigned>(spec.id);
   if (isList) {
     if (list == raw.lists.end())
       return quoted + " must be a list of integers, got a number";
-    setList(out, spec.id, list->second);
+    store(out, spec.id, 0, list->second);
     return "";
   }
   if (number == raw.numbers.end())
@@ -121,7 +106,7 @@ std::string decodeOne(const OpAttrSpec &spec, const Attrs &raw, OpAttrs &out) {
     return quoted + " must be an integer, got " + formatValue(value);
   if (info.kind == AttrKind::Float && !std::isfinite(value))
     return quoted + " must be finite";
-  setNumber(out, spec.id, value);
+  store(out, spec.id, value, {});
   return "";
 }
 

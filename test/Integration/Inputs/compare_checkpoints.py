@@ -7,16 +7,26 @@ Both must hold the same tensor names, dtypes and shapes. For every f32
 tensor, |a - b| <= R * max|a| element-wise (a relative tolerance scaled by
 the tensor's magnitude, so near-zero entries do not dominate). Prints the
 largest scaled difference.
+
+    compare_checkpoints.py BEFORE.safetensors AFTER.safetensors --update-norm
+
+prints instead the L2 norm of the parameters' change (optimizer states,
+named PARAM.velocity/.m/.v, left out).
 """
 import argparse
 import json
+import math
 import struct
 import sys
 
 parser = argparse.ArgumentParser()
 parser.add_argument("a")
 parser.add_argument("b")
-parser.add_argument("--rtol", type=float, required=True)
+group = parser.add_mutually_exclusive_group(required=True)
+group.add_argument("--rtol", type=float)
+group.add_argument("--update-norm", action="store_true",
+                   help="print the L2 norm of B - A over the parameters "
+                        "(optimizer states PARAM.velocity/.m/.v left out)")
 args = parser.parse_args()
 
 
@@ -35,6 +45,17 @@ def load(path):
 
 
 a, b = load(args.a), load(args.b)
+if args.update_norm:
+    total = 0.0
+    for name, (dtype, _, raw) in a.items():
+        if dtype != "F32" or name.endswith((".velocity", ".m", ".v")):
+            continue
+        n = len(raw) // 4
+        xa = struct.unpack("<%df" % n, raw)
+        xb = struct.unpack("<%df" % n, b[name][2])
+        total += sum((x - y) ** 2 for x, y in zip(xa, xb))
+    print("update norm %.6f" % math.sqrt(total))
+    sys.exit(0)
 if a.keys() != b.keys():
     sys.exit("tensor names differ: %s" % sorted(a.keys() ^ b.keys()))
 worst, worst_name = 0.0, ""
