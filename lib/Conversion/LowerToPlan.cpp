@@ -135,19 +135,11 @@ namespace {
 struct LowerToPlanPass
     : public strata::impl::LowerToPlanPassBase<LowerToPlanPass> {
   void runOnOperation() override {
-    bool found = false;
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
-        continue;
-      found = true;
-      if (failed(assignBuffers(func)))
-        return signalPassFailure();
-    }
-    if (!found) {
-      emitError(getOperation().getLoc())
-          << "no training step to lower (run --strata-autodiff first)";
+    if (failed(forEachTrainStep(
+            getOperation(),
+            "no training step to lower (run --strata-autodiff first)",
+            [](func::FuncOp func) { return assignBuffers(func); })))
       signalPassFailure();
-    }
   }
 };
 } // namespace

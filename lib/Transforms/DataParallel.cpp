@@ -34,47 +34,44 @@ struct DataParallelPass
     : public strata::impl::DataParallelPassBase<DataParallelPass> {
   using Base::Base;
 
+  /// Averages the gradients and the loss of `func` over the replicas.
+  LogicalResult replicate(func::FuncOp func) {
+    if (func->hasAttr(StrataDialect::getReplicasAttrName()))
+      return func.emitOpError() << "is already data-parallel";
+    OpBuilder builder(func.getContext());
+    // Each update averages its gradient first.
+    SmallVector<InPlaceOpInterface> updates;
+    func.walk([&](InPlaceOpInterface op) { updates.push_back(op); });
+    for (InPlaceOpInterface update : updates) {
+      OpOperand &grad = update.getGradientMutable();
+      grad.set(averageBefore(builder, update, grad.get(), replicas,
+                             Phase::backward));
+    }
+    // The reported loss is the mean over the replicas.
+    Operation *ret = func.getBody().front().getTerminator();
+    unsigned last = ret->getNumOperands() - 1;
+    Value loss = ret->getOperand(last);
+    Value mean = averageBefore(builder, ret, loss, replicas,
+                               /*phase=*/std::nullopt);
+    if (Operation *def = loss.getDefiningOp())
+      if (std::optional<int64_t> layer = getLayer(def))
+        setLayer(mean.getDefiningOp(), *layer);
+    ret->setOperand(last, mean);
+    func->setAttr(StrataDialect::getReplicasAttrName(),
+                  builder.getI64IntegerAttr(replicas));
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(checkOptionRange(module.getLoc(), getArgument(), "replicas",
                                 replicas, 1, kMaxReplicas)))
       return signalPassFailure();
-    bool found = false;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
-        continue;
-      found = true;
-      if (func->hasAttr(StrataDialect::getReplicasAttrName())) {
-        func.emitOpError() << "is already data-parallel";
-        return signalPassFailure();
-      }
-      OpBuilder builder(func.getContext());
-      // Each update averages its gradient first.
-      SmallVector<InPlaceOpInterface> updates;
-      func.walk([&](InPlaceOpInterface op) { updates.push_back(op); });
-      for (InPlaceOpInterface update : updates) {
-        OpOperand &grad = update.getGradientMutable();
-        grad.set(averageBefore(builder, update, grad.get(), replicas,
-                               Phase::backward));
-      }
-      // The reported loss is the mean over the replicas.
-      Operation *ret = func.getBody().front().getTerminator();
-      unsigned last = ret->getNumOperands() - 1;
-      Value loss = ret->getOperand(last);
-      Value mean = averageBefore(builder, ret, loss, replicas,
-                                 /*phase=*/std::nullopt);
-      if (Operation *def = loss.getDefiningOp())
-        if (std::optional<int64_t> layer = getLayer(def))
-          setLayer(mean.getDefiningOp(), *layer);
-      ret->setOperand(last, mean);
-      func->setAttr(StrataDialect::getReplicasAttrName(),
-                    builder.getI64IntegerAttr(replicas));
-    }
-    if (!found) {
-      emitError(module.getLoc())
-          << "no training step to replicate (run --strata-autodiff first)";
+    if (failed(forEachTrainStep(
+            module,
+            "no training step to replicate (run --strata-autodiff first)",
+            [&](func::FuncOp func) { return replicate(func); })))
       signalPassFailure();
-    }
   }
 };
 } // namespace

@@ -180,19 +180,11 @@ void InsertGradSyncPass::runOnOperation() {
       return signalPassFailure();
     target = std::move(*loaded);
   }
-  bool found = false;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
-      continue;
-    found = true;
-    if (failed(runOnStep(func, target)))
-      return signalPassFailure();
-  }
-  if (!found) {
-    emitError(module.getLoc())
-        << "no training step to synchronise (run --strata-autodiff first)";
+  if (failed(forEachTrainStep(
+          module,
+          "no training step to synchronise (run --strata-autodiff first)",
+          [&](func::FuncOp func) { return runOnStep(func, target); })))
     signalPassFailure();
-  }
 }
 
 FailureOr<int64_t> InsertGradSyncPass::resolveReplicas(func::FuncOp func) {

@@ -283,16 +283,14 @@ void PartitionPipelinePass::runOnOperation() {
     profileSet = std::move(*parsed);
   }
 
-  bool found = false;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
-      continue;
-    found = true;
-    if (failed(runOnStep(func, *target, options, profileSet)))
-      return signalPassFailure();
-  }
-  if (!found)
-    fail("no training step to partition (run --strata-autodiff first)");
+  if (failed(forEachTrainStep(
+          module,
+          "--strata-partition-pipeline: no training step to partition (run "
+          "--strata-autodiff first)",
+          [&](func::FuncOp func) {
+            return runOnStep(func, *target, options, profileSet);
+          })))
+    signalPassFailure();
 }
 
 LogicalResult PartitionPipelinePass::runOnStep(

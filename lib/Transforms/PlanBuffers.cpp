@@ -83,19 +83,11 @@ struct PlanBuffersPass
           << static_cast<double>(timeLimit);
       return signalPassFailure();
     }
-    bool found = false;
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
-        continue;
-      found = true;
-      if (failed(planFunction(func)))
-        return signalPassFailure();
-    }
-    if (!found) {
-      emitError(getOperation().getLoc())
-          << "no training step to plan (run --strata-autodiff first)";
+    if (failed(forEachTrainStep(
+            getOperation(),
+            "no training step to plan (run --strata-autodiff first)",
+            [&](func::FuncOp func) { return planFunction(func); })))
       signalPassFailure();
-    }
   }
 };
 } // namespace

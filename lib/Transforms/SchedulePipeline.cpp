@@ -924,17 +924,8 @@ void SchedulePipelinePass::runOnOperation() {
       failed(checkOptionRange(loc, getArgument(), "replicas", replicas, 1,
                               kMaxReplicas)))
     return signalPassFailure();
-  bool found = false;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
-      continue;
-    found = true;
-    if (failed(runOnStep(func)))
-      return signalPassFailure();
-  }
-  if (!found) {
-    emitError(module.getLoc())
-        << "no training step to schedule (run --strata-autodiff first)";
+  if (failed(forEachTrainStep(
+          module, "no training step to schedule (run --strata-autodiff first)",
+          [&](func::FuncOp func) { return runOnStep(func); })))
     signalPassFailure();
-  }
 }

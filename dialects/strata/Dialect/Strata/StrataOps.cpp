@@ -8,7 +8,9 @@
 
 #include "strata/Dialect/Strata/StrataOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -31,6 +33,22 @@ std::optional<int64_t> mlir::strata::getLayer(Operation *op) {
 void mlir::strata::setLayer(Operation *op, int64_t layer) {
   op->setAttr(StrataDialect::getLayerAttrName(),
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
+}
+
+LogicalResult
+mlir::strata::forEachTrainStep(ModuleOp module, const Twine &noStep,
+                               function_ref<LogicalResult(func::FuncOp)> fn) {
+  bool found = false;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
+      continue;
+    found = true;
+    if (failed(fn(func)))
+      return failure();
+  }
+  if (!found)
+    return emitError(module.getLoc()) << noStep;
+  return success();
 }
 
 void mlir::strata::setArgAttrOfAll(FunctionOpInterface func, StringRef name,

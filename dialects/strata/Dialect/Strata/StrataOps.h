@@ -37,7 +37,20 @@ bool isSizedTensorType(Type type);
 #define GET_OP_CLASSES
 #include "strata/Dialect/Strata/StrataOps.h.inc"
 
+namespace mlir {
+class ModuleOp;
+namespace func {
+class FuncOp;
+} // namespace func
+} // namespace mlir
+
 namespace mlir::strata {
+/// Runs `fn` on every training step (`strata.train_step`) of `module`, in
+/// order, stopping at the first failure. With none, reports `noStep` at the
+/// module (e.g. "no training step to lower (run --strata-autodiff first)")
+/// and fails.
+LogicalResult forEachTrainStep(ModuleOp module, const Twine &noStep,
+                               function_ref<LogicalResult(func::FuncOp)> fn);
 /// Returns the layer index of `op` (`strata.layer`), if it has one.
 std::optional<int64_t> getLayer(Operation *op);
 /// Sets the layer index of `op`.
