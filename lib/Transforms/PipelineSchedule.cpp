@@ -21,16 +21,6 @@ const char *mlir::strata::pipeline::getScheduleName(ScheduleKind kind) {
   return "?";
 }
 
-std::optional<ScheduleKind>
-mlir::strata::pipeline::parseScheduleKind(const std::string &name) {
-  for (ScheduleKind kind :
-       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-        ScheduleKind::ZeroBubbleH1})
-    if (name == getScheduleName(kind))
-      return kind;
-  return std::nullopt;
-}
-
 std::string mlir::strata::pipeline::checkShape(const ScheduleShape &shape) {
   if (shape.devices < 1)
     return "needs at least one device, got " + std::to_string(shape.devices);

@@ -22,7 +22,6 @@ enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 
 /// "gpipe", "1f1b", "interleaved", "zb-h1".
 const char *getScheduleName(ScheduleKind kind);
-std::optional<ScheduleKind> parseScheduleKind(const std::string &name);
 
 /// One pass of one model chunk over one micro-batch.
 struct Action {

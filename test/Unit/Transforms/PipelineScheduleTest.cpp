@@ -165,8 +165,6 @@ TEST(PipelineSchedule, ShapesThatCannotBeScheduled) {
   EXPECT_NE(checkShape({ScheduleKind::OneFOneB, 4, 2, 8}), "");
   EXPECT_NE(checkShape({ScheduleKind::GPipe, 0, 1, 8}), "");
   EXPECT_NE(checkShape({ScheduleKind::GPipe, 2, 1, 0}), "");
-  EXPECT_EQ(parseScheduleKind("zb-h1"), ScheduleKind::ZeroBubbleH1);
-  EXPECT_EQ(parseScheduleKind("zb"), std::nullopt);
 }
 
 } // namespace
