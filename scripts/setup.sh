@@ -17,6 +17,7 @@ PACKAGES=(
   libgtest-dev libbenchmark-dev nlohmann-json3-dev libopenblas-dev
   libopenmpi-dev openmpi-bin
   python3-sklearn
+  coinor-libcbc-dev pkg-config
 )
 
 missing=()

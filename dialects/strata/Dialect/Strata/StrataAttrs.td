@@ -35,7 +35,8 @@ def Strata_InputRole : I32EnumAttr<"InputRole", "role of a data input", [
 def Strata_Phase : I32EnumAttr<"Phase", "part of a training step", [
     I32EnumAttrCase<"forward", 0>,
     I32EnumAttrCase<"backward", 1>,
-    I32EnumAttrCase<"update", 2>
+    I32EnumAttrCase<"update", 2>,
+    I32EnumAttrCase<"recompute", 3>
   ]> {
   let cppNamespace = "::mlir::strata";
   let genSpecializedAttr = 0;
@@ -134,7 +135,9 @@ def Strata_PhaseAttr : EnumAttr<Strata_Dialect, Strata_Phase, "phase"> {
   let description = [{
     Discardable `strata.phase` on the ops `--strata-autodiff` creates:
     `backward` for gradient computation, `update` for optimizer updates. Ops
-    without it belong to the forward pass.
+    without it belong to the forward pass. `--strata-remat` tags the forward
+    ops it clones into the backward pass (to recompute a dropped activation)
+    `recompute`.
   }];
 }
 
@@ -172,6 +175,35 @@ def Strata_MemoryPlanAttr : Strata_Attr<"MemoryPlan", "memory_plan"> {
                         "int64_t":$unplanned_bytes,
                         StringRefParameter<"winning strategy">:$strategy,
                         "bool":$optimal);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Strata_RematPlanAttr : Strata_Attr<"RematPlan", "remat_plan"> {
+  let summary = "result of checkpoint / swap / recompute planning";
+  let description = [{
+    Written by `--strata-remat` on the training step as `strata.remat_plan`:
+    the memory budget in bytes the step must fit, the planned arena before
+    and after, the solver that chose (`milp`, `dp`, `sqrt`, `layer`, or
+    `none` when the budget already held), how many saved activations it
+    keeps, swaps and recomputes, the bytes swapped to host memory, the added
+    compute of the recomputes and the copy time in seconds (total and the
+    part the model cannot hide behind compute), and the relative optimality
+    gap the MILP proved (0 when optimal, -1 when no bound is known).
+    `--strata-plan-buffers` checks its arena against `budget`.
+
+    ```mlir
+    #strata.remat_plan<budget = 1048576, peak_before = 2097152, peak_after = 1040384, solver = "milp", kept = 3, swapped = 1, recomputed = 4, swapped_bytes = 65536, recompute_seconds = 1.0e-04, copy_seconds = 2.0e-05, exposed_copy_seconds = 0.0, gap = 0.0>
+    ```
+  }];
+  let parameters = (ins "int64_t":$budget, "int64_t":$peak_before,
+                        "int64_t":$peak_after,
+                        StringRefParameter<"solver that ran">:$solver,
+                        "int64_t":$kept, "int64_t":$swapped,
+                        "int64_t":$recomputed, "int64_t":$swapped_bytes,
+                        Strata_DoubleParameter:$recompute_seconds,
+                        Strata_DoubleParameter:$copy_seconds,
+                        Strata_DoubleParameter:$exposed_copy_seconds,
+                        Strata_DoubleParameter:$gap);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

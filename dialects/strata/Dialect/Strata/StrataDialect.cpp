@@ -203,6 +203,15 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
                 "between 0 and its arena bytes";
     return success();
   }
+  if (name == getRematPlanAttrName()) {
+    auto plan = dyn_cast<RematPlanAttr>(value);
+    if (!plan || plan.getBudget() < 0 || plan.getPeakBefore() < 0 ||
+        plan.getPeakAfter() < 0 || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << name
+                               << "' must be a #strata.remat_plan with "
+                                  "non-negative byte counts on a function";
+    return success();
+  }
   if (name == getArenaBytesAttrName()) {
     auto bytes = dyn_cast<IntegerAttr>(value);
     if (!bytes || bytes.getInt() < 0)

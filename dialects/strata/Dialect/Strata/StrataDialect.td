@@ -108,6 +108,11 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMemoryPlanAttrName() {
       return ::llvm::StringLiteral("strata.memory_plan");
     }
+    /// Function attribute: the result of `--strata-remat`
+    /// (`#strata.remat_plan`).
+    static constexpr ::llvm::StringLiteral getRematPlanAttrName() {
+      return ::llvm::StringLiteral("strata.remat_plan");
+    }
     /// Function attribute: the pipeline partition of a training step
     /// (`#strata.pipeline_partition`, `--strata-partition-pipeline`).
     static constexpr ::llvm::StringLiteral getPipelineAttrName() {

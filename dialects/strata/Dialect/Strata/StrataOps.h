@@ -23,6 +23,11 @@ struct CommResource : public SideEffects::Resource::Base<CommResource> {
   StringRef getName() final { return "strata.comm"; }
 };
 
+/// Host memory copies (swap_out / swap_in): they read and write it.
+struct CopyResource : public SideEffects::Resource::Base<CopyResource> {
+  StringRef getName() final { return "strata.copy"; }
+};
+
 /// The most bytes one tensor may hold (256 TiB). Every size the compiler and
 /// the runtime derive from a tensor (element counts, bytes, arena offsets)
 /// then fits an `int64_t` with room to add many of them.

@@ -1,0 +1,109 @@
+//===- StrataMemoryOps.td - Swapping activations to host memory -*- tablegen -*-===//
+//
+// Copies between the device arena and host memory that `--strata-remat`
+// inserts: an activation saved for the backward pass leaves the device after
+// its last forward use and comes back before its first backward use. Each
+// direction is a start/wait pair on the copy resource, like
+// `all_reduce_start` / `all_reduce_wait` on the communication resource, so
+// the copy overlaps the compute between the two.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_DIALECT_STRATA_STRATAMEMORYOPS_TD
+#define STRATA_DIALECT_STRATA_STRATAMEMORYOPS_TD
+
+def Strata_CopyResource : Resource<"::mlir::strata::CopyResource">;
+
+class Strata_SwapOp<string mnemonic, list<Trait> traits = []>
+    : Strata_Op<mnemonic, !listconcat(traits, [
+        MemoryEffects<[MemRead<Strata_CopyResource>,
+                       MemWrite<Strata_CopyResource>]>,
+        DeclareOpInterfaceMethods<Strata_CostOpInterface,
+                                  ["getBytesRead", "getBytesWritten",
+                                   "estimateSeconds"]>])>;
+
+def Strata_SwapOutOp : Strata_SwapOp<"swap_out"> {
+  let summary = "start copying a tensor to host memory";
+  let description = [{
+    Starts copying `input` into host slot `slot` (a host buffer of the
+    tensor's size that the runtime allocates once) and returns at once; the
+    copy runs on the copy stream (CUDA) or copy thread (CPU) while later ops
+    compute. The `strata.swap_out_wait` of the same slot and tensor completes
+    it; until then the tensor's buffer stays live. Each slot is used by
+    exactly one `swap_out`, `swap_out_wait`, `swap_in`, `swap_in_wait`
+    sequence per step.
+
+    Cost: the tensor's bytes over the target's host link. It occupies the
+    copy resource, not the compute stream.
+
+    ```mlir
+    strata.swap_out %h slot = 0 : tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
+  let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Strata_SwapOutWaitOp : Strata_SwapOp<"swap_out_wait"> {
+  let summary = "wait until a tensor's copy to host memory is complete";
+  let description = [{
+    Blocks until the copy that the `strata.swap_out` of `slot` started is
+    complete. `input` must be that swap_out's tensor: after the wait its
+    device buffer may hold other values.
+
+    Cost: none of its own (the copy is the swap_out's).
+
+    ```mlir
+    strata.swap_out_wait %h slot = 0 : tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
+  let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Strata_SwapInOp : Strata_SwapOp<"swap_in"> {
+  let summary = "start copying a swapped tensor back from host memory";
+  let description = [{
+    Starts copying host slot `slot` back into a new device tensor and returns
+    it at once; its bytes are valid only after the `strata.swap_in_wait` of
+    the same slot, so that wait must be the result's first use in the block
+    and every other use must follow it. The result type must be the slot's
+    `swap_out` tensor type.
+
+    Cost: the tensor's bytes over the target's host link, on the copy
+    resource.
+
+    ```mlir
+    %h2 = strata.swap_in slot = 0 : tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "`slot` `=` $slot attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Strata_SwapInWaitOp : Strata_SwapOp<"swap_in_wait"> {
+  let summary = "wait until a tensor's copy back from host memory is complete";
+  let description = [{
+    Blocks until the copy that the `strata.swap_in` of `slot` started is
+    complete. `input` must be that swap_in's result; the ops after the wait
+    read it.
+
+    Cost: none of its own (the copy is the swap_in's).
+
+    ```mlir
+    strata.swap_in_wait %h2 slot = 0 : tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
+  let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // STRATA_DIALECT_STRATA_STRATAMEMORYOPS_TD
