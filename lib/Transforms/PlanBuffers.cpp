@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "strata/Transforms/PlanBuffers.h"
 #include "strata/Analysis/BufferLiveness.h"
 #include "strata/Analysis/BufferPacking.h"
 #include "strata/Conversion/Plan.h"
@@ -40,6 +41,30 @@ static std::vector<PackBuffer> packingProblem(const BufferLiveness &liveness) {
     buffers.push_back(buffer);
   }
   return buffers;
+}
+
+FailureOr<PlannedArena>
+mlir::strata::measurePlannedArena(func::FuncOp func, PackStrategy strategy) {
+  OwningOpRef<func::FuncOp> copy(func.clone());
+  if (failed(assignBuffers(*copy)))
+    return failure();
+  FailureOr<BufferLiveness> liveness = BufferLiveness::compute(*copy);
+  if (failed(liveness))
+    return failure();
+  std::vector<PackBuffer> problem = packingProblem(*liveness);
+  PackOptions options;
+  options.strategy = strategy;
+  options.alignment = kBufferAlignment;
+  PackResult packed = packBuffers(problem, options);
+  if (!packed.ok())
+    return func.emitOpError() << "cannot plan its buffers: " << packed.error;
+  PlannedArena arena;
+  arena.bytes = packed.peak;
+  for (size_t id = 0; id < liveness->bytes.size(); ++id)
+    if (liveness->persistent[id] && liveness->intervals[id].live())
+      arena.persistentBytes += static_cast<int64_t>(
+          llvm::alignTo(liveness->bytes[id], kBufferAlignment));
+  return arena;
 }
 
 /// Rewrites every buffer attribute of `func` to its id's offset in `offsets`
@@ -124,6 +149,13 @@ LogicalResult PlanBuffersPass::planFunction(func::FuncOp func) {
   if (!overlap.empty())
     return func.emitOpError() << "internal error: the " << packed.strategy
                               << " packing is invalid: " << overlap;
+  if (auto remat = func->getAttrOfType<RematPlanAttr>(
+          StrataDialect::getRematPlanAttrName());
+      remat && packed.peak > remat.getBudget())
+    return func.emitOpError()
+           << "planned arena of " << packed.peak
+           << " bytes exceeds the memory budget of " << remat.getBudget()
+           << " bytes that --strata-remat planned for";
   int64_t lowerBound = liveness->lowerBound(kBufferAlignment);
   writeOffsets(func, offsets, packed.peak);
   func->setAttr(StrataDialect::getMemoryPlanAttrName(),

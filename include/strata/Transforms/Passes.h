@@ -5,6 +5,7 @@
 
 #include "strata/Analysis/BufferPacking.h"
 #include "strata/Analysis/PipelinePartition.h"
+#include "strata/Analysis/Remat.h"
 #include "strata/Dialect/Strata/StrataAttrs.h"
 #include "strata/Transforms/PipelineSchedule.h"
 

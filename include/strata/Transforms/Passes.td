@@ -205,6 +205,77 @@ def LowerToPlanPass : Pass<"strata-lower-to-plan", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def RematPass : Pass<"strata-remat", "::mlir::ModuleOp"> {
+  let summary = "Keep, swap or recompute saved activations to fit a memory budget";
+  let description = [{
+    Seed 001's "data swapping": every activation a `strata.train_step` saves
+    for its backward pass (`SavedValues`) is kept in device memory, swapped
+    to host memory and back (`strata.swap_out` / `strata.swap_out_wait` after
+    its last forward use, `strata.swap_in` / `strata.swap_in_wait` before its
+    first backward use, each a start/wait pair on the copy resource so the
+    copy overlaps compute), or dropped and recomputed: the forward ops from
+    the nearest available values (arguments and the other saved activations)
+    are cloned just before its first backward use with `strata.phase =
+    recompute`. Recomputation runs the same kernels on the same inputs, so the
+    step's results are bit-identical.
+
+    The choice fits the planned arena (`--strata-plan-buffers`' best-fit
+    packing of the step's real lifetimes) into `budget` at the least added
+    time under the model of `strata/Analysis/Remat.h`: op times from the cost
+    model of the target, copies over its host link (PCIe for a GPU, memory
+    bandwidth for the CPU target), copies that the compute between start and
+    wait cannot hide counted as exposed. The model predicts the peak as the
+    unconstrained arena minus the dropped bytes; the pass then plans the
+    rewritten step's arena, and while it is over the budget tightens the
+    limit by the excess and solves again.
+
+    `budget`: bytes (suffixes K, M, G for KiB, MiB, GiB), or a fraction in
+    (0, 1] of the unconstrained planned arena; default the target's device
+    memory. `solver`: `milp` (exact under the model, COIN-OR CBC, warm-started
+    from dp, stopped at `time-limit` seconds with its gap reported), `dp`
+    (hidden swaps first, then a covering knapsack of recomputes), `sqrt`
+    (Chen's sqrt(n) checkpoints) and `layer` (keep the last saved activation
+    of each layer), both baselines that ignore the cost; `auto`: the MILP up
+    to 400 candidates, else dp. A budget that no choice meets (parameters,
+    gradients and optimizer states alone exceed it) is an error naming the
+    smallest budget the pass could meet.
+
+    Runs after `--strata-autodiff` and before `--strata-lower-to-plan`; the
+    step gets `strata.remat_plan = #strata.remat_plan<...>`, which
+    `--strata-plan-buffers` checks its arena against, and a remark with the
+    peak before and after, the added compute, the swapped bytes and the
+    copy time hidden and exposed. Pipelined steps are not handled yet.
+
+    ```
+    strata-opt step.mlir --strata-remat="budget=0.5 solver=milp target=cpu-local"
+    ```
+  }];
+  let options = [
+    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+           "Memory budget: bytes (K/M/G suffixes) or a fraction in (0, 1] of "
+           "the unconstrained arena; default the target's device memory">,
+    Option<"solver", "solver", "::mlir::strata::RematSolver",
+           /*default=*/"::mlir::strata::RematSolver::Auto",
+           "Which solver chooses",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::RematSolver::Auto, "auto",
+                        "milp when small enough, else dp"),
+             clEnumValN(::mlir::strata::RematSolver::Milp, "milp",
+                        "exact under the model (COIN-OR CBC)"),
+             clEnumValN(::mlir::strata::RematSolver::Dp, "dp",
+                        "hidden swaps, then a knapsack of recomputes"),
+             clEnumValN(::mlir::strata::RematSolver::Sqrt, "sqrt",
+                        "Chen's sqrt(n) checkpoints (baseline)"),
+             clEnumValN(::mlir::strata::RematSolver::Layer, "layer",
+                        "keep one activation per layer (baseline)"))}]>,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"10.0",
+           "Seconds the MILP may search (0 to 3600)">,
+    Option<"targetName", "target", "std::string", /*default=*/"\"\"",
+           "Target description (default: the module's strata.target)">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 def PlanBuffersPass : Pass<"strata-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Reuse arena bytes between buffers that are never live together";
   let description = [{
