@@ -192,6 +192,22 @@ static int64_t inFlight(const PartitionOptions &o, int64_t k, int64_t n) {
   return n;
 }
 
+/// Bytes one device of a stage holds: `resident` (parameters, gradients,
+/// optimizer state) plus what it keeps for `inFlight` micro-batches: all of
+/// `stash` each, or with recompute only its `input` each and `stash` once.
+static double stageMemory(const PartitionOptions &o, double resident,
+                          double stash, double input, int64_t inFlight) {
+  double k = static_cast<double>(inFlight);
+  return o.recompute ? resident + input * k + stash : resident + stash * k;
+}
+
+/// Seconds of one micro-batch on a stage: forward and backward, plus the
+/// forward again with recompute.
+static double stageWork(const PartitionOptions &o, double forward,
+                        double backward) {
+  return (o.recompute ? 2.0 * forward : forward) + backward;
+}
+
 /// Idle micro-batch slots of one step: the bubble.
 static double bubbleSlots(const PartitionOptions &o, int64_t stages,
                           double forward, double backward) {
@@ -248,15 +264,18 @@ PartitionEvaluation mlir::strata::evaluatePartition(
     stage.lastLayer = last;
     stage.replicas = r;
     stage.firstDevice = device;
-    double work = 0, update = 0, params = 0, optimizer = 0, stash = 0;
+    double forward = 0, backward = 0, update = 0, params = 0, optimizer = 0,
+           stash = 0;
     for (unsigned l = first; l <= last; ++l) {
       const PartitionLayer &layer = graph.layers[l];
-      work += layer.forwardSeconds + layer.backwardSeconds;
+      forward += layer.forwardSeconds;
+      backward += layer.backwardSeconds;
       update += layer.updateSeconds;
       params += layer.paramBytes;
       optimizer += layer.optimizerBytes;
       stash += layer.stashBytes;
     }
+    double work = stageWork(o, forward, backward);
     int64_t n = ceilDiv(o.microBatches, r);
     stage.computeSeconds = work * static_cast<double>(n) / M;
     bool oneNode = device / g == (device + r - 1) / g;
@@ -285,8 +304,12 @@ PartitionEvaluation mlir::strata::evaluatePartition(
         std::max(stage.computeSeconds + stage.syncSeconds + stage.updateSeconds,
                  stage.transferSeconds);
     stage.inFlight = inFlight(o, stages - s, n);
+    double input = 0;
+    for (const PartitionEdge &edge : graph.edges)
+      if (edge.from < first && edge.to >= first)
+        input += edge.bytes;
     stage.memoryBytes =
-        2.0 * params + optimizer + stash * static_cast<double>(stage.inFlight);
+        stageMemory(o, 2.0 * params + optimizer, stash, input, stage.inFlight);
     if (stage.memoryBytes > o.memoryBytes)
       eval.fitsMemory = false;
     eval.peakMemoryBytes = std::max(eval.peakMemoryBytes, stage.memoryBytes);
@@ -334,7 +357,8 @@ public:
     stash.assign(numLayers + 1, 0.0);
     for (int64_t l = 0; l < numLayers; ++l) {
       const PartitionLayer &layer = graph.layers[l];
-      work[l + 1] = work[l] + layer.forwardSeconds + layer.backwardSeconds;
+      work[l + 1] =
+          work[l] + stageWork(o, layer.forwardSeconds, layer.backwardSeconds);
       update[l + 1] = update[l] + layer.updateSeconds;
       params[l + 1] = params[l] + layer.paramBytes;
       resident[l + 1] =
@@ -453,8 +477,9 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
           if (hi < lo)
             continue;
           int64_t n = perReplica[c];
-          double memory = residentBytes +
-                          stageStash * static_cast<double>(inFlight(o, k, n));
+          double memory =
+              stageMemory(o, residentBytes, stageStash,
+                          i > 0 ? cuts[i - 1] : 0.0, inFlight(o, k, n));
           if (memory > cap)
             continue;
           // term[oneNode][sameNode]: the stage's value by where it lies.

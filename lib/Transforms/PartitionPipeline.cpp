@@ -255,6 +255,7 @@ void PartitionPipelinePass::runOnOperation() {
   options.devices = devices;
   options.replicas = replicas;
   options.straight = straight;
+  options.recompute = recompute;
   options.microBatches = microBatches;
   options.memoryBytes = static_cast<double>(memoryBytes);
 

@@ -41,6 +41,11 @@ static cl::opt<int64_t> replicas("replicas",
                                  cl::init(0), cl::cat(category));
 static cl::opt<bool> straight("straight", cl::desc("One device per stage"),
                               cl::cat(category));
+static cl::opt<bool>
+    recompute("recompute",
+              cl::desc("Recompute activations: a stage keeps only its input "
+                       "per micro-batch in flight, at a second forward pass"),
+              cl::cat(category));
 static cl::opt<std::string>
     objective("objective", cl::desc("throughput, balance or communication"),
               cl::init("throughput"), cl::cat(category));
@@ -112,6 +117,7 @@ int main(int argc, char **argv) {
   options.devices = devices;
   options.replicas = replicas;
   options.straight = straight;
+  options.recompute = recompute;
   options.microBatches = microBatches;
   options.memoryBytes = memoryBytes;
 

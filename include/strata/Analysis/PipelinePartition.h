@@ -28,6 +28,12 @@
 //   Memory per device of stage s at position p of S (k = S - p):
 //     2 P + O + stash * inflight,  inflight = n (gpipe), min(k, n) (1f1b,
 //     zb-h1), min(n, ceil(k (v + 1) / v)) (interleaved, v virtual stages).
+//   With recompute (--strata-remat's recompute, PartitionOptions::recompute)
+//   a stage keeps only its input per micro-batch in flight and recomputes
+//   the rest of one micro-batch at a time before its backward pass:
+//     memory = 2 P + O + in * inflight + stash,  compute = (2 F + B) n / M
+//   (in: bytes crossing the cut into the stage; 0 for the first stage,
+//   whose input is the data).
 //   Step = T * (M + bubble slots), T the slowest stage; bubble slots S - 1
 //   (gpipe, 1f1b), (S - 1) / v (interleaved), (S - 1) * F / (F + B) (zb-h1:
 //   only the forward part of a warm-up slot stays idle). Bubble fraction =
@@ -133,6 +139,8 @@ struct PartitionOptions {
   int64_t virtualStages = 2;
   /// Memory per device (0: the topology's).
   double memoryBytes = 0;
+  /// Recompute activations: see the file comment.
+  bool recompute = false;
 };
 
 /// One stage of a partition with its predicted costs.

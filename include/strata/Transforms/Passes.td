@@ -390,6 +390,10 @@ def PartitionPipelinePass
            "Replicas of every stage (0: chosen per stage)">,
     Option<"straight", "straight", "bool", /*default=*/"false",
            "One device per stage, no replication">,
+    Option<"recompute", "recompute", "bool", /*default=*/"false",
+           "Price memory as --strata-remat recomputation would: a stage keeps "
+           "only its input per micro-batch in flight, at a second forward "
+           "pass">,
     Option<"objective", "objective", "::mlir::strata::PartitionObjective",
            /*default=*/"::mlir::strata::PartitionObjective::Throughput",
            "throughput (slowest stage), balance (compute per device) or "

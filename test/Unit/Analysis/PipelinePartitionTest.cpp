@@ -311,6 +311,31 @@ TEST(PipelinePartition, MatchesBruteForceUnderMemoryPressure) {
   EXPECT_LT(infeasible, 1400);
 }
 
+TEST(PipelinePartition, MatchesBruteForceWithRecompute) {
+  // Recompute changes the memory (inputs per micro-batch, one stash) and
+  // the compute (a second forward): the DP and the brute force, which prices
+  // each partition with evaluatePartition, still agree, and recompute makes
+  // some capped instances feasible that were not.
+  std::mt19937 rng(17);
+  int rescued = 0, found = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    unsigned L = std::uniform_int_distribution<unsigned>(2, 6)(rng);
+    int64_t D = std::uniform_int_distribution<int64_t>(1, 6)(rng);
+    LayerGraph graph = randomGraph(rng, L, trial % 2 == 0);
+    PartitionTopology topo = randomTopology(rng, D);
+    topo.memoryBytes = std::uniform_real_distribution<double>(50, 900)(rng);
+    PartitionOptions o = randomOptions(rng, D, L);
+    bool keeps = partitionPipeline(graph, topo, o).ok();
+    o.recompute = true;
+    bool recomputes = partitionPipeline(graph, topo, o).ok();
+    rescued += recomputes && !keeps;
+    found += checkAgainstBruteForce(graph, topo, o,
+                                    "recompute trial " + std::to_string(trial));
+  }
+  EXPECT_GT(found, 500);
+  EXPECT_GT(rescued, 10);
+}
+
 TEST(PipelinePartition, CutPricesEveryCrossingTensor) {
   LayerGraph graph;
   graph.layers.resize(4);
