@@ -6,6 +6,7 @@
 
 #include "strata-rt/Executor.h"
 
+#include "strata-rt/CopyEngine.h"
 #include "strata-rt/Init.h"
 
 #include <algorithm>
@@ -60,7 +61,11 @@ Status Executor::finishSends() {
   return result;
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  // The copy thread finishes (and stops touching the arena and the swap
+  // pool) before either goes away.
+  copies.reset();
+}
 
 Status Executor::create(Plan plan, const ExecutorOptions &options,
                         std::unique_ptr<Executor> &executor) {
@@ -108,6 +113,23 @@ Status Executor::create(Plan plan, const ExecutorOptions &options,
   for (const Buffer &buffer : result->plan.buffers)
     result->tensors.push_back(Tensor{base + buffer.offset, buffer.desc});
   result->lastStepTimes.resize(result->program->size());
+  // Activation swapping on the CPU: a host slot per swap_out and the copy
+  // thread (a CUDA backend keeps pinned slots of its own).
+  std::map<int64_t, int64_t> slots =
+      swapSlotBytes(result->plan, *result->program);
+  if (!slots.empty() && result->device == DeviceKind::Cpu) {
+    result->swapPool = std::make_unique<SwapPool>();
+    if (Status status = result->swapPool->allocate(slots); !status.ok())
+      return Status::failure(result->plan.path + ": " + status.message());
+    try {
+      result->copies = std::make_unique<CopyEngine>();
+    } catch (const std::exception &e) {
+      return Status::failure(result->plan.path +
+                             ": cannot start the copy thread: " + e.what());
+    }
+    result->context.copies = result->copies.get();
+    result->context.swapPool = result->swapPool.get();
+  }
   if (result->device == DeviceKind::Cuda) {
     const Plan &p = result->plan;
     for (const Input &input : p.inputs)
@@ -204,7 +226,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
     case StepPart::Apply:
       return phase == Phase::Update || wait;
     case StepPart::Forward:
-      return phase != Phase::Update && phase != Phase::Backward;
+      return phase != Phase::Update && !isBackwardPhase(phase);
     case StepPart::ForwardBackward:
       return phase != Phase::Update;
     case StepPart::Update:
@@ -222,7 +244,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   size_t delayAt = program.size();
   double delayMs = backwardDelayMs;
   for (size_t i = 0; i < program.size() && delayMs > 0; ++i)
-    if (selected[i] && program[i].phase == Phase::Backward) {
+    if (selected[i] && isBackwardPhase(program[i].phase)) {
       delayAt = i;
       backwardDelayMs = 0;
       break;
@@ -243,6 +265,11 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   }
   context.spans.clear();
   (void)finishSends();
+  if (copies) {
+    (void)copies->finishAll();
+    (void)copies->takeSpans();
+  }
+  lastStepCopies.clear();
   std::vector<Tensor> inputs, outputs;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
@@ -288,8 +315,25 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   if (Status sent = finishSends(); !sent.ok())
     return Status::failure("step " + std::to_string(step) + ": " +
                            sent.message());
+  if (copies) {
+    // Every copy of the step is complete before it ends.
+    Status copied = copies->finishAll();
+    lastStepCopies = copies->takeSpans();
+    if (!copied.ok())
+      return Status::failure("step " + std::to_string(step) + ": " +
+                             copied.message());
+  }
   loss = tensors[plan.loss].f32()[0];
   return Status::success();
+}
+
+std::vector<Executor::CopyTime> Executor::getLastStepCopies() const {
+  std::vector<CopyTime> times;
+  for (const CopySpan &span : lastStepCopies)
+    times.push_back({span.name, span.slot, span.bytes,
+                     (span.startNs - originNs) * 1e-3,
+                     (span.endNs - span.startNs) * 1e-3});
+  return times;
 }
 
 std::vector<Executor::TransferTime> Executor::getLastStepTransfers() const {

@@ -313,6 +313,11 @@ private:
   /// all_reduce_wait of the same bucket on the same buffers.
   void checkBuckets(const std::vector<Instruction> &program,
                     const std::string &context);
+  /// Every swap slot of a program runs exactly swap_out, swap_out_wait,
+  /// swap_in, swap_in_wait in that order, on matching buffers, and no
+  /// instruction touches a buffer while a copy of it is in flight.
+  void checkSwaps(const std::vector<Instruction> &program,
+                  const std::string &context);
   /// Every all_reduce_start carries the same `staleness`; with s > 0 the
   /// lagging aggregation's preconditions hold (see docs/plan-format.md).
   void checkStaleness();
@@ -764,6 +769,7 @@ void PlanParser::parseProgram(const json &program, int64_t rank) {
                         context + "instruction #" + std::to_string(i) + " (" +
                             out[i].name() + ")");
   checkBuckets(out, context);
+  checkSwaps(out, context);
 }
 
 void PlanParser::checkPipeline() {
@@ -874,6 +880,145 @@ void PlanParser::checkBuckets(const std::vector<Instruction> &program,
              " (" + program[open.begin()->second].name() + ")",
          "bucket " + std::to_string(open.begin()->first) +
              " is never waited for (no all_reduce_wait in the step)");
+}
+
+void PlanParser::checkSwaps(const std::vector<Instruction> &program,
+                            const std::string &context) {
+  // The step of each slot's sequence it has reached, and where.
+  enum class Stage { Out, OutDone, In, Done };
+  struct SlotUse {
+    Stage stage = Stage::Out;
+    size_t out = 0, outWait = 0, in = 0, inWait = 0;
+    /// The buffer the copy in flight reads (swap_out) or writes (swap_in).
+    int64_t buffer = -1;
+  };
+  std::map<int64_t, SlotUse> slots;
+  auto at = [&](size_t i) {
+    return context + "instruction #" + std::to_string(i) + " (" +
+           program[i].name() + ")";
+  };
+  auto slotName = [](int64_t slot) { return "slot " + std::to_string(slot); };
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction &inst = program[i];
+    std::string where = at(i);
+    // While a copy is in flight, no other instruction may write the buffer
+    // it reads, or touch the buffer it writes.
+    for (const auto &[slot, use] : slots) {
+      if (use.stage == Stage::Out)
+        for (int64_t out : inst.out)
+          if (out == use.buffer)
+            fail(where, "writes buffer " + std::to_string(out) + ", which " +
+                            slotName(slot) + "'s swap_out (instruction #" +
+                            std::to_string(use.out) +
+                            ") is still copying to the host");
+      if (use.stage == Stage::In && !inst.has(kCopyWait)) {
+        bool touches = false;
+        for (int64_t id : inst.in)
+          touches |= id == use.buffer;
+        for (int64_t id : inst.out)
+          touches |= id == use.buffer;
+        if (touches && i != use.in)
+          fail(where, "uses buffer " + std::to_string(use.buffer) + " before " +
+                          slotName(slot) + "'s swap_in (instruction #" +
+                          std::to_string(use.in) +
+                          ") is waited for by a swap_in_wait");
+      }
+    }
+    if (!inst.has(kCopyStart) && !inst.has(kCopyWait))
+      continue;
+    int64_t slot = inst.attrs.slot;
+    if (slot < 0 || slot > static_cast<int64_t>(program.size()))
+      fail(where, "attribute 'slot' must be in [0, " +
+                      std::to_string(program.size()) +
+                      "] (at most the number of instructions), got " +
+                      std::to_string(slot));
+    auto it = slots.find(slot);
+    switch (inst.op) {
+    case OpCode::SwapOut:
+      if (it != slots.end())
+        fail(where, slotName(slot) + " is swapped out twice (first by " +
+                        "instruction #" + std::to_string(it->second.out) +
+                        "); each slot is swapped out once per step");
+      slots[slot] = {Stage::Out, i, 0, 0, 0, inst.in.at(0)};
+      break;
+    case OpCode::SwapOutWait:
+      if (it == slots.end() || it->second.stage != Stage::Out)
+        fail(where, slotName(slot) +
+                        " has no swap_out in flight before it to wait for");
+      if (inst.in.at(0) != it->second.buffer)
+        fail(where, "in must be buffer " + std::to_string(it->second.buffer) +
+                        ", the input of " + slotName(slot) +
+                        "'s swap_out (instruction #" +
+                        std::to_string(it->second.out) + "), got buffer " +
+                        std::to_string(inst.in.at(0)));
+      it->second.stage = Stage::OutDone;
+      it->second.outWait = i;
+      break;
+    case OpCode::SwapIn: {
+      if (it == slots.end())
+        fail(where, slotName(slot) + " was not swapped out before it");
+      SlotUse &use = it->second;
+      if (use.stage == Stage::Out)
+        fail(where, slotName(slot) + "'s swap_out (instruction #" +
+                        std::to_string(use.out) +
+                        ") is not waited for before the swap_in");
+      if (use.stage != Stage::OutDone)
+        fail(where, slotName(slot) + " is swapped in twice (first by " +
+                        "instruction #" + std::to_string(use.in) + ")");
+      const Buffer &from = plan.buffers[program[use.out].in.at(0)];
+      const Buffer &to = plan.buffers[inst.out.at(0)];
+      if (to.bytes != from.bytes || to.desc.dtype != from.desc.dtype ||
+          to.desc.shape != from.desc.shape)
+        fail(where,
+             "out (buffer " + std::to_string(to.id) + ", " +
+                 dtypeName(to.desc.dtype) + " " + formatShape(to.desc.shape) +
+                 ", " + std::to_string(to.bytes) + " bytes) must match " +
+                 slotName(slot) + "'s swapped-out buffer " +
+                 std::to_string(from.id) + " (" + dtypeName(from.desc.dtype) +
+                 " " + formatShape(from.desc.shape) + ", " +
+                 std::to_string(from.bytes) + " bytes)");
+      use.stage = Stage::In;
+      use.in = i;
+      use.buffer = inst.out.at(0);
+      break;
+    }
+    case OpCode::SwapInWait:
+      if (it == slots.end() || it->second.stage != Stage::In)
+        fail(where, slotName(slot) +
+                        " has no swap_in in flight before it to wait for");
+      if (inst.in.at(0) != it->second.buffer)
+        fail(where, "in must be buffer " + std::to_string(it->second.buffer) +
+                        ", the output of " + slotName(slot) +
+                        "'s swap_in (instruction #" +
+                        std::to_string(it->second.in) + "), got buffer " +
+                        std::to_string(inst.in.at(0)));
+      it->second.stage = Stage::Done;
+      it->second.inWait = i;
+      break;
+    default:
+      fail(where, "unexpected copy op");
+    }
+  }
+  for (const auto &[slot, use] : slots)
+    switch (use.stage) {
+    case Stage::Out:
+      fail(at(use.out), slotName(slot) +
+                            " is never waited for (no swap_out_wait in the "
+                            "step)");
+      break;
+    case Stage::OutDone:
+      fail(at(use.outWait), slotName(slot) +
+                                " is never swapped in (no swap_in in the "
+                                "step)");
+      break;
+    case Stage::In:
+      fail(at(use.in), slotName(slot) +
+                           " is never waited for (no swap_in_wait in the "
+                           "step)");
+      break;
+    case Stage::Done:
+      break;
+    }
 }
 
 void PlanParser::checkStaleness() {
@@ -1003,8 +1148,9 @@ Instruction PlanParser::parseInstruction(const json &entry, size_t index,
   if (const json *phase = optionalField(entry, "phase")) {
     std::string name = readString(*phase, prefix + "phase");
     if (!name.empty() && !parsePhase(name, inst.phase))
-      fail(prefix + "phase", "unknown phase \"" + name +
-                                 "\" (expected forward, backward or update)");
+      fail(prefix + "phase",
+           "unknown phase \"" + name +
+               "\" (expected forward, backward, update or recompute)");
   }
   checkOperands(inst, raw, where);
   return inst;

@@ -158,12 +158,15 @@ const char *phaseName(Phase phase) {
     return "backward";
   case Phase::Update:
     return "update";
+  case Phase::Recompute:
+    return "recompute";
   }
   return "";
 }
 
 bool parsePhase(const std::string &name, Phase &phase) {
-  for (Phase p : {Phase::Forward, Phase::Backward, Phase::Update})
+  for (Phase p :
+       {Phase::Forward, Phase::Backward, Phase::Update, Phase::Recompute})
     if (name == phaseName(p)) {
       phase = p;
       return true;

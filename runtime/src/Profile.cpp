@@ -32,10 +32,12 @@ struct LayerEntry {
   bool seen = false;
 };
 
-/// Transfers and collectives: waiting, not the layer's compute (the
-/// partitioner prices communication itself).
+/// Transfers, collectives and host copies of swapped activations: waiting,
+/// not the layer's compute (the partitioner prices communication itself).
+/// Recomputed forward instructions count as the layer's backward time.
 bool isCommunication(const Instruction &inst) {
-  return inst.has(kCollective) || inst.has(kPointToPoint);
+  return inst.has(kCollective) || inst.has(kPointToPoint) ||
+         inst.has(kCopyStart) || inst.has(kCopyWait);
 }
 
 double median(std::vector<double> values) {
@@ -64,7 +66,7 @@ Status ProfileRecorder::write(const Plan &plan,
       if (inst.layer < 0 || isCommunication(inst))
         continue;
       double seconds = steps[s][i] * 1e-6;
-      if (inst.phase == Phase::Backward)
+      if (isBackwardPhase(inst.phase))
         b[inst.layer] += seconds;
       else if (inst.phase == Phase::Update)
         u[inst.layer] += seconds;
@@ -86,7 +88,7 @@ Status ProfileRecorder::write(const Plan &plan,
   // Tensors: who writes each buffer in forward, who reads it.
   std::map<int64_t, int64_t> forwardWriter;
   for (const Instruction &inst : program)
-    if (inst.layer >= 0 && inst.phase != Phase::Backward &&
+    if (inst.layer >= 0 && !isBackwardPhase(inst.phase) &&
         inst.phase != Phase::Update)
       for (int64_t out : inst.out)
         forwardWriter[out] = inst.layer;
@@ -103,7 +105,7 @@ Status ProfileRecorder::write(const Plan &plan,
       int64_t from = it->second, bytes = plan.buffers[in].bytes;
       if (!layers.count(from))
         continue;
-      if (inst.phase == Phase::Backward) {
+      if (isBackwardPhase(inst.phase)) {
         if (stashed.insert(in).second)
           layers[from].stash += bytes;
       } else if (inst.phase != Phase::Update && inst.layer != from &&

@@ -14,6 +14,20 @@ namespace strata::rt {
 
 using json = nlohmann::json;
 
+const char *traceThreadName(int64_t thread) {
+  switch (thread) {
+  case kTraceProgramThread:
+    return "program";
+  case kTraceCommunicationThread:
+    return "communication";
+  case kTraceCopyThread:
+    return "copy";
+  case kTraceRecomputeThread:
+    return "recompute";
+  }
+  return "other";
+}
+
 static json metadataEvent(const char *name, int64_t pid,
                           const std::string &value) {
   return {{"name", name},
@@ -33,11 +47,14 @@ std::string TraceWriter::toJson() const {
         metadataEvent("process_name", rank, "rank " + std::to_string(rank)));
     list.push_back(metadataEvent("thread_name", rank, "program"));
   }
-  std::set<std::pair<int64_t, int64_t>> commTracks;
+  // The other tracks are named where they have events.
+  std::set<std::pair<int64_t, int64_t>> tracks;
   for (const TraceEvent &e : events)
-    if (e.thread == 1 && commTracks.insert({e.rank, 1}).second) {
-      json meta = metadataEvent("thread_name", e.rank, "communication");
-      meta["tid"] = 1;
+    if (e.thread != kTraceProgramThread &&
+        tracks.insert({e.rank, e.thread}).second) {
+      json meta =
+          metadataEvent("thread_name", e.rank, traceThreadName(e.thread));
+      meta["tid"] = e.thread;
       list.push_back(std::move(meta));
     }
   for (const TraceEvent &e : events) {

@@ -208,6 +208,22 @@ void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
     event.layer = program[i].layer;
     event.instruction = static_cast<int64_t>(i);
     event.step = step;
+    // Recomputed forward instructions, on their own track.
+    if (program[i].phase == Phase::Recompute)
+      event.thread = kTraceRecomputeThread;
+    trace.add(std::move(event));
+  }
+  // Host copies of swapped activations as the copy thread ran them, on
+  // their own track.
+  for (const Executor::CopyTime &copy : executor.getLastStepCopies()) {
+    TraceEvent event;
+    event.name = copy.name + " slot " + std::to_string(copy.slot);
+    event.category = "copy";
+    event.startUs = copy.startUs;
+    event.durationUs = copy.durationUs;
+    event.instruction = -1;
+    event.step = step;
+    event.thread = kTraceCopyThread;
     trace.add(std::move(event));
   }
   // Bucket all-reduces in flight, on their own track.
@@ -220,7 +236,7 @@ void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
     event.durationUs = transfer.durationUs;
     event.instruction = -1;
     event.step = step;
-    event.thread = 1;
+    event.thread = kTraceCommunicationThread;
     trace.add(std::move(event));
   }
 }
@@ -809,14 +825,25 @@ void logRunHeader(std::FILE *log, const Executor &executor,
           static_cast<long long>(result.startStep + 1),
           static_cast<long long>(result.startStep + steps));
   int64_t arenaBytes = loaded.ranks[result.rank].arenaBytes;
+  std::string swapPool;
+  std::map<int64_t, int64_t> slots =
+      swapSlotBytes(loaded, executor.getProgram());
+  if (!slots.empty()) {
+    int64_t poolBytes = 0;
+    for (auto [slot, bytes] : slots)
+      poolBytes += bytes;
+    swapPool = ", host swap pool " + std::to_string(poolBytes) + " bytes in " +
+               std::to_string(slots.size()) + " slots";
+  }
   logLine(log,
           "memory: arena %lld bytes, live lower bound %lld bytes (arena / "
-          "bound %.3f), %s\n",
+          "bound %.3f)%s, %s\n",
           static_cast<long long>(arenaBytes),
           static_cast<long long>(loaded.liveLowerBound),
           loaded.liveLowerBound
               ? static_cast<double>(arenaBytes) / loaded.liveLowerBound
               : 1.0,
+          swapPool.c_str(),
           loaded.memoryPlanStrategy.empty()
               ? "buffers not planned (every buffer its own bytes)"
               : ("planned with " + loaded.memoryPlanStrategy).c_str());

@@ -17,6 +17,7 @@
 #ifndef STRATA_RT_EXECUTOR_H
 #define STRATA_RT_EXECUTOR_H
 
+#include "strata-rt/CopyEngine.h"
 #include "strata-rt/Device.h"
 #include "strata-rt/Kernels.h"
 #include "strata-rt/Plan.h"
@@ -149,6 +150,20 @@ public:
   };
   std::vector<TransferTime> getLastStepTransfers() const;
 
+  /// A host copy of the last runStep (CPU; swap_out or swap_in), as the copy
+  /// thread ran it, in the clock of getLastStepTimes.
+  struct CopyTime {
+    std::string name;
+    int64_t slot = 0;
+    int64_t bytes = 0;
+    double startUs = 0;
+    double durationUs = 0;
+  };
+  std::vector<CopyTime> getLastStepCopies() const;
+  /// The host swap pool of a CPU executor whose program swaps (nullptr
+  /// otherwise).
+  const SwapPool *getSwapPool() const { return swapPool.get(); }
+
 private:
   Executor(Plan plan, const ExecutorOptions &options);
   Status checkIndexOperands(size_t index) const;
@@ -183,6 +198,11 @@ private:
   std::unique_ptr<ThreadPool> pool;
   KernelContext context;
   std::unique_ptr<Arena> arena;
+  /// Activation swapping (CPU): the host slots and the copy thread, which
+  /// reads and writes the arena and the pool (so it goes first).
+  std::unique_ptr<SwapPool> swapPool;
+  std::unique_ptr<CopyEngine> copies;
+  std::vector<CopySpan> lastStepCopies;
   std::vector<Tensor> tensors;
   std::vector<InstructionTime> lastStepTimes;
   /// The clock origin of the instruction times, in ns since the epoch of

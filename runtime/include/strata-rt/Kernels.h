@@ -26,6 +26,8 @@
 namespace strata::rt {
 
 class Communicator;
+class CopyEngine;
+class SwapPool;
 class ThreadPool;
 
 /// Blocking of the CPU GEMM (PlanFormat.h: the defaults are part of the
@@ -94,6 +96,11 @@ struct KernelContext {
   /// into the bucket's staging buffer, and `all_reduce_wait` unpacks whatever
   /// the staging buffer holds (the aggregate the trainer put there).
   bool deferCollectives = false;
+  /// Activation swapping (swap_out, swap_in and their waits): the
+  /// executor's copy thread and the host copies of its slots (not owned);
+  /// nullptr when the program does not swap.
+  CopyEngine *copies = nullptr;
+  SwapPool *swapPool = nullptr;
 };
 
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).

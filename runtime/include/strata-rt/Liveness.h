@@ -50,7 +50,10 @@ struct LiveInterval {
 /// - a buffer lives from the first to the last instruction that reads or
 ///   writes it (an in-place update's outputs are its inputs, so the update
 ///   extends the buffer's life; an asynchronous collective's wait names the
-///   buffers of its start, so they live until the wait);
+///   buffers of its start, so they live until the wait; likewise a
+///   `swap_out_wait` names the buffer its `swap_out` copies to the host, so
+///   that buffer lives until the copy is complete, and a `swap_in`'s output
+///   lives from the `swap_in`, which starts writing it, to its last use);
 /// - the input of a `readsAfterReturn` instruction lives until the next
 ///   in-place instruction of its program, or the program's end;
 /// - `persistent` buffers (parameters, gradients, optimizer states, inputs

@@ -53,6 +53,12 @@ enum OpTrait : uint32_t {
   kIndexOperands = 1u << 6,
   /// Cuts a block of rows (a micro-batch) out of its input.
   kBatchSlice = 1u << 7,
+  /// Starts an asynchronous copy between a buffer and host slot `slot` on
+  /// the executor's copy resource (swap_out, swap_in) and returns at once;
+  /// the kCopyWait of the same slot blocks until it is complete. Distinct
+  /// from kAsyncStart/kAsyncWait, which mean bucket all-reduces.
+  kCopyStart = 1u << 8,
+  kCopyWait = 1u << 9,
 };
 
 enum class AttrId : uint8_t {
@@ -119,12 +125,20 @@ inline const char *opName(OpCode op) { return opInfo(op).name; }
 /// Sets `op` to the op of mnemonic `name`; false when there is none.
 bool lookupOpCode(const std::string &name, OpCode &op);
 
-/// The phase of the step an instruction belongs to.
-enum class Phase : uint8_t { None, Forward, Backward, Update };
-/// "", "forward", "backward", "update".
+/// The phase of the step an instruction belongs to. Recompute instructions
+/// are clones of forward instructions placed in the backward pass
+/// (activation recomputation); everything that selects or accounts
+/// instructions by phase treats them as backward (isBackwardPhase).
+enum class Phase : uint8_t { None, Forward, Backward, Update, Recompute };
+/// "", "forward", "backward", "update", "recompute".
 const char *phaseName(Phase phase);
-/// Parses "forward", "backward" or "update"; false for anything else.
+/// Parses "forward", "backward", "update" or "recompute"; false for anything
+/// else.
 bool parsePhase(const std::string &name, Phase &phase);
+/// Backward or Recompute: part of the backward pass.
+inline bool isBackwardPhase(Phase phase) {
+  return phase == Phase::Backward || phase == Phase::Recompute;
+}
 
 /// The typed attributes of one instruction: one field per attribute of
 /// PlanOps.def, holding the plan's value or the op's default. Kernels read

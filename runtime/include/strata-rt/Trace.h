@@ -20,11 +20,23 @@
 
 namespace strata::rt {
 
+/// The tracks (trace-event thread ids) of a rank, named by thread_name
+/// metadata events: the program's instructions, bucket all-reduces in
+/// flight, host copies of swapped activations as the copy thread ran them,
+/// and recomputed forward instructions (phase "recompute").
+constexpr int64_t kTraceProgramThread = 0;
+constexpr int64_t kTraceCommunicationThread = 1;
+constexpr int64_t kTraceCopyThread = 2;
+constexpr int64_t kTraceRecomputeThread = 3;
+/// "program", "communication", "copy", "recompute".
+const char *traceThreadName(int64_t thread);
+
 /// One executed instruction.
 struct TraceEvent {
   /// The op.
   std::string name;
-  /// The phase ("forward", "backward", "update"), or "" for none.
+  /// The phase ("forward", "backward", "update", "recompute"), "" for
+  /// none, or "communication" / "copy" for transfers.
   std::string category;
   /// Start and duration in microseconds.
   double startUs = 0;
@@ -33,7 +45,7 @@ struct TraceEvent {
   int64_t layer = -1;
   int64_t instruction = 0;
   int64_t step = 0;
-  /// Track within the rank: 0 the program, 1 communication in flight.
+  /// Track within the rank (kTrace...Thread).
   int64_t thread = 0;
 };
 

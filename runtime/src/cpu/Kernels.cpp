@@ -198,6 +198,7 @@ const std::vector<OpKernel> &registry() {
     detail::appendConvKernels(all);
     detail::appendOptimKernels(all);
     detail::appendCommKernels(all);
+    detail::appendCopyKernels(all);
     std::sort(all.begin(), all.end(),
               [](const OpKernel &a, const OpKernel &b) { return a.op < b.op; });
     for (int i = 0; i < kNumOpCodes; ++i)

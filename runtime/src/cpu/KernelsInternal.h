@@ -154,6 +154,7 @@ void appendNNKernels(std::vector<OpKernel> &kernels);
 void appendConvKernels(std::vector<OpKernel> &kernels);
 void appendOptimKernels(std::vector<OpKernel> &kernels);
 void appendCommKernels(std::vector<OpKernel> &kernels);
+void appendCopyKernels(std::vector<OpKernel> &kernels);
 
 } // namespace strata::rt::detail
 

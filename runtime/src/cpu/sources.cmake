@@ -9,5 +9,6 @@ set(STRATA_RT_CPU_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/KernelsConv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsOptim.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsComm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsCopy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/VectorMath.cpp
   )

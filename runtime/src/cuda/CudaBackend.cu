@@ -5,7 +5,9 @@
 // Streams: kernels run in program order on the compute stream; uploads and
 // downloads run on the copy stream, ordered against the compute stream with
 // events (compute waits for `copied_` after an upload; a download waits for
-// `computed_`); NCCL collectives run on the communication stream, pipeline
+// `computed_`), and so do the host copies of swapped activations (swap_out,
+// swap_in: CudaKernelsCopy.cu, into pinned host slots allocated here); NCCL
+// collectives run on the communication stream, pipeline
 // sends and receives on their links' streams (NcclCommunicator.cu). Each
 // instruction is bracketed by two timing events.
 //
@@ -132,6 +134,14 @@ CudaBackend::~CudaBackend() {
   for (cudaEvent_t e : {copied_, computed_, base_})
     if (e)
       cudaEventDestroy(e);
+  for (auto &[slot, swap] : context_.swapSlots) {
+    if (swap.ready)
+      cudaEventDestroy(swap.ready);
+    if (swap.done)
+      cudaEventDestroy(swap.done);
+    if (swap.host)
+      cudaFreeHost(swap.host);
+  }
   if (cublas_)
     cublasDestroy(cublas_);
   if (scratch_)
@@ -224,6 +234,28 @@ Status CudaBackend::prepare(const Plan &plan,
     starts_.push_back(start);
     ends_.push_back(end);
   }
+  // Activation swapping: one pinned host slot per swap_out, sized from its
+  // input, with the events that order its copies.
+  for (const Instruction &inst : program) {
+    if (inst.op != OpCode::SwapOut)
+      continue;
+    CudaSwapSlot &slot = context_.swapSlots[inst.attrs.slot];
+    slot.bytes = static_cast<size_t>(plan.buffers[inst.in[0]].bytes);
+    error = cudaHostAlloc(&slot.host, std::max<size_t>(slot.bytes, 1),
+                          cudaHostAllocPortable);
+    if (error != cudaSuccess) {
+      slot.host = nullptr;
+      return Status::failure(plan.path + ": cannot allocate host swap slot " +
+                             std::to_string(inst.attrs.slot) + " of " +
+                             std::to_string(slot.bytes) +
+                             " pinned bytes: " + cudaGetErrorString(error));
+    }
+    STRATA_CUDA_TRY(
+        cudaEventCreateWithFlags(&slot.ready, cudaEventDisableTiming));
+    STRATA_CUDA_TRY(
+        cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
+  }
+  context_.copyStream = copy_;
   context_.stream = compute_;
   context_.cublas = cublas_;
   context_.gemm = options_.strataGemm ? GemmEngine::Strata : GemmEngine::Cublas;
@@ -428,6 +460,9 @@ Status CudaBackend::finish(std::vector<InstructionTime> &times,
     return status;
   if (Status status = waitFor(copy_, "the copies"); !status.ok())
     return status;
+  // Every host copy of a swapped activation is complete.
+  for (auto &[slot, swap] : context_.swapSlots)
+    swap.inFlight = false;
   double baseUs = (baseNs_ - originNs) * 1e-3;
   for (size_t index : enqueued_) {
     float startMs = 0, endMs = 0;

@@ -127,6 +127,7 @@ const std::vector<detail::CudaKernelEntry> &registry() {
     detail::appendOptimCudaKernels(all);
     detail::appendCommCudaKernels(all);
     detail::appendAsyncCudaKernels(all);
+    detail::appendCopyCudaKernels(all);
     std::sort(all.begin(), all.end(),
               [](const detail::CudaKernelEntry &a,
                  const detail::CudaKernelEntry &b) { return a.op < b.op; });

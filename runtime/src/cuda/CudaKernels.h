@@ -23,6 +23,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,20 @@ std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
 /// |log2(asked / compiled)|, ties to the earlier in that list).
 CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t);
 
+/// A host swap slot of activation swapping: pinned host memory of the
+/// slot's swapped buffer, and the events that order its copies: `ready` is
+/// recorded on the compute stream before a copy (the copy stream waits for
+/// it), `done` on the copy stream after it (the wait makes the compute
+/// stream wait for it).
+struct CudaSwapSlot {
+  void *host = nullptr;
+  size_t bytes = 0;
+  cudaEvent_t ready = nullptr;
+  cudaEvent_t done = nullptr;
+  /// A copy was started and not yet waited for.
+  bool inFlight = false;
+};
+
 /// What CUDA kernels get besides their operands.
 struct CudaContext {
   cudaStream_t stream = nullptr;
@@ -87,6 +102,10 @@ struct CudaContext {
   /// (device-side; the host does not block) before an instruction that
   /// updates a buffer in place and at the end of the step.
   std::vector<std::unique_ptr<Request>> pendingSends = {};
+  /// Activation swapping: the stream host copies run on (the backend's copy
+  /// stream) and the host slots by slot number (owned by the backend).
+  cudaStream_t copyStream = nullptr;
+  std::map<int64_t, CudaSwapSlot> swapSlots = {};
 };
 
 using CudaKernelFn = void (*)(CudaContext &ctx,

@@ -255,6 +255,7 @@ void appendConvCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendCommCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendAsyncCudaKernels(std::vector<CudaKernelEntry> &kernels);
+void appendCopyCudaKernels(std::vector<CudaKernelEntry> &kernels);
 
 } // namespace strata::rt::cuda::detail
 

@@ -66,6 +66,11 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"recv", 0, 1},
       {"scale", 1, 1},
       {"micro_batch", 1, 1},
+      // Activation swapping: host copies of slot `slot`.
+      {"swap_out", 1, 0},
+      {"swap_out_wait", 1, 0},
+      {"swap_in", 0, 1},
+      {"swap_in_wait", 1, 0},
   };
   for (auto [name, numIn, numOut] : ops) {
     const OpKernel *k = lookupKernel(name);

@@ -722,7 +722,7 @@ TEST_F(PlanRejection, AttributeOfWrongKindCaughtByDecoding) {
 //===----------------------------------------------------------------------===//
 
 TEST(PlanOps, TableIsConsistent) {
-  int starts = 0, waits = 0;
+  int starts = 0, waits = 0, copyStarts = 0, copyWaits = 0;
   for (int i = 0; i < kNumOpCodes; ++i) {
     OpCode op = static_cast<OpCode>(i);
     const OpInfo &info = opInfo(op);
@@ -748,9 +748,24 @@ TEST(PlanOps, TableIsConsistent) {
     waits += info.has(kAsyncWait);
     if (info.has(kAsyncStart) || info.has(kAsyncWait))
       EXPECT_TRUE(info.has(kCollective)) << info.name;
+    copyStarts += info.has(kCopyStart);
+    copyWaits += info.has(kCopyWait);
+    // Host copies are neither collectives nor bucket transfers, and their
+    // lifetimes follow from their operands alone.
+    if (info.has(kCopyStart) || info.has(kCopyWait)) {
+      EXPECT_FALSE(info.has(kCollective) || info.has(kAsyncStart) ||
+                   info.has(kAsyncWait) || info.has(kReadsAfterReturn) ||
+                   info.has(kInPlace))
+          << info.name;
+      const OpAttrSpec *slot = info.attr(AttrId::Slot);
+      ASSERT_NE(slot, nullptr) << info.name;
+      EXPECT_TRUE(slot->required) << info.name;
+    }
     EXPECT_EQ(kernelFor(op).op, op);
   }
   EXPECT_EQ(starts, waits);
+  EXPECT_EQ(copyStarts, 2);
+  EXPECT_EQ(copyWaits, 2);
   OpCode none;
   EXPECT_FALSE(lookupOpCode("matmull", none));
   EXPECT_FALSE(lookupOpCode("", none));
@@ -803,10 +818,14 @@ TEST(PlanOps, DecodeChecksKinds) {
 
 TEST(PlanOps, Phases) {
   Phase phase = Phase::None;
-  for (const char *name : {"forward", "backward", "update"}) {
+  for (const char *name : {"forward", "backward", "update", "recompute"}) {
     ASSERT_TRUE(parsePhase(name, phase)) << name;
     EXPECT_STREQ(phaseName(phase), name);
   }
   EXPECT_FALSE(parsePhase("sideways", phase));
   EXPECT_STREQ(phaseName(Phase::None), "");
+  EXPECT_TRUE(isBackwardPhase(Phase::Backward));
+  EXPECT_TRUE(isBackwardPhase(Phase::Recompute));
+  EXPECT_FALSE(isBackwardPhase(Phase::Forward));
+  EXPECT_FALSE(isBackwardPhase(Phase::Update));
 }
