@@ -539,6 +539,147 @@ TEST_F(PlanRejection, InPlaceUpdateMustWriteItsInputs) {
 // Broken files
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Activation swapping (TestUtil.h, mlpWithSwap: #3 swap_out, #5
+// swap_out_wait, #10 swap_in, #12 swap_in_wait of slot 0; 22 instructions)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The plan of PlanRejection with relu0 swapped out and back in.
+class SwapRejection : public PlanRejection {
+protected:
+  void SetUp() override {
+    PlanRejection::SetUp();
+    plan = mlpWithSwap(plan);
+  }
+  json &inst(size_t i) { return program()[i]; }
+  void erase(size_t i) { program().erase(i); }
+};
+} // namespace
+
+TEST_F(SwapRejection, SwapPlanLoads) {
+  Plan loaded;
+  Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const std::vector<Instruction> &program = loaded.ranks[0].program;
+  ASSERT_EQ(program.size(), 22u);
+  EXPECT_EQ(program[3].op, OpCode::SwapOut);
+  EXPECT_TRUE(program[3].has(kCopyStart));
+  EXPECT_TRUE(program[12].has(kCopyWait));
+  EXPECT_EQ(program[10].attrs.slot, 0);
+  // The ops the loader checks as buckets are not involved.
+  EXPECT_FALSE(program[3].has(kAsyncStart));
+}
+
+TEST_F(SwapRejection, SlotOutOfRange) {
+  inst(3)["attrs"]["slot"] = -1;
+  expectRejected("instruction #3 (swap_out): attribute 'slot' must be a "
+                 "non-negative integer, got -1");
+  SetUp();
+  for (size_t i : {3, 5, 10, 12})
+    inst(i)["attrs"]["slot"] = 23;
+  expectRejected("instruction #3 (swap_out): attribute 'slot' must be in "
+                 "[0, 22] (at most the number of instructions), got 23");
+  SetUp();
+  inst(5)["attrs"].erase("slot");
+  expectRejected("instruction #5 (swap_out_wait): missing attribute 'slot'");
+  SetUp();
+  inst(10)["attrs"]["slot"] = 0.5;
+  expectRejected("instruction #10 (swap_in): attribute 'slot'");
+}
+
+TEST_F(SwapRejection, SlotStartedTwice) {
+  // A second swap_out of slot 0 once the first was waited for.
+  json again = inst(3);
+  program().insert(program().begin() + 6, again);
+  expectRejected("instruction #6 (swap_out): slot 0 is swapped out twice "
+                 "(first by instruction #3)");
+}
+
+TEST_F(SwapRejection, WaitWithoutStart) {
+  erase(3);
+  expectRejected("instruction #4 (swap_out_wait): slot 0 has no swap_out in "
+                 "flight before it to wait for");
+  SetUp();
+  inst(12)["attrs"]["slot"] = 1;
+  expectRejected("instruction #12 (swap_in_wait): slot 1 has no swap_in in "
+                 "flight before it to wait for");
+}
+
+TEST_F(SwapRejection, NeverWaited) {
+  // Only the swap_out: the backward matmul reads relu0 itself again.
+  int64_t relu0 = bufferId("relu0");
+  inst(13)["in"][0] = relu0;
+  erase(12);
+  erase(10);
+  erase(5);
+  buffer("fc1.out")["offset"] = 23232;
+  expectRejected("instruction #3 (swap_out): slot 0 is never waited for (no "
+                 "swap_out_wait in the step)");
+  SetUp();
+  erase(12);
+  expectRejected("instruction #12 (matmul): uses buffer 24 before slot 0's "
+                 "swap_in (instruction #10) is waited for");
+  SetUp();
+  erase(13);
+  erase(12);
+  erase(10);
+  expectRejected("instruction #5 (swap_out_wait): slot 0 is never swapped "
+                 "in (no swap_in in the step)");
+}
+
+TEST_F(SwapRejection, SwapInBeforeTheSwapOutIsWaited) {
+  json wait = inst(5);
+  erase(5);
+  program().insert(program().begin() + 11, wait);
+  expectRejected("instruction #9 (swap_in): slot 0's swap_out (instruction "
+                 "#3) is not waited for before the swap_in");
+}
+
+TEST_F(SwapRejection, MismatchedBuffers) {
+  inst(5)["in"][0] = bufferId("fc0.out");
+  expectRejected("instruction #5 (swap_out_wait): in must be buffer 16, the "
+                 "input of slot 0's swap_out (instruction #3), got buffer 15");
+  SetUp();
+  inst(12)["in"][0] = bufferId("relu0");
+  expectRejected("instruction #12 (swap_in_wait): in must be buffer 24, the "
+                 "output of slot 0's swap_in (instruction #10), got buffer "
+                 "16");
+}
+
+TEST_F(SwapRejection, SwapInMustMatchTheSwappedOutBuffer) {
+  // Same bytes, another shape.
+  json other = buffer("relu0.swapped");
+  other["id"] = plan["buffers"].size();
+  other["name"] = "flat";
+  other["shape"] = {1024};
+  other["offset"] = plan["ranks"][0]["arena_bytes"];
+  plan["ranks"][0]["arena_bytes"] =
+      plan["ranks"][0]["arena_bytes"].get<int64_t>() + 4096;
+  plan["buffers"].push_back(other);
+  inst(10)["out"][0] = other["id"];
+  inst(12)["in"][0] = other["id"];
+  expectRejected("instruction #10 (swap_in): out (buffer 25, f32 [1024], "
+                 "4096 bytes) must match slot 0's swapped-out buffer 16 (f32 "
+                 "[32, 32], 4096 bytes)");
+}
+
+TEST_F(SwapRejection, WriteWhileCopyingOut) {
+  json relu = inst(2);
+  program().insert(program().begin() + 4, relu);
+  expectRejected("instruction #4 (relu): writes buffer 16, which slot 0's "
+                 "swap_out (instruction #3) is still copying to the host");
+}
+
+TEST_F(SwapRejection, OtherRanksNameTheRank) {
+  // A corrupt second program is named by its rank.
+  plan = multiRank(plan, 2);
+  plan["ranks"][1].erase("program_of");
+  plan["ranks"][1]["program"] = program();
+  plan["ranks"][1]["program"].erase(12);
+  expectRejected("ranks[1]: instruction #12 (matmul): uses buffer 24");
+}
+
 TEST(PlanFile, Missing) {
   Plan plan;
   Status status = loadPlan("/nonexistent/plan.json", plan);

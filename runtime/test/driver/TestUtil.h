@@ -100,6 +100,63 @@ inline std::string missingKernels(const std::string &planPath) {
       GTEST_SKIP() << why;                                                     \
   } while (0)
 
+/// mlp.json (`mlp`, parsed) with activation swapping: relu0 (the hidden
+/// activation, 4096 bytes) goes to host slot 0 right after the relu that
+/// writes it and comes back, as the new buffer "relu0.swapped", for the
+/// backward matmul that reads it. relu0, fc1.out (written while relu0 is in
+/// host memory) and relu0.swapped share the same bytes of the arena, so the
+/// step computes what mlp.json does only when the copies are right:
+///   relu -> relu0; swap_out relu0; matmul(relu0); swap_out_wait relu0;
+///   bias_add -> fc1.out; ...; softmax_cross_entropy_grad(fc1.out);
+///   swap_in -> relu0.swapped; bias_add_grad; swap_in_wait relu0.swapped;
+///   matmul(relu0.swapped, dlogits) -> fc1.weight.grad; ...
+inline nlohmann::json mlpWithSwap(nlohmann::json mlp) {
+  using json = nlohmann::json;
+  json &buffers = mlp["buffers"];
+  auto id = [&](const std::string &name) -> int64_t {
+    for (const json &b : buffers)
+      if (b["name"] == name)
+        return b["id"].get<int64_t>();
+    return -1;
+  };
+  int64_t relu0 = id("relu0"), fc1Out = id("fc1.out");
+  int64_t swapped = static_cast<int64_t>(buffers.size());
+  json copy = buffers[relu0];
+  copy["id"] = swapped;
+  copy["name"] = "relu0.swapped";
+  buffers.push_back(copy);
+  buffers[fc1Out]["offset"] = buffers[relu0]["offset"];
+  auto op = [](const std::string &name, std::vector<int64_t> in,
+               std::vector<int64_t> out, const std::string &phase) {
+    return json{{"op", name}, {"in", in},
+                {"out", out}, {"attrs", {{"slot", 0}}},
+                {"layer", 0}, {"phase", phase}};
+  };
+  json program = json::array();
+  for (const json &inst : mlp["ranks"][0]["program"]) {
+    std::string name = inst["op"];
+    bool readsRelu0 = inst["in"].size() > 0 && inst["in"][0] == relu0;
+    // The backward matmul that reads relu0 reads it back from the host.
+    if (readsRelu0 && inst["phase"] == "backward") {
+      json read = inst;
+      read["in"][0] = swapped;
+      program.push_back(read);
+      continue;
+    }
+    if (name == "bias_add_grad" && inst["layer"] == 1)
+      program.push_back(op("swap_in", {}, {swapped}, "backward"));
+    program.push_back(inst);
+    if (name == "relu")
+      program.push_back(op("swap_out", {relu0}, {}, "forward"));
+    if (readsRelu0 && inst["phase"] == "forward")
+      program.push_back(op("swap_out_wait", {relu0}, {}, "forward"));
+    if (name == "bias_add_grad" && inst["layer"] == 1)
+      program.push_back(op("swap_in_wait", {swapped}, {}, "backward"));
+  }
+  mlp["ranks"][0]["program"] = program;
+  return mlp;
+}
+
 /// Runs `argv` (argv[0] is the program path) with stdout and stderr captured;
 /// returns the exit code, or -1 if it did not exit normally.
 inline int runProcess(const std::vector<std::string> &argv, std::string &out,

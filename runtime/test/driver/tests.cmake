@@ -24,4 +24,5 @@ strata_add_driver_test(StrataDriverTests
   ${CMAKE_CURRENT_LIST_DIR}/SafetensorsTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/DataTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/TrainTest.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/StrataRunTest.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/StrataRunTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/SwapTest.cpp)
