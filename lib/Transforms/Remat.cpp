@@ -62,7 +62,10 @@ struct StepModel {
   SmallVector<Operation *> forwardOps, backwardOps;
   SmallVector<double> forwardEnd, backwardStart;
   DenseMap<Operation *, unsigned> backwardIndex;
+  /// The problem the solvers see (on a CPU target every copy is exposed).
   RematProblem problem;
+  /// The real copy release times, which place the swap ops.
+  SmallVector<double> outRelease;
 };
 
 /// An error at the step's location that does not print the whole step.
@@ -162,6 +165,9 @@ StepModel buildModel(func::FuncOp func, const TargetDescription &target) {
   DenseMap<Operation *, double> endOf;
   for (auto [op, end] : llvm::zip(model.forwardOps, model.forwardEnd))
     endOf[op] = end;
+  // On a CPU target the copy thread competes with the compute threads for
+  // the cores and the memory bandwidth: copies do not hide behind compute.
+  bool copiesOverlap = target.device.kind != "cpu";
   for (unsigned i = 0; i < n; ++i) {
     buildChain(i, candidateOf, model);
     Value value = model.candidates[i];
@@ -171,8 +177,15 @@ StepModel buildModel(func::FuncOp func, const TargetDescription &target) {
       c.recomputeSeconds += opSeconds(op, target);
     c.copySeconds = target.host.transferSeconds(static_cast<double>(c.bytes));
     c.outRelease = endOf.lookup(value.getDefiningOp());
+    model.outRelease.push_back(c.outRelease);
     c.inDeadline = model.backwardStart[model.backwardIndex.lookup(
         model.firstBackwardUse[i])];
+    if (!copiesOverlap) {
+      // Every copy is exposed: released at the end of the forward pass and
+      // due at the start of the backward pass.
+      c.outRelease = model.problem.forwardSeconds;
+      c.inDeadline = 0;
+    }
     c.layer = getLayer(value.getDefiningOp()).value_or(-1);
     model.problem.candidates.push_back(c);
   }
@@ -224,7 +237,7 @@ DenseMap<unsigned, double> outFinish(const StepModel &model,
   for (unsigned i = 0; i < choices.size(); ++i)
     if (choices[i] == RematChoice::Swap) {
       const RematCandidate &c = model.problem.candidates[i];
-      t = std::max(t, c.outRelease) + c.copySeconds;
+      t = std::max(t, model.outRelease[i]) + c.copySeconds;
       finish[i] = t;
     }
   return finish;
@@ -243,13 +256,21 @@ DenseMap<unsigned, double> inStart(const StepModel &model,
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
     return need[a]->isBeforeInBlock(need[b]);
   });
+  auto startOf = [&](Operation *op) {
+    return model.backwardStart[model.backwardIndex.lookup(op)];
+  };
   DenseMap<unsigned, double> start;
   double next = INFINITY;
   for (unsigned k = order.size(); k-- > 0;) {
     unsigned i = order[k];
     const RematCandidate &c = model.problem.candidates[i];
-    double deadline = model.backwardStart[model.backwardIndex.lookup(need[i])];
-    double begin = std::max(0.0, std::min(deadline, next) - c.copySeconds);
+    double begin =
+        std::max(0.0, std::min(startOf(need[i]), next) - c.copySeconds);
+    // Prefetch one tensor ahead at most: a copy back starts no earlier than
+    // the previous swapped tensor is needed, so copies too slow to hide do
+    // not bring every tensor back at once.
+    if (k > 0)
+      begin = std::max(begin, startOf(need[order[k - 1]]));
     start[i] = begin;
     next = begin;
   }
@@ -265,13 +286,18 @@ void setPhase(Operation *op, Phase phase) {
 /// copy can end) and back in before `need`; returns the value backward ops
 /// read.
 Value swapCandidate(const StepModel &model, unsigned i, int64_t slot,
-                    double outEnd, double inBegin, Operation *need) {
+                    double outEnd, Operation *waitBy, double inBegin,
+                    Operation *need) {
   Value value = model.candidates[i];
   Location loc = value.getLoc();
   OpBuilder builder(value.getContext());
   builder.setInsertionPointAfterValue(value);
   SwapOutOp::create(builder, loc, value, slot);
   Operation *waitAfter = forwardOpEndingBy(model, outEnd);
+  // At most about one copy out in flight: wait by the time the next swapped
+  // tensor is produced, so copies too slow to hide still free memory.
+  if (waitBy && waitBy->isBeforeInBlock(waitAfter))
+    waitAfter = waitBy;
   if (waitAfter->isBeforeInBlock(model.lastForwardUse[i]) ||
       waitAfter == value.getDefiningOp())
     waitAfter = model.lastForwardUse[i];
@@ -313,9 +339,13 @@ void applyChoices(const StepModel &model, ArrayRef<RematChoice> choices) {
     Value value = model.candidates[i];
     if (choices[i] == RematChoice::Keep)
       continue;
+    Operation *waitBy = nullptr;
+    for (unsigned j = i + 1; j < choices.size() && !waitBy; ++j)
+      if (choices[j] == RematChoice::Swap)
+        waitBy = model.candidates[j].getDefiningOp();
     Value replacement = choices[i] == RematChoice::Swap
                             ? swapCandidate(model, i, slot++, outEnd.lookup(i),
-                                            inBegin.lookup(i), need[i])
+                                            waitBy, inBegin.lookup(i), need[i])
                             : recomputeCandidate(model, i, available, need[i]);
     Operation *producer = replacement.getDefiningOp();
     value.replaceUsesWithIf(replacement, [&](OpOperand &use) {
@@ -370,6 +400,14 @@ struct RematPass : public strata::impl::RematPassBase<RematPass> {
                                        const RematOptions &options,
                                        RematProblem &problem,
                                        RematSolution &solution);
+  /// When the model's rounds miss (recomputes hold memory the model does not
+  /// count), the cheaper of "swap every candidate" and "recompute every
+  /// candidate" that fits; failure when neither does.
+  FailureOr<int64_t> uniformFallback(func::FuncOp func,
+                                     const TargetDescription &target,
+                                     int64_t budgetBytes,
+                                     const RematProblem &problem,
+                                     RematSolution &solution);
   LogicalResult reportInfeasible(func::FuncOp func,
                                  const TargetDescription &target,
                                  int64_t budget, int64_t persistent);
@@ -413,6 +451,30 @@ FailureOr<PlannedArena> RematPass::measure(func::FuncOp func,
   StepModel model = buildModel(*copy, target);
   applyChoices(model, choices);
   return measurePlannedArena(*copy, PackStrategy::BestFit);
+}
+
+FailureOr<int64_t> RematPass::uniformFallback(func::FuncOp func,
+                                              const TargetDescription &target,
+                                              int64_t budgetBytes,
+                                              const RematProblem &problem,
+                                              RematSolution &solution) {
+  std::optional<std::pair<RematSolution, int64_t>> best;
+  for (RematChoice all : {RematChoice::Swap, RematChoice::Recompute}) {
+    RematSolution uniform;
+    uniform.choices.assign(problem.candidates.size(), all);
+    uniform.cost = evaluateRemat(problem, uniform.choices);
+    uniform.solver = all == RematChoice::Swap ? "all-swap" : "all-recompute";
+    uniform.fits = true;
+    FailureOr<PlannedArena> arena = measure(func, target, uniform.choices);
+    if (failed(arena) || arena->bytes > budgetBytes)
+      continue;
+    if (!best || uniform.cost.added() < best->first.cost.added())
+      best = std::make_pair(uniform, arena->bytes);
+  }
+  if (!best)
+    return failure();
+  solution = best->first;
+  return best->second;
 }
 
 LogicalResult RematPass::reportInfeasible(func::FuncOp func,
@@ -521,6 +583,8 @@ LogicalResult RematPass::runOnStep(func::FuncOp func,
                           options, problem, solution);
     if (failed(met) && !solution.error.empty())
       return failure();
+    if (failed(met))
+      met = uniformFallback(func, target, *budgetBytes, problem, solution);
     if (failed(met))
       return reportInfeasible(func, target, *budgetBytes,
                               before->persistentBytes);

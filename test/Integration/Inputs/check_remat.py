@@ -63,7 +63,8 @@ ref_losses, ref_ckpt, ref_arena = train(ref_plan, "ref")
 print("reference: arena %d bytes" % ref_arena)
 for config in args.config:
     budget, solver, target = (config.split(":") + ["cpu-local"])[:3]
-    name = "%s-%s-%s" % (solver, budget, target)
+    name = "%s-%s-%s" % (solver, budget,
+                         os.path.basename(target).replace(".json", ""))
     mlir, plan = compile_plan(name, [
         "--strata-remat=budget=%s solver=%s target=%s" % (budget, solver,
                                                           target),
