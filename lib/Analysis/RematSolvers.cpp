@@ -170,10 +170,50 @@ static std::vector<size_t> coverKnapsack(const RematProblem &problem,
   return chosen;
 }
 
-/// The fast solver: first swap what the copy queues can hide entirely
-/// (largest first), then recompute the cheapest cover of what is still
-/// over the limit (a knapsack), then keep again the swaps not needed.
-static RematSolution solveDp(const RematProblem &problem) {
+/// Covering knapsack with costs `cost` (per candidate) over `items`: the
+/// same dynamic program as coverKnapsack, on a copy of the problem whose
+/// recompute seconds are `cost`.
+static std::vector<size_t> coverWithCosts(const RematProblem &problem,
+                                          const std::vector<double> &cost,
+                                          const std::vector<size_t> &items,
+                                          int64_t need, bool &ok) {
+  RematProblem priced = problem;
+  for (size_t i = 0; i < cost.size(); ++i)
+    priced.candidates[i].recomputeSeconds = cost[i];
+  return coverKnapsack(priced, items, need, ok);
+}
+
+/// Each dropped candidate priced alone: recompute, or both its copies fully
+/// exposed (an upper bound of what swapping it adds); the cheapest cover,
+/// each dropped candidate taking its cheaper way.
+static std::vector<RematChoice> standaloneCover(const RematProblem &problem,
+                                                int64_t need) {
+  size_t n = problem.candidates.size();
+  std::vector<double> cost(n);
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) {
+    const RematCandidate &c = problem.candidates[i];
+    cost[i] = std::min(c.recomputeSeconds, 2 * c.copySeconds);
+    all[i] = i;
+  }
+  bool ok = true;
+  std::vector<RematChoice> choices(n, RematChoice::Keep);
+  for (size_t i : coverWithCosts(problem, cost, all, need, ok)) {
+    const RematCandidate &c = problem.candidates[i];
+    choices[i] = c.recomputeSeconds <= 2 * c.copySeconds
+                     ? RematChoice::Recompute
+                     : RematChoice::Swap;
+  }
+  return choices;
+}
+
+/// The fast solver, the better of two covers: (a) swap what the copy
+/// queues can hide entirely (largest first), recompute the cheapest cover
+/// of the rest (a knapsack) and keep again the swaps not needed; (b) a
+/// knapsack over every candidate priced alone (standaloneCover).
+static RematSolution solveDp(const RematProblem &problem);
+
+static RematSolution solveHiddenSwapsFirst(const RematProblem &problem) {
   size_t n = problem.candidates.size();
   int64_t total = 0;
   for (const RematCandidate &c : problem.candidates)
@@ -215,6 +255,22 @@ static RematSolution solveDp(const RematProblem &problem) {
       dropped -= problem.candidates[*it].bytes;
     }
   return finish(problem, std::move(choices), "dp");
+}
+
+static RematSolution solveDp(const RematProblem &problem) {
+  RematSolution first = solveHiddenSwapsFirst(problem);
+  int64_t total = 0;
+  for (const RematCandidate &c : problem.candidates)
+    total += c.bytes;
+  int64_t need = total - problem.keptBytesLimit;
+  if (need <= 0)
+    return first;
+  RematSolution second = finish(problem, standaloneCover(problem, need), "dp");
+  if (!first.fits)
+    return second;
+  if (second.fits && second.cost.added() < first.cost.added())
+    return second;
+  return first;
 }
 
 RematSolution mlir::strata::solveRematBruteForce(const RematProblem &problem) {
