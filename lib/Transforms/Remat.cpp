@@ -66,12 +66,27 @@ struct StepModel {
   RematProblem problem;
   /// The real copy release times, which place the swap ops.
   SmallVector<double> outRelease;
+  /// Per candidate, the pipeline device whose program computes it (0 when
+  /// the step is not pipelined).
+  SmallVector<int64_t> rank;
+  /// A pipelined step: forward and backward passes of micro-batches
+  /// interleave in each device's program, so copies are placed by program
+  /// order alone (out: waited by the next swap of the device; in: started
+  /// just before the use) and priced as exposed.
+  bool pipelined = false;
 };
 
 /// An error at the step's location that does not print the whole step.
 InFlightDiagnostic stepError(func::FuncOp func) {
   return mlir::emitError(func.getLoc())
          << "training step @" << func.getSymName() << ": ";
+}
+
+/// The pipeline device of `op` in a step scheduled on `devices` devices.
+int64_t rankOf(Operation *op, int64_t devices) {
+  auto stage =
+      op->getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+  return devices > 0 && stage ? stage.getInt() % devices : 0;
 }
 
 double opSeconds(Operation *op, const TargetDescription &target) {
@@ -167,7 +182,12 @@ StepModel buildModel(func::FuncOp func, const TargetDescription &target) {
     endOf[op] = end;
   // On a CPU target the copy thread competes with the compute threads for
   // the cores and the memory bandwidth: copies do not hide behind compute.
-  bool copiesOverlap = target.device.kind != "cpu";
+  int64_t devices = 0;
+  if (auto schedule = func->getAttrOfType<PipelineScheduleAttr>(
+          StrataDialect::getPipelineScheduleAttrName()))
+    devices = schedule.getDevices();
+  model.pipelined = devices > 0;
+  bool copiesOverlap = target.device.kind != "cpu" && !model.pipelined;
   for (unsigned i = 0; i < n; ++i) {
     buildChain(i, candidateOf, model);
     Value value = model.candidates[i];
@@ -178,6 +198,7 @@ StepModel buildModel(func::FuncOp func, const TargetDescription &target) {
     c.copySeconds = target.host.transferSeconds(static_cast<double>(c.bytes));
     c.outRelease = endOf.lookup(value.getDefiningOp());
     model.outRelease.push_back(c.outRelease);
+    model.rank.push_back(rankOf(value.getDefiningOp(), devices));
     c.inDeadline = model.backwardStart[model.backwardIndex.lookup(
         model.firstBackwardUse[i])];
     if (!copiesOverlap) {
@@ -282,6 +303,15 @@ void setPhase(Operation *op, Phase phase) {
               PhaseAttr::get(op->getContext(), phase));
 }
 
+/// Gives `op` the pipeline stage and micro-batch of `from`, if it has them.
+void copyPlacement(Operation *from, Operation *op) {
+  for (StringRef name : {StrataDialect::getStageAttrName(),
+                         StrataDialect::getMicroBatchAttrName(),
+                         StrataDialect::getLayerAttrName()})
+    if (Attribute attr = from->getAttr(name))
+      op->setAttr(name, attr);
+}
+
 /// Swaps candidate `i` out after its last forward use (no earlier than its
 /// copy can end) and back in before `need`; returns the value backward ops
 /// read.
@@ -291,9 +321,12 @@ Value swapCandidate(const StepModel &model, unsigned i, int64_t slot,
   Value value = model.candidates[i];
   Location loc = value.getLoc();
   OpBuilder builder(value.getContext());
+  Operation *producer = value.getDefiningOp();
   builder.setInsertionPointAfterValue(value);
-  SwapOutOp::create(builder, loc, value, slot);
-  Operation *waitAfter = forwardOpEndingBy(model, outEnd);
+  auto out = SwapOutOp::create(builder, loc, value, slot);
+  copyPlacement(producer, out);
+  Operation *waitAfter = model.pipelined ? model.lastForwardUse[i]
+                                         : forwardOpEndingBy(model, outEnd);
   // At most about one copy out in flight: wait by the time the next swapped
   // tensor is produced, so copies too slow to hide still free memory.
   if (waitBy && waitBy->isBeforeInBlock(waitAfter))
@@ -302,14 +335,18 @@ Value swapCandidate(const StepModel &model, unsigned i, int64_t slot,
       waitAfter == value.getDefiningOp())
     waitAfter = model.lastForwardUse[i];
   builder.setInsertionPointAfter(waitAfter);
-  SwapOutWaitOp::create(builder, loc, value, slot);
+  auto outWait = SwapOutWaitOp::create(builder, loc, value, slot);
+  copyPlacement(producer, outWait);
 
-  builder.setInsertionPoint(backwardOpStartingBy(model, inBegin, need));
+  builder.setInsertionPoint(
+      model.pipelined ? need : backwardOpStartingBy(model, inBegin, need));
   auto in = SwapInOp::create(builder, loc, value.getType(), slot);
   setPhase(in, Phase::backward);
+  copyPlacement(need, in);
   builder.setInsertionPoint(need);
   auto wait = SwapInWaitOp::create(builder, loc, in.getResult(), slot);
   setPhase(wait, Phase::backward);
+  copyPlacement(need, wait);
   return in.getResult();
 }
 
@@ -334,18 +371,20 @@ void applyChoices(const StepModel &model, ArrayRef<RematChoice> choices) {
   DenseMap<unsigned, double> outEnd = outFinish(model, choices);
   DenseMap<unsigned, double> inBegin = inStart(model, choices, need);
   SmallVector<Value> available(model.candidates);
-  int64_t slot = 0;
+  // Slots number each device's swaps from 0.
+  DenseMap<int64_t, int64_t> nextSlot;
   for (unsigned i = 0; i < model.candidates.size(); ++i) {
     Value value = model.candidates[i];
     if (choices[i] == RematChoice::Keep)
       continue;
     Operation *waitBy = nullptr;
     for (unsigned j = i + 1; j < choices.size() && !waitBy; ++j)
-      if (choices[j] == RematChoice::Swap)
+      if (choices[j] == RematChoice::Swap && model.rank[j] == model.rank[i])
         waitBy = model.candidates[j].getDefiningOp();
     Value replacement = choices[i] == RematChoice::Swap
-                            ? swapCandidate(model, i, slot++, outEnd.lookup(i),
-                                            waitBy, inBegin.lookup(i), need[i])
+                            ? swapCandidate(model, i, nextSlot[model.rank[i]]++,
+                                            outEnd.lookup(i), waitBy,
+                                            inBegin.lookup(i), need[i])
                             : recomputeCandidate(model, i, available, need[i]);
     Operation *producer = replacement.getDefiningOp();
     value.replaceUsesWithIf(replacement, [&](OpOperand &use) {
@@ -534,9 +573,6 @@ LogicalResult RematPass::runOnStep(func::FuncOp func,
   if (func->hasAttr(StrataDialect::getArenaBytesAttrName()))
     return stepError(func) << "already has buffers: run --strata-remat "
                               "before --strata-lower-to-plan";
-  if (func->hasAttr(StrataDialect::getPipelineScheduleAttrName()))
-    return stepError(func) << "is a pipelined step: --strata-remat does "
-                              "not handle pipelines yet";
   auto started = std::chrono::steady_clock::now();
   FailureOr<PlannedArena> before =
       measurePlannedArena(func, PackStrategy::BestFit);

@@ -244,7 +244,13 @@ def RematPass : Pass<"strata-remat", "::mlir::ModuleOp"> {
     step gets `strata.remat_plan = #strata.remat_plan<...>`, which
     `--strata-plan-buffers` checks its arena against, and a remark with the
     peak before and after, the added compute, the swapped bytes and the
-    copy time hidden and exposed. Pipelined steps are not handled yet.
+    copy time hidden and exposed. After `--strata-schedule-pipeline` every
+    device's program is rewritten where it stands (swap ops take the
+    producer's stage; slots are numbered per device); copies are then priced
+    as exposed and placed by program order (waited after the last forward
+    use, copied back just before the first backward use), since the
+    micro-batches' forward and backward passes interleave. On a CPU target
+    copies are exposed too: the copy thread shares the cores.
 
     ```
     strata-opt step.mlir --strata-remat="budget=0.5 solver=milp target=cpu-local"

@@ -383,3 +383,49 @@ func.func @zero_dim_labels(%l: tensor<4x10xf32>, %y: tensor<0xi32>) {
   %0 = strata.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<0xi32>) -> tensor<f32>
   return
 }
+
+// -----
+
+// A swap out must be waited for in its block.
+func.func @swap_out_unwaited(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.swap_out' op of slot 0 has no strata.swap_out_wait of the same slot and tensor after it in its block}}
+  strata.swap_out %x slot = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @swap_out_wait_without_start(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'strata.swap_out_wait' op of slot 1 waits for no strata.swap_out of the same slot and tensor before it in its block}}
+  strata.swap_out_wait %x slot = 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The copy back's bytes are valid only after its wait.
+func.func @swap_in_read_early() -> tensor<4xf32> {
+  %in = strata.swap_in slot = 0 : tensor<4xf32>
+  // expected-error @+1 {{'strata.relu' op reads the result of the strata.swap_in of slot 0 before its strata.swap_in_wait}}
+  %r = strata.relu %in : tensor<4xf32>
+  strata.swap_in_wait %in slot = 0 : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @swap_in_wait_wrong_slot() -> tensor<4xf32> {
+  %in = strata.swap_in slot = 0 : tensor<4xf32>
+  strata.swap_in_wait %in slot = 0 : tensor<4xf32>
+  // expected-error @+1 {{'strata.swap_in_wait' op of slot 2 must wait for the result of a strata.swap_in of the same slot}}
+  strata.swap_in_wait %in slot = 2 : tensor<4xf32>
+  return %in : tensor<4xf32>
+}
+
+// -----
+
+func.func @swap_in_unwaited() -> tensor<4xf32> {
+  // expected-error @+1 {{'strata.swap_in' op of slot 0 has no strata.swap_in_wait of the same slot in its block}}
+  %in = strata.swap_in slot = 0 : tensor<4xf32>
+  return %in : tensor<4xf32>
+}

@@ -89,3 +89,24 @@ func.func @cnn(%x: tensor<2x3x32x32xbf16>, %w: tensor<8x3x3x3xbf16>, %cb: tensor
   %l = strata.softmax_cross_entropy %g, %y : (tensor<2x8xbf16>, tensor<2xi64>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @swaps
+// CHECK: strata.swap_out %arg0 slot = 0 : tensor<4xf32>
+// CHECK: strata.swap_out_wait %arg0 slot = 0 : tensor<4xf32>
+// CHECK: %[[IN:.*]] = strata.swap_in slot = 0 : tensor<4xf32>
+// CHECK: strata.swap_in_wait %[[IN]] slot = 0 : tensor<4xf32>
+// CHECK: strata.swap_out %arg1 slot = 1 : tensor<4xi32>
+func.func @swaps(%x: tensor<4xf32>, %y: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  strata.swap_out %x slot = 0 : tensor<4xf32>
+  strata.swap_out_wait %x slot = 0 : tensor<4xf32>
+  %in = strata.swap_in slot = 0 : tensor<4xf32>
+  strata.swap_in_wait %in slot = 0 : tensor<4xf32>
+  %r = strata.relu %in : tensor<4xf32>
+  strata.swap_out %y slot = 1 : tensor<4xi32>
+  strata.swap_out_wait %y slot = 1 : tensor<4xi32>
+  %yin = strata.swap_in slot = 1 : tensor<4xi32>
+  strata.swap_in_wait %yin slot = 1 : tensor<4xi32>
+  return %r, %yin : tensor<4xf32>, tensor<4xi32>
+}

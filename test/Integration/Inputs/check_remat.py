@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Trains a step with and without --strata-remat and compares.
 
-    check_remat.py STEP.mlir WORKDIR [--steps K]
+    check_remat.py STEP.mlir WORKDIR [--steps K] [--np N]
                    [--config BUDGET:SOLVER[:TARGET] ...]
                    [-- EXTRA strata-run ARGS]
 
 The reference is STEP.mlir after --strata-plan-buffers alone. For each
 config, --strata-remat="budget=BUDGET solver=SOLVER target=TARGET" runs
 first (TARGET: cpu-local by default). Every plan
-trains K steps with the same seed; a config fails unless its losses equal the
+trains K steps with the same seed (under `mpirun -np N` when N > 1: a
+pipelined or data-parallel step); a config fails unless its losses equal the
 reference's bit for bit, its checkpoint is byte-identical, and its planned
 arena is at most the budget --strata-remat recorded. Prints one line per
 config with the arena, the budget and what was swapped and recomputed.
@@ -24,6 +25,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("step")
 parser.add_argument("workdir")
 parser.add_argument("--steps", type=int, default=3)
+parser.add_argument("--np", type=int, default=1)
 parser.add_argument("--config", nargs="+",
                     default=["1.0:sqrt", "0.8:dp", "0.8:milp"])
 args, extra = parser.parse_known_args()
@@ -41,8 +43,12 @@ def run(cmd):
 
 def train(plan, name):
     ckpt = os.path.join(args.workdir, name + ".safetensors")
-    out = run(["strata-run", plan, "--steps", str(args.steps), "--threads",
-               "1", "--seed", "3", "--save", ckpt] + extra).stdout
+    cmd = ["strata-run", plan, "--steps", str(args.steps), "--threads", "1",
+           "--seed", "3", "--save", ckpt] + extra
+    if args.np > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+               str(args.np)] + cmd
+    out = run(cmd).stdout
     losses = re.findall(r"^step (\d+) loss (\S+)", out, re.M)
     arena = re.search(r"^memory: arena (\d+) bytes", out, re.M)
     if not losses or not arena:

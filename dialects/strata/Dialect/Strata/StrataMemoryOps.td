@@ -14,6 +14,13 @@
 
 def Strata_CopyResource : Resource<"::mlir::strata::CopyResource">;
 
+// A copy moves bytes: any tensor a step saves (activations, and the token
+// or label slices a pipeline stage keeps for its loss's backward).
+def Strata_SwappableTensor : RankedTensorOf<[F32, BF16, I32, I64],
+    [HasStaticShapePred, Strata_SizedTensorPred],
+    "statically shaped tensor of f32, bf16, i32 or i64 (dimensions >= 1, at "
+    "most 2^48 bytes)">;
+
 class Strata_SwapOp<string mnemonic, list<Trait> traits = []>
     : Strata_Op<mnemonic, !listconcat(traits, [
         MemoryEffects<[MemRead<Strata_CopyResource>,
@@ -40,7 +47,7 @@ def Strata_SwapOutOp : Strata_SwapOp<"swap_out"> {
     strata.swap_out %h slot = 0 : tensor<32x256xf32>
     ```
   }];
-  let arguments = (ins Strata_FloatTensor:$input,
+  let arguments = (ins Strata_SwappableTensor:$input,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
   let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -59,7 +66,7 @@ def Strata_SwapOutWaitOp : Strata_SwapOp<"swap_out_wait"> {
     strata.swap_out_wait %h slot = 0 : tensor<32x256xf32>
     ```
   }];
-  let arguments = (ins Strata_FloatTensor:$input,
+  let arguments = (ins Strata_SwappableTensor:$input,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
   let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -82,7 +89,7 @@ def Strata_SwapInOp : Strata_SwapOp<"swap_in"> {
     ```
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
-  let results = (outs Strata_FloatTensor:$result);
+  let results = (outs Strata_SwappableTensor:$result);
   let assemblyFormat = "`slot` `=` $slot attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -100,7 +107,7 @@ def Strata_SwapInWaitOp : Strata_SwapOp<"swap_in_wait"> {
     strata.swap_in_wait %h2 slot = 0 : tensor<32x256xf32>
     ```
   }];
-  let arguments = (ins Strata_FloatTensor:$input,
+  let arguments = (ins Strata_SwappableTensor:$input,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
   let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
   let hasVerifier = 1;
