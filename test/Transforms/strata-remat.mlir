@@ -45,11 +45,11 @@
 // SWAP-LABEL: func.func @mlp
 // SWAP-SAME: strata.remat_plan = #strata.remat_plan<{{.*}}swapped = 1, recomputed = 0, swapped_bytes = 262144
 // SWAP: %[[V:.*]] = strata.{{bias_add|relu}}
-// SWAP-NEXT: strata.swap_out %[[V]] slot = 0 : tensor<256x256xf32>
-// SWAP: strata.swap_out_wait %[[V]] slot = 0 : tensor<256x256xf32>
+// SWAP-NEXT: strata.swap_out %[[V]] slot = 0 {strata.layer = {{[0-9]}} : i64} : tensor<256x256xf32>
+// SWAP: strata.swap_out_wait %[[V]] slot = 0 {strata.layer = {{[0-9]}} : i64} : tensor<256x256xf32>
 // SWAP: strata.fill
-// SWAP: %[[IN:.*]] = strata.swap_in slot = 0 {strata.phase = #strata<phase backward>} : tensor<256x256xf32>
-// SWAP: strata.swap_in_wait %[[IN]] slot = 0 {strata.phase = #strata<phase backward>} : tensor<256x256xf32>
+// SWAP: %[[IN:.*]] = strata.swap_in slot = 0 {strata.layer = {{[0-9]}} : i64, strata.phase = #strata<phase backward>} : tensor<256x256xf32>
+// SWAP: strata.swap_in_wait %[[IN]] slot = 0 {strata.layer = {{[0-9]}} : i64, strata.phase = #strata<phase backward>} : tensor<256x256xf32>
 // SWAP-NEXT: {{.*}}%[[IN]]
 // SWAP-NOT: %[[V]]{{[, ]}}
 
