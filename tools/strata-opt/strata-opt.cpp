@@ -19,6 +19,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::strata::registerStrataPasses();
+  mlir::strata::registerStrataPipelines();
   mlir::strata::test::registerStrataTestPasses();
 
   mlir::DialectRegistry registry;

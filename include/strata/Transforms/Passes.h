@@ -28,6 +28,10 @@ enum class GemmFallback { Model, None };
 
 #define GEN_PASS_REGISTRATION
 #include "strata/Transforms/Passes.h.inc"
+
+/// Registers `--strata-train-pipeline` (TrainPipeline.cpp): the whole flow
+/// from a model to a planned training step, with one option set.
+void registerStrataPipelines();
 } // namespace mlir::strata
 
 #endif // STRATA_TRANSFORMS_PASSES_H

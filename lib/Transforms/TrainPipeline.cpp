@@ -1,0 +1,110 @@
+//===- TrainPipeline.cpp - The whole flow as one pass pipeline ------------===//
+//
+// --strata-train-pipeline: a model (forward graph + loss) to a planned
+// training step, in the order of DESIGN.md, with one option set: autodiff,
+// cost annotation (with a target), data parallelism and bucketed gradient
+// sync (replicas > 1), checkpoint / swap / recompute (remat-budget), and
+// buffer planning. Embedders (the C API, the Python module) run it by name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
+  PassOptions::Option<OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("Optimizer"),
+      llvm::cl::init(OptimizerKind::adamw),
+      llvm::cl::values(clEnumValN(OptimizerKind::sgd, "sgd", "SGD"),
+                       clEnumValN(OptimizerKind::adam, "adam", "Adam"),
+                       clEnumValN(OptimizerKind::adamw, "adamw", "AdamW"))};
+  PassOptions::Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                                 llvm::cl::init(1.0e-3)};
+  PassOptions::Option<double> momentum{
+      *this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.9)};
+  PassOptions::Option<double> weightDecay{*this, "weight-decay",
+                                          llvm::cl::desc("Weight decay"),
+                                          llvm::cl::init(0.0)};
+  PassOptions::Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Target (name or JSON file): annotates costs and sizes "
+                     "gradient buckets and the remat model; empty: none")};
+  PassOptions::Option<int64_t> replicas{
+      *this, "replicas",
+      llvm::cl::desc("Data-parallel replicas (> 1: data parallelism and "
+                     "bucketed gradient sync)"),
+      llvm::cl::init(1)};
+  PassOptions::Option<std::string> rematBudget{
+      *this, "remat-budget",
+      llvm::cl::desc("--strata-remat budget (bytes or fraction); empty: no "
+                     "remat")};
+  PassOptions::Option<RematSolver> rematSolver{
+      *this, "remat-solver", llvm::cl::desc("--strata-remat solver"),
+      llvm::cl::init(RematSolver::Auto),
+      llvm::cl::values(clEnumValN(RematSolver::Auto, "auto", ""),
+                       clEnumValN(RematSolver::Milp, "milp", ""),
+                       clEnumValN(RematSolver::Dp, "dp", ""),
+                       clEnumValN(RematSolver::Sqrt, "sqrt", ""),
+                       clEnumValN(RematSolver::Layer, "layer", ""))};
+  PassOptions::Option<PackStrategy> planStrategy{
+      *this, "plan-strategy", llvm::cl::desc("--strata-plan-buffers strategy"),
+      llvm::cl::init(PackStrategy::Auto),
+      llvm::cl::values(
+          clEnumValN(PackStrategy::Auto, "auto", ""),
+          clEnumValN(PackStrategy::FixedStructure, "fixed-structure", ""),
+          clEnumValN(PackStrategy::GreedySize, "greedy-size", ""),
+          clEnumValN(PackStrategy::BestFit, "best-fit", ""),
+          clEnumValN(PackStrategy::Exact, "exact", ""))};
+};
+
+void buildTrainPipeline(OpPassManager &pm,
+                        const TrainPipelineOptions &options) {
+  AutodiffPassOptions autodiff;
+  autodiff.optimizer = options.optimizer;
+  autodiff.lr = options.lr;
+  autodiff.momentum = options.momentum;
+  autodiff.weightDecay = options.weightDecay;
+  pm.addPass(createAutodiffPass(autodiff));
+  if (!options.target.empty()) {
+    AnnotateCostsPassOptions costs;
+    costs.targetName = options.target;
+    pm.addPass(createAnnotateCostsPass(costs));
+  }
+  if (options.replicas > 1) {
+    DataParallelPassOptions dataParallel;
+    dataParallel.replicas = options.replicas;
+    pm.addPass(createDataParallelPass(dataParallel));
+    InsertGradSyncPassOptions gradSync;
+    gradSync.targetName = options.target;
+    if (options.target.empty())
+      gradSync.bucketBytes = 1 << 20;
+    pm.addPass(createInsertGradSyncPass(gradSync));
+  }
+  if (!options.rematBudget.empty()) {
+    RematPassOptions remat;
+    remat.budget = options.rematBudget;
+    remat.solver = options.rematSolver;
+    remat.targetName = options.target;
+    pm.addPass(createRematPass(remat));
+  }
+  PlanBuffersPassOptions plan;
+  plan.strategy = options.planStrategy;
+  pm.addPass(createPlanBuffersPass(plan));
+}
+} // namespace
+
+void mlir::strata::registerStrataPipelines() {
+  PassPipelineRegistration<TrainPipelineOptions>(
+      "strata-train-pipeline",
+      "A model to a planned training step: autodiff, costs (target=), data "
+      "parallelism and gradient sync (replicas=), remat (remat-budget=), "
+      "buffer planning",
+      buildTrainPipeline);
+}

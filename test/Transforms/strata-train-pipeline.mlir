@@ -1,0 +1,32 @@
+// RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 target=cpu-local replicas=2" 2>/dev/null | FileCheck %s
+// RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 target=cpu-local remat-budget=0.9" 2>/dev/null | FileCheck %s --check-prefix=REMAT
+// RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 target=cpu-local remat-budget=0.9" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-train-pipeline 2>/dev/null | FileCheck %s --check-prefix=PLAIN
+// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-autodiff --strata-plan-buffers 2>/dev/null > %t.passes.mlir
+// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-train-pipeline 2>/dev/null > %t.pipeline.mlir
+// RUN: diff %t.passes.mlir %t.pipeline.mlir
+// RUN: not strata-opt %s --strata-train-pipeline="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The whole flow by one name, in DESIGN.md's order: autodiff (SGD), costs
+// on the target, data parallelism over 2 replicas with bucketed gradient
+// sync (or remat to 0.9 of the arena), buffer planning.
+// CHECK: module attributes {strata.target = "cpu-local"}
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: strata.memory_plan = #strata.memory_plan<
+// CHECK-SAME: strata.replicas = 2
+// CHECK: strata.all_reduce_start
+// CHECK: strata.sgd_update
+// REMAT-LABEL: func.func @mlp
+// REMAT-SAME: strata.memory_plan = #strata.memory_plan<
+// REMAT-SAME: strata.remat_plan = #strata.remat_plan<
+// REMAT: phase recompute
+// REMARK: remark: remat with
+// REMARK: remark: planned {{[0-9]+}} buffers
+
+// With no options it is exactly --strata-autodiff --strata-plan-buffers.
+// PLAIN-LABEL: func.func @mlp
+// PLAIN-SAME: strata.memory_plan
+// PLAIN: strata.adam_update
+
+// BAD: for the --optimizer option: Cannot find option named 'lamb'!
+module {}
