@@ -58,7 +58,8 @@ install(EXPORT StrataTargets NAMESPACE Strata::
 configure_package_config_file(
   ${STRATA_SOURCE_DIR}/cmake/StrataConfig.cmake.in
   ${STRATA_BINARY_DIR}/cmake/StrataConfig.cmake
-  INSTALL_DESTINATION ${STRATA_INSTALL_CMAKE_DIR})
+  INSTALL_DESTINATION ${STRATA_INSTALL_CMAKE_DIR}
+  PATH_VARS CMAKE_INSTALL_BINDIR CMAKE_INSTALL_DATADIR)
 write_basic_package_version_file(
   ${STRATA_BINARY_DIR}/cmake/StrataConfigVersion.cmake
   VERSION 0.1.0 COMPATIBILITY SameMinorVersion)

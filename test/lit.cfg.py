@@ -74,7 +74,7 @@ if config.strata_have_mpi:
         config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 
 tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
-tools = ["strata-opt", "strata-capi-test", "strata-model", "strata-translate", "strata-run", "strata-partition",
+tools = ["strata-opt", "strata-compiler-capi-test", "strata-model", "strata-translate", "strata-run", "strata-partition",
          "strata-comm-check", "strata-tune", "strata-pack"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.strata_tools_dir, append_path=True)
