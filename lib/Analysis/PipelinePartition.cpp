@@ -16,6 +16,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 using namespace mlir::strata;
 
@@ -341,36 +342,32 @@ PartitionEvaluation mlir::strata::evaluatePartition(
 namespace {
 enum class Metric { Throughput, Balance, Communication, Memory };
 
+/// Prefix sums over the layers and per-candidate constants shared by the
+/// exhaustive DP (Solver) and the bounded search (BoundedSolver).
+struct CostTables {
+  CostTables(const LayerGraph &graph, const PartitionTopology &topology,
+             const PartitionOptions &o, std::vector<int64_t> candidates);
+
+  const PartitionOptions &o;
+  const PartitionTopology &topology;
+  std::vector<int64_t> candidates;
+  int64_t numLayers = 0, devices = 0, g = 1;
+  std::vector<double> work, update, params, resident, stash, cuts;
+  /// Per candidate: micro-batches per replica and the all-reduce cost
+  /// a * bytes + b on the intra-node (0) and inter-node (1) link.
+  std::vector<int64_t> perReplica;
+  std::vector<double> arScale[2], arFixed[2];
+};
+
 /// One run of the DP for a metric under a memory cap.
-class Solver {
+class Solver : CostTables {
 public:
-  Solver(const LayerGraph &graph, const PartitionTopology &topology,
-         const PartitionOptions &o, std::vector<int64_t> candidates)
-      : o(o), topology(topology), candidates(std::move(candidates)) {
-    numLayers = static_cast<int64_t>(graph.layers.size());
-    devices = o.devices;
-    g = std::max<int64_t>(topology.devicesPerNode, 1);
-    work.assign(numLayers + 1, 0.0);
-    update.assign(numLayers + 1, 0.0);
-    params.assign(numLayers + 1, 0.0);
-    resident.assign(numLayers + 1, 0.0);
-    stash.assign(numLayers + 1, 0.0);
-    for (int64_t l = 0; l < numLayers; ++l) {
-      const PartitionLayer &layer = graph.layers[l];
-      work[l + 1] =
-          work[l] + stageWork(o, layer.forwardSeconds, layer.backwardSeconds);
-      update[l + 1] = update[l] + layer.updateSeconds;
-      params[l + 1] = params[l] + layer.paramBytes;
-      resident[l + 1] =
-          resident[l] + 2.0 * layer.paramBytes + layer.optimizerBytes;
-      stash[l + 1] = stash[l] + layer.stashBytes;
-    }
-    cuts = graph.cutBytes();
-  }
+  using CostTables::CostTables;
 
   /// Runs the DP for stage counts 1..maxStages; value(S) is the optimum with
   /// exactly S stages (+inf if none).
   void solve(Metric metric, double cap, int64_t maxStages, bool onlyLast);
+  const std::vector<double> &values() const { return best; }
   double value(int64_t stages) const { return best[stages]; }
   /// The optimal partition with `stages` stages (value(stages) finite).
   void reconstruct(int64_t stages,
@@ -382,16 +379,52 @@ private:
     return static_cast<size_t>(i) * (devices + 1) + off;
   }
 
-  const PartitionOptions &o;
-  const PartitionTopology &topology;
-  std::vector<int64_t> candidates;
-  int64_t numLayers = 0, devices = 0, g = 1;
-  std::vector<double> work, update, params, resident, stash, cuts;
   std::vector<double> best;
   /// choice[k][i * (D + 1) + o] = (j << 16) | candidate index, or ~0u.
   std::vector<std::vector<uint32_t>> choice;
 };
 } // namespace
+
+CostTables::CostTables(const LayerGraph &graph,
+                       const PartitionTopology &topology,
+                       const PartitionOptions &o,
+                       std::vector<int64_t> candidates)
+    : o(o), topology(topology), candidates(std::move(candidates)) {
+  numLayers = static_cast<int64_t>(graph.layers.size());
+  devices = o.devices;
+  g = std::max<int64_t>(topology.devicesPerNode, 1);
+  work.assign(numLayers + 1, 0.0);
+  update.assign(numLayers + 1, 0.0);
+  params.assign(numLayers + 1, 0.0);
+  resident.assign(numLayers + 1, 0.0);
+  stash.assign(numLayers + 1, 0.0);
+  for (int64_t l = 0; l < numLayers; ++l) {
+    const PartitionLayer &layer = graph.layers[l];
+    work[l + 1] =
+        work[l] + stageWork(o, layer.forwardSeconds, layer.backwardSeconds);
+    update[l + 1] = update[l] + layer.updateSeconds;
+    params[l + 1] = params[l] + layer.paramBytes;
+    resident[l + 1] =
+        resident[l] + 2.0 * layer.paramBytes + layer.optimizerBytes;
+    stash[l + 1] = stash[l] + layer.stashBytes;
+  }
+  cuts = graph.cutBytes();
+  size_t numCandidates = this->candidates.size();
+  perReplica.resize(numCandidates);
+  for (int link = 0; link < 2; ++link) {
+    arScale[link].resize(numCandidates);
+    arFixed[link].resize(numCandidates);
+  }
+  for (size_t c = 0; c < numCandidates; ++c) {
+    int64_t r = this->candidates[c];
+    perReplica[c] = ceilDiv(o.microBatches, r);
+    double p = static_cast<double>(r);
+    arScale[0][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.intraBandwidth : 0;
+    arFixed[0][c] = r > 1 ? 2.0 * (p - 1.0) * topology.intraLatency : 0;
+    arScale[1][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.interBandwidth : 0;
+    arFixed[1][c] = r > 1 ? 2.0 * (p - 1.0) * topology.interLatency : 0;
+  }
+}
 
 void Solver::solve(Metric metric, double cap, int64_t maxStages,
                    bool onlyLast) {
@@ -411,23 +444,6 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
   choice.assign(maxStages + 1, {});
   const bool sum = metric == Metric::Communication;
   const int64_t numCandidates = static_cast<int64_t>(candidates.size());
-  // Per candidate: micro-batches per replica and the all-reduce cost
-  // a * bytes + b on the intra-node (0) and inter-node (1) link.
-  std::vector<int64_t> perReplica(numCandidates);
-  std::vector<double> arScale[2], arFixed[2];
-  for (int link = 0; link < 2; ++link) {
-    arScale[link].resize(numCandidates);
-    arFixed[link].resize(numCandidates);
-  }
-  for (int64_t c = 0; c < numCandidates; ++c) {
-    int64_t r = candidates[c];
-    perReplica[c] = ceilDiv(o.microBatches, r);
-    double p = static_cast<double>(r);
-    arScale[0][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.intraBandwidth : 0;
-    arFixed[0][c] = r > 1 ? 2.0 * (p - 1.0) * topology.intraLatency : 0;
-    arScale[1][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.interBandwidth : 0;
-    arFixed[1][c] = r > 1 ? 2.0 * (p - 1.0) * topology.interLatency : 0;
-  }
 
   for (int64_t k = 1; k <= maxStages; ++k) {
     std::fill(cur.begin(), cur.end(), kInf);
@@ -558,6 +574,253 @@ void Solver::reconstruct(int64_t stages,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The bounded search: the same recurrence for the min-max metrics, pruned
+//===----------------------------------------------------------------------===//
+//
+// f(k, i, o) is the recurrence of Solver with max. What is asked for is the
+// stage count S minimising f(S, 0, 0) * (M + slots(S)), slots increasing in
+// S. Given an incumbent Z (the score of a partition known to exist), a
+// suffix state of level k can only be part of an S-stage partition scoring
+// at most Z, S >= k, if f(k, i, o) <= Z / (M + slots(S)) <= T_k :=
+// Z / (M + slots(k)). So the search keeps only the states and transitions
+// with values <= T_k (the states of an optimal partition all qualify, since
+// a max is at least each of its parts), and f of every state it keeps is
+// exactly the DP's (max and + are exact; the same formulas in the same
+// order). The bounds are all of that kind:
+//   * value:  a stage term or a rest above T_k is skipped;
+//   * layers: for fixed (i, r, k) the stage's compute + sync + update and
+//     its memory do not decrease with j (prefix sums of non-negative
+//     values), so the j loop stops at the first j where either passes its
+//     bound;
+//   * devices: a stage of work W on r replicas has compute >= W / r (each
+//     replica runs ceil(M / r) >= M / r micro-batches), so within T_k it
+//     needs r >= W / T_k devices: a state (i, o) is reachable only with
+//     o >= work[0, i) / T_k and D - o >= work[i, L) / T_k;
+//   * rows:   each row keeps only its finite cells (offset, choice, value),
+//     and a transition visits only the finite cells of the row it continues
+//     with.
+// Z starts from the equal split (evenSplit) when it fits, and drops to each
+// level's exact score as the levels finish. Stage counts whose optimum
+// cannot reach Z come out +inf: they cannot be chosen. Rows of one level are
+// independent and are split over two threads.
+
+namespace {
+class BoundedSolver : CostTables {
+public:
+  using CostTables::CostTables;
+
+  /// Values per stage count 1..maxStages: exact where the score can reach
+  /// `incumbent`, else +inf. `fixedStages` (0: free) asks for that count.
+  void solve(Metric metric, double cap, int64_t maxStages, int64_t fixedStages,
+             double incumbent, double totalForward, double totalBackward);
+  const std::vector<double> &values() const { return best; }
+  void reconstruct(int64_t stages,
+                   std::vector<std::pair<unsigned, unsigned>> &bounds,
+                   std::vector<int64_t> &replicas) const;
+
+private:
+  /// A finite state of a row: offset, (j << 16) | candidate, value.
+  struct Cell {
+    int32_t off;
+    uint32_t code;
+    double value;
+  };
+  using Level = std::vector<std::vector<Cell>>;
+  /// Dense per-thread row being built.
+  struct Scratch {
+    std::vector<double> value;
+    std::vector<uint32_t> code;
+  };
+  struct LevelInfo {
+    int64_t k;
+    double threshold;
+    bool last;
+  };
+
+  void solveRow(const LevelInfo &level, int64_t i, const Level &prev,
+                std::vector<Cell> &row, Scratch &scratch) const;
+  /// Devices needed for `w` of work within `threshold`: ceil(w / threshold)
+  /// rounded down by a relative 1e-9 (a bound only has to be safe).
+  static int64_t need(double w, double threshold) {
+    if (!(threshold < kInf) || w <= 0)
+      return 0;
+    double x = w / threshold * (1 - 1e-9);
+    return x >= 1e18 ? static_cast<int64_t>(1e18)
+                     : static_cast<int64_t>(std::ceil(x));
+  }
+
+  Metric metric = Metric::Throughput;
+  double cap = kInf;
+  std::vector<double> best;
+  std::vector<Level> levels;
+};
+} // namespace
+
+void BoundedSolver::solveRow(const LevelInfo &level, int64_t i,
+                             const Level &prev, std::vector<Cell> &row,
+                             Scratch &scratch) const {
+  const int64_t D = devices, L = numLayers, k = level.k;
+  const double T = level.threshold, M = static_cast<double>(o.microBatches);
+  const int64_t rmin = candidates.front();
+  // Offsets the prefix [0, i) and the suffix [i, L) leave room for.
+  int64_t lo = need(work[i], T), hi = D - need(work[L] - work[i], T);
+  hi = std::min(hi, D - k * rmin);
+  if (level.last)
+    hi = std::min<int64_t>(hi, 0);
+  if (lo > hi)
+    return;
+  std::fill(scratch.value.begin() + lo, scratch.value.begin() + hi + 1, kInf);
+  const int64_t numCandidates = static_cast<int64_t>(candidates.size());
+  for (int64_t c = 0; c < numCandidates; ++c) {
+    int64_t r = candidates[c];
+    // Offsets this stage may start at (k == 1: it ends at the last device).
+    int64_t cHi = std::min(hi, D - r - (k - 1) * rmin);
+    int64_t cLo = k == 1 ? std::max(lo, cHi) : lo;
+    if (cHi < cLo)
+      continue;
+    int64_t n = perReplica[c];
+    double dn = static_cast<double>(n);
+    int64_t inflight = inFlight(o, k, n);
+    double input = i > 0 ? cuts[i - 1] : 0.0;
+    for (int64_t j = k == 1 ? L - 1 : i, lastJ = k == 1 ? L - 1 : L - k;
+         j <= lastJ; ++j) {
+      double residentBytes = resident[j + 1] - resident[i];
+      double memory = stageMemory(o, residentBytes, stash[j + 1] - stash[i],
+                                  input, inflight);
+      if (memory > cap)
+        break; // Grows with j.
+      double stageWorkS = work[j + 1] - work[i];
+      double stageUpdate = update[j + 1] - update[i];
+      double stageParams = params[j + 1] - params[i];
+      // term[oneNode][sameNode], as in Solver::solve.
+      double term[2][2];
+      double least;
+      if (metric == Metric::Balance) {
+        term[0][0] = term[0][1] = term[1][0] = term[1][1] = least =
+            stageWorkS * dn / M;
+      } else {
+        bool hasNext = j + 1 < L;
+        double cut = hasNext ? cuts[j] : 0.0;
+        double xfer[2] = {hasNext ? transfer(cut, topology.intraBandwidth,
+                                             topology.intraLatency)
+                                  : 0.0,
+                          hasNext ? transfer(cut, topology.interBandwidth,
+                                             topology.interLatency)
+                                  : 0.0};
+        least = kInf;
+        for (int one = 0; one < 2; ++one) {
+          int link = one ? 0 : 1;
+          double busy = stageWorkS * dn / M + (arScale[link][c] * stageParams +
+                                               arFixed[link][c] + stageUpdate) /
+                                                  M;
+          least = std::min(least, busy);
+          term[one][1] = std::max(busy, xfer[0]);
+          term[one][0] = std::max(busy, xfer[1]);
+        }
+      }
+      if (least > T)
+        break; // Compute + sync + update grows with j.
+      const std::vector<Cell> &rest = prev[j + 1];
+      // The finite cells of the rest at offsets off + r, off in [cLo, cHi].
+      auto it = std::lower_bound(
+          rest.begin(), rest.end(), cLo + r,
+          [](const Cell &cell, int64_t off) { return cell.off < off; });
+      uint32_t code = static_cast<uint32_t>(j << 16 | c);
+      for (; it != rest.end() && it->off <= cHi + r; ++it) {
+        int64_t off = it->off - r;
+        int64_t inNode = off % g;
+        double t = term[inNode + r <= g][(off + r) % g != 0];
+        double v = std::max(t, it->value);
+        if (v <= T && v < scratch.value[off]) {
+          scratch.value[off] = v;
+          scratch.code[off] = code;
+        }
+      }
+    }
+  }
+  for (int64_t off = lo; off <= hi; ++off)
+    if (scratch.value[off] < kInf)
+      row.push_back(
+          {static_cast<int32_t>(off), scratch.code[off], scratch.value[off]});
+}
+
+void BoundedSolver::solve(Metric metric, double cap, int64_t maxStages,
+                          int64_t fixedStages, double incumbent,
+                          double totalForward, double totalBackward) {
+  this->metric = metric;
+  this->cap = cap;
+  const int64_t L = numLayers;
+  const double M = static_cast<double>(o.microBatches);
+  best.assign(maxStages + 1, kInf);
+  levels.assign(1, Level(L + 1));
+  // k = 0: nothing left, every device used.
+  levels[0][L].push_back({static_cast<int32_t>(devices), 0, 0.0});
+  double Z = incumbent;
+  // Slightly above Z / (M + slots) so that rounding never prunes a tie.
+  auto thresholdFor = [&](int64_t stages) {
+    return Z / (M + bubbleSlots(o, stages, totalForward, totalBackward)) *
+           (1 + 1e-9);
+  };
+  bool parallel = L * devices >= (1 << 15);
+  unsigned threads = parallel ? 2 : 1;
+  std::vector<Scratch> scratch(threads);
+  for (Scratch &s : scratch) {
+    s.value.assign(devices + 1, kInf);
+    s.code.assign(devices + 1, ~0u);
+  }
+  for (int64_t k = 1; k <= maxStages; ++k) {
+    LevelInfo info{k, thresholdFor(fixedStages ? fixedStages : k),
+                   fixedStages != 0 && k == maxStages};
+    levels.emplace_back(L + 1);
+    const Level &prev = levels[k - 1];
+    Level &cur = levels[k];
+    int64_t rows = info.last ? 1 : L - k + 1;
+    auto work = [&](unsigned t) {
+      for (int64_t i = t; i < rows; i += threads)
+        solveRow(info, i, prev, cur[i], scratch[t]);
+    };
+    if (threads > 1) {
+      std::thread helper(work, 1u);
+      work(0);
+      helper.join();
+    } else {
+      work(0);
+    }
+    // Values of older levels are no longer read; choices stay.
+    bool any = false;
+    for (const std::vector<Cell> &row : cur)
+      any |= !row.empty();
+    if (!cur[0].empty() && cur[0].front().off == 0) {
+      best[k] = cur[0].front().value;
+      if (!fixedStages || k == fixedStages)
+        Z = std::min(
+            Z, best[k] * (M + bubbleSlots(o, k, totalForward, totalBackward)));
+    }
+    if (!any)
+      break; // Every later level is empty too.
+  }
+}
+
+void BoundedSolver::reconstruct(
+    int64_t stages, std::vector<std::pair<unsigned, unsigned>> &bounds,
+    std::vector<int64_t> &replicas) const {
+  int64_t i = 0, off = 0;
+  for (int64_t k = stages; k >= 1; --k) {
+    const std::vector<Cell> &row = levels[k][i];
+    auto it = std::lower_bound(
+        row.begin(), row.end(), off,
+        [](const Cell &cell, int64_t o) { return cell.off < o; });
+    uint32_t c = it->code;
+    int64_t j = c >> 16;
+    int64_t r = candidates[c & 0xffff];
+    bounds.emplace_back(static_cast<unsigned>(i), static_cast<unsigned>(j));
+    replicas.push_back(r);
+    i = j + 1;
+    off += r;
+  }
+}
+
 /// `bytes` rounded up as an integer while int64_t holds it, else in
 /// scientific notation (a profile can ask for absurd sizes).
 static std::string formatByteCount(double bytes) {
@@ -671,7 +934,8 @@ static Metric getMetric(PartitionObjective objective) {
 
 /// Records the solver's value per stage count in `result` and returns the
 /// stage count with the best predicted step (0 when none fits).
-static int64_t chooseStageCount(const LayerGraph &graph, const Solver &solver,
+static int64_t chooseStageCount(const LayerGraph &graph,
+                                const std::vector<double> &values,
                                 const PartitionOptions &o, Metric metric,
                                 int64_t fixedStages, int64_t maxStages,
                                 PartitionResult &result) {
@@ -684,7 +948,7 @@ static int64_t chooseStageCount(const LayerGraph &graph, const Solver &solver,
   int64_t chosen = 0;
   double chosenScore = kInf;
   for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s) {
-    double v = solver.value(s);
+    double v = values[s];
     result.objectiveByStages[s] = v;
     if (v == kInf)
       continue;
@@ -782,10 +1046,42 @@ static void evaluateBaselines(const LayerGraph &graph,
   }
 }
 
-PartitionResult
-mlir::strata::partitionPipeline(const LayerGraph &graph,
-                                const PartitionTopology &topology,
-                                const PartitionOptions &options) {
+/// The score (value times M + bubble slots) of the best equal split
+/// (evenSplit) that fits, over stage counts spread across [1, maxStages]:
+/// an achievable bound for BoundedSolver; +inf when none fits.
+static double equalSplitIncumbent(const LayerGraph &graph,
+                                  const PartitionTopology &topology,
+                                  const PartitionOptions &o,
+                                  const std::vector<int64_t> &candidates,
+                                  int64_t fixedStages, int64_t maxStages,
+                                  double totalForward, double totalBackward) {
+  int64_t L = static_cast<int64_t>(graph.layers.size());
+  double incumbent = kInf;
+  // At most ~64 stage counts: evaluatePartition costs O(S * (L + edges)).
+  int64_t step = std::max<int64_t>(1, maxStages / 64);
+  for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; s += step) {
+    std::vector<std::pair<unsigned, unsigned>> bounds;
+    std::vector<int64_t> replicas;
+    if (!evenSplit(L, o.devices, s, candidates, bounds, replicas))
+      continue;
+    PartitionEvaluation e =
+        evaluatePartition(graph, topology, o, bounds, replicas);
+    if (!e.fitsMemory)
+      continue;
+    incumbent = std::min(incumbent,
+                         e.objective *
+                             (static_cast<double>(o.microBatches) +
+                              bubbleSlots(o, s, totalForward, totalBackward)));
+  }
+  return incumbent;
+}
+
+/// partitionPipeline with the bounded search for the min-max objectives
+/// (`reference`: the exhaustive DP for every objective).
+static PartitionResult partition(const LayerGraph &graph,
+                                 const PartitionTopology &topology,
+                                 const PartitionOptions &options,
+                                 bool reference) {
   PartitionResult result;
   PartitionOptions o = resolveOptions(topology, options);
   result.options = o;
@@ -801,20 +1097,53 @@ mlir::strata::partitionPipeline(const LayerGraph &graph,
     return fail(problem);
 
   result.replicaCandidates = replicaCandidates(topology, o);
-  Solver solver(graph, topology, o, result.replicaCandidates);
   int64_t maxStages = fixedStages ? fixedStages : std::min(L, o.devices);
   Metric metric = getMetric(o.objective);
-  solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
-  int64_t chosen = chooseStageCount(graph, solver, o, metric, fixedStages,
-                                    maxStages, result);
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<int64_t> replicas;
+  int64_t chosen = 0;
+  if (reference || metric == Metric::Communication) {
+    Solver solver(graph, topology, o, result.replicaCandidates);
+    solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
+    chosen = chooseStageCount(graph, solver.values(), o, metric, fixedStages,
+                              maxStages, result);
+    if (chosen)
+      solver.reconstruct(chosen, bounds, replicas);
+  } else {
+    double totalForward = 0, totalBackward = 0;
+    for (const PartitionLayer &layer : graph.layers) {
+      totalForward += layer.forwardSeconds;
+      totalBackward += layer.backwardSeconds;
+    }
+    BoundedSolver solver(graph, topology, o, result.replicaCandidates);
+    solver.solve(metric, o.memoryBytes, maxStages, fixedStages,
+                 equalSplitIncumbent(graph, topology, o,
+                                     result.replicaCandidates, fixedStages,
+                                     maxStages, totalForward, totalBackward),
+                 totalForward, totalBackward);
+    chosen = chooseStageCount(graph, solver.values(), o, metric, fixedStages,
+                              maxStages, result);
+    if (chosen)
+      solver.reconstruct(chosen, bounds, replicas);
+  }
   if (chosen == 0)
     return fail(
         explainInfeasible(graph, topology, o, fixedStages, maxStages, result));
 
-  std::vector<std::pair<unsigned, unsigned>> bounds;
-  std::vector<int64_t> replicas;
-  solver.reconstruct(chosen, bounds, replicas);
   result.best = evaluatePartition(graph, topology, o, bounds, replicas);
   evaluateBaselines(graph, topology, o, chosen, result);
   return result;
+}
+
+PartitionResult
+mlir::strata::partitionPipeline(const LayerGraph &graph,
+                                const PartitionTopology &topology,
+                                const PartitionOptions &options) {
+  return partition(graph, topology, options, /*reference=*/false);
+}
+
+PartitionResult mlir::strata::detail::partitionPipelineReference(
+    const LayerGraph &graph, const PartitionTopology &topology,
+    const PartitionOptions &options) {
+  return partition(graph, topology, options, /*reference=*/true);
 }

@@ -68,6 +68,11 @@ static cl::opt<bool>
 static cl::opt<bool> timing("time",
                             cl::desc("Print the partitioning time to stderr"),
                             cl::cat(category));
+static cl::opt<bool> reference(
+    "reference",
+    cl::desc("Use the exhaustive DP for every objective (the bounded search's "
+             "reference; slow on large device counts)"),
+    cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output file"), cl::init("-"),
                                    cl::cat(category));
 
@@ -122,8 +127,11 @@ int main(int argc, char **argv) {
   options.memoryBytes = memoryBytes;
 
   auto start = std::chrono::steady_clock::now();
-  PartitionResult result = partitionPipeline(
-      *graph, PartitionTopology::fromTarget(*target), options);
+  PartitionTopology topology = PartitionTopology::fromTarget(*target);
+  PartitionResult result =
+      reference ? mlir::strata::detail::partitionPipelineReference(
+                      *graph, topology, options)
+                : partitionPipeline(*graph, topology, options);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

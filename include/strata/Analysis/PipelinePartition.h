@@ -39,6 +39,20 @@
 //   only the forward part of a warm-up slot stays idle). Bubble fraction =
 //   slots / (M + slots).
 //
+// The search. The chosen stage count S minimises (slowest stage) * (M +
+// slots(S)). The communication objective (a sum) runs the exhaustive DP
+// over (stages left k, first layer i, device offset o) x (last layer j,
+// replicas r). The min-max objectives run the same recurrence bounded by an
+// incumbent score Z (the equal split's, then each finished stage count's
+// exact optimum): a suffix state with k stages left can only belong to a
+// partition scoring <= Z if its value is <= Z / (M + slots(k)), so states,
+// stage terms and offsets that exceed it (with compute >= work / replicas,
+// a stage needs at least work / T devices) are dropped, and the j loop
+// stops where the stage's compute or memory, which grow with j, pass their
+// bounds. Every state of an optimal partition survives, so the optimum is
+// the exhaustive DP's (detail::partitionPipelineReference keeps that DP for
+// the tests); PipelinePartition.cpp spells out the argument.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef STRATA_ANALYSIS_PIPELINEPARTITION_H
@@ -185,7 +199,8 @@ struct PartitionResult {
   /// The options after defaults were resolved.
   PartitionOptions options;
   PartitionEvaluation best;
-  /// The DP's optimum per stage count (index S; +inf where none exists).
+  /// The optimum per stage count (index S; +inf where none exists, and with
+  /// the bounded search also where S cannot beat the chosen partition).
   std::vector<double> objectiveByStages;
   /// Equal layer counts with the same number of stages, replicas spread as
   /// evenly as the devices allow.
@@ -223,6 +238,15 @@ evaluatePartition(const LayerGraph &graph, const PartitionTopology &topology,
 PartitionResult partitionPipeline(const LayerGraph &graph,
                                   const PartitionTopology &topology,
                                   const PartitionOptions &options);
+
+namespace detail {
+/// partitionPipeline with the exhaustive DP for every objective (no bounds,
+/// every stage count's optimum in objectiveByStages): the reference the
+/// unit tests and bench/partition_scale.py compare the bounded search with.
+PartitionResult partitionPipelineReference(const LayerGraph &graph,
+                                           const PartitionTopology &topology,
+                                           const PartitionOptions &options);
+} // namespace detail
 
 } // namespace mlir::strata
 
