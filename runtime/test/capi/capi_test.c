@@ -304,6 +304,19 @@ static void testErrors(const char *plan, const char *other,
   EXPECT_ERROR(strata_rt_bind_input(session, "features", STRATA_RT_F32, NULL,
                                     sizeof(features)),
                STRATA_RT_ERROR_ARGUMENT, "data is NULL");
+  /* A label outside the classes fails the step, which does not count. */
+  int32_t bad[kBatch];
+  memcpy(bad, labels, sizeof(bad));
+  bad[5] = kClasses;
+  EXPECT_OK(strata_rt_bind_input(session, "features", STRATA_RT_F32, features,
+                                 sizeof(features)));
+  EXPECT_OK(
+      strata_rt_bind_input(session, "labels", STRATA_RT_I32, bad, sizeof(bad)));
+  EXPECT_ERROR(strata_rt_step(session, &loss), STRATA_RT_ERROR_FAILURE,
+               "element 5 is 4, outside [0, 4)");
+  int64_t count0 = -1;
+  EXPECT_OK(strata_rt_step_count(session, &count0));
+  CHECK(count0 == 0);
   float weight[kFeatures * 32];
   EXPECT_ERROR(
       strata_rt_get_parameter(session, "fc9.weight", weight, sizeof(weight)),

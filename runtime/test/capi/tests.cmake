@@ -43,11 +43,22 @@ endif()
 
 # python/strata over the C API (exit 77, a skip, without numpy).
 set(STRATA_PYTHON_DIR ${CMAKE_CURRENT_LIST_DIR}/../../../python)
+# The first Python with numpy: the one CMake finds, else the system's
+# (Debian's python3-numpy), else the one found (which then skips).
 find_package(Python3 COMPONENTS Interpreter)
-if(Python3_Interpreter_FOUND AND EXISTS ${STRATA_PYTHON_DIR}/tests)
+set(STRATA_CAPI_PYTHON ${Python3_EXECUTABLE})
+foreach(python ${Python3_EXECUTABLE} /usr/bin/python3)
+  execute_process(COMMAND ${python} -c "import numpy" RESULT_VARIABLE rc
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    set(STRATA_CAPI_PYTHON ${python})
+    break()
+  endif()
+endforeach()
+if(STRATA_CAPI_PYTHON AND EXISTS ${STRATA_PYTHON_DIR}/tests)
   add_test(NAME capi-python
-    COMMAND ${Python3_EXECUTABLE} ${STRATA_PYTHON_DIR}/tests/test_runtime.py -v)
+    COMMAND ${STRATA_CAPI_PYTHON} ${STRATA_PYTHON_DIR}/tests/test_runtime.py -v)
   set_tests_properties(capi-python PROPERTIES
     SKIP_RETURN_CODE 77
-    ENVIRONMENT "STRATA_LIB_DIR=$<TARGET_FILE_DIR:strata_rt_c>;PYTHONPATH=${STRATA_PYTHON_DIR};STRATA_TEST_INPUTS=${STRATA_CAPI_INPUTS}")
+    ENVIRONMENT "STRATA_LIB_DIR=$<TARGET_FILE_DIR:strata_rt_c>;STRATA_RUN=$<TARGET_FILE:strata-run>;PYTHONPATH=${STRATA_PYTHON_DIR};STRATA_TEST_INPUTS=${STRATA_CAPI_INPUTS}")
 endif()

@@ -1,0 +1,13 @@
+"""Strata from Python.
+
+``strata.Runtime`` loads a plan (as the compiler's ``strata-translate
+--export-plan`` writes it) and trains it through the runtime's C API
+(libstrata_rt_c.so, found through ``STRATA_LIB_DIR``, next to this package,
+or the default library path); numpy arrays go in and out by copy. Errors
+raise ``strata.StrataError`` with the library's message.
+"""
+
+from .errors import StrataError
+from .runtime import Runtime, TensorSpec
+
+__all__ = ["Runtime", "StrataError", "TensorSpec"]
