@@ -79,9 +79,11 @@ _lib = None
 def _candidates():
     """Where libstrata_rt_c.so is looked for, in order."""
     found = []
-    directory = os.environ.get("STRATA_LIB_DIR")
-    if directory:
-        found.append(os.path.join(directory, _LIBRARY))
+    # STRATA_LIB_DIR may list several directories (os.pathsep), e.g. the
+    # compiler's and the runtime's in a build tree.
+    for directory in os.environ.get("STRATA_LIB_DIR", "").split(os.pathsep):
+        if directory:
+            found.append(os.path.join(directory, _LIBRARY))
     found.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               _LIBRARY))
     found.append(_LIBRARY)  # the dynamic loader's search path
