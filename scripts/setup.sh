@@ -16,7 +16,7 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libbenchmark-dev nlohmann-json3-dev libopenblas-dev
   libopenmpi-dev openmpi-bin
-  python3-sklearn
+  python3-sklearn python3-numpy
   coinor-libcbc-dev pkg-config
 )
 

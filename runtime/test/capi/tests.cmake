@@ -30,7 +30,10 @@ add_test(NAME capi-reference COMMAND StrataCApiReferenceTests)
 # documents, then trained on the MLP plan.
 set(STRATA_EMBED_C_SOURCE
   ${CMAKE_CURRENT_LIST_DIR}/../../../examples/embed-c/train_mlp.c)
-if(EXISTS ${STRATA_EMBED_C_SOURCE})
+# Not in sanitizer builds: programs built outside the build (the example,
+# the Python interpreter) do not carry the sanitizer runtime the libraries
+# need.
+if(EXISTS ${STRATA_EMBED_C_SOURCE} AND NOT STRATA_SANITIZE)
   add_test(NAME capi-embed-c-example
     COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER}
             -DSOURCE=${STRATA_EMBED_C_SOURCE}
@@ -55,7 +58,8 @@ foreach(python ${Python3_EXECUTABLE} /usr/bin/python3)
     break()
   endif()
 endforeach()
-if(STRATA_CAPI_PYTHON AND EXISTS ${STRATA_PYTHON_DIR}/tests)
+if(STRATA_CAPI_PYTHON AND EXISTS ${STRATA_PYTHON_DIR}/tests AND
+   NOT STRATA_SANITIZE)
   add_test(NAME capi-python
     COMMAND ${STRATA_CAPI_PYTHON} ${STRATA_PYTHON_DIR}/tests/test_runtime.py -v)
   set_tests_properties(capi-python PROPERTIES
