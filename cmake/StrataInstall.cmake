@@ -7,6 +7,12 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# A sanitizer build links every target with the sanitizer runtime's flags
+# (strata_sanitizer_defaults): it is for testing, not for installing.
+if(STRATA_SANITIZE)
+  return()
+endif()
+
 set(STRATA_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/strata)
 
 foreach(tool strata-opt strata-model strata-translate strata-partition

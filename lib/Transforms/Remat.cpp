@@ -544,9 +544,19 @@ RematPass::solveWithinBudget(func::FuncOp func, const TargetDescription &target,
                              const RematOptions &options, RematProblem &problem,
                              RematSolution &solution) {
   problem.keptBytesLimit = budgetBytes - fixedBytes;
+  // `time-limit` bounds the MILP over all rounds: each round gets what is
+  // left, and once nothing is, the rounds use dp.
+  auto started = std::chrono::steady_clock::now();
   for (int attempt = 0; attempt < 12 && problem.keptBytesLimit >= 0;
        ++attempt) {
-    solution = solveRemat(problem, options);
+    RematOptions round = options;
+    round.timeLimitSeconds = options.timeLimitSeconds -
+                             std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - started)
+                                 .count();
+    if (round.timeLimitSeconds < 0.05)
+      round.solver = RematSolver::Dp;
+    solution = solveRemat(problem, round);
     if (!solution.error.empty()) {
       stepError(func) << "--strata-remat " << solution.solver << ": "
                       << solution.error;

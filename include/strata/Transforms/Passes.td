@@ -232,8 +232,10 @@ def RematPass : Pass<"strata-remat", "::mlir::ModuleOp"> {
     `budget`: bytes (suffixes K, M, G for KiB, MiB, GiB), or a fraction in
     (0, 1] of the unconstrained planned arena; default the target's device
     memory. `solver`: `milp` (exact under the model, COIN-OR CBC, warm-started
-    from dp, stopped at `time-limit` seconds with its gap reported), `dp`
-    (hidden swaps first, then a covering knapsack of recomputes), `sqrt`
+    from dp, stopped at `time-limit` seconds in all, over every round, with
+    its gap reported; rounds after the limit use dp), `dp`
+    (the better of "hidden swaps first, then a covering knapsack of
+    recomputes" and a knapsack over every candidate priced alone), `sqrt`
     (Chen's sqrt(n) checkpoints) and `layer` (keep the last saved activation
     of each layer), both baselines that ignore the cost; `auto`: the MILP up
     to 400 candidates, else dp. A budget that no choice meets (parameters,
@@ -275,7 +277,8 @@ def RematPass : Pass<"strata-remat", "::mlir::ModuleOp"> {
              clEnumValN(::mlir::strata::RematSolver::Layer, "layer",
                         "keep one activation per layer (baseline)"))}]>,
     Option<"timeLimit", "time-limit", "double", /*default=*/"10.0",
-           "Seconds the MILP may search (0 to 3600)">,
+           "Seconds the MILP may search in all (0 to 3600; the "
+           "measure-and-tighten rounds share them, then use dp)">,
     Option<"targetName", "target", "std::string", /*default=*/"\"\"",
            "Target description (default: the module's strata.target)">,
   ];

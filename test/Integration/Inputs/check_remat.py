@@ -72,8 +72,9 @@ for config in args.config:
     name = "%s-%s-%s" % (solver, budget,
                          os.path.basename(target).replace(".json", ""))
     mlir, plan = compile_plan(name, [
-        "--strata-remat=budget=%s solver=%s target=%s" % (budget, solver,
-                                                          target),
+        # A short MILP limit keeps the test quick; rounds past it use dp.
+        "--strata-remat=budget=%s solver=%s target=%s time-limit=2" % (
+            budget, solver, target),
         "--strata-plan-buffers=strategy=best-fit"])
     text = open(mlir).read()
     remat = re.search(r"#strata.remat_plan<budget = (\d+), .*?kept = (\d+), "
