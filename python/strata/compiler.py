@@ -7,9 +7,9 @@ handles below are MLIR's own.
 """
 
 import ctypes
-import os
 import re
 
+from . import _loader
 from .errors import StrataError
 
 _LIBRARY = "libStrataCAPI.so"
@@ -54,26 +54,7 @@ def _library():
     global _lib
     if _lib is not None:
         return _lib
-    candidates = []
-    for directory in os.environ.get("STRATA_LIB_DIR", "").split(os.pathsep):
-        if directory:
-            candidates.append(os.path.join(directory, _LIBRARY))
-    candidates.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                   _LIBRARY))
-    candidates.append(_LIBRARY)
-    errors = []
-    for path in candidates:
-        if os.sep in path and not os.path.exists(path):
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-            break
-        except OSError as error:
-            errors.append(str(error))
-    else:
-        raise StrataError("cannot load " + _LIBRARY + " (set STRATA_LIB_DIR "
-                          "to the directory that holds it): " +
-                          "; ".join(errors))
+    lib = _loader.load(_LIBRARY)
     for name, (argtypes, restype) in _SIGNATURES.items():
         function = getattr(lib, name)
         function.argtypes = argtypes

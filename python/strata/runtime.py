@@ -19,6 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _loader
 from .errors import StrataError
 
 _LIBRARY = "libstrata_rt_c.so"
@@ -76,39 +77,12 @@ _SIGNATURES = {
 _lib = None
 
 
-def _candidates():
-    """Where libstrata_rt_c.so is looked for, in order."""
-    found = []
-    # STRATA_LIB_DIR may list several directories (os.pathsep), e.g. the
-    # compiler's and the runtime's in a build tree.
-    for directory in os.environ.get("STRATA_LIB_DIR", "").split(os.pathsep):
-        if directory:
-            found.append(os.path.join(directory, _LIBRARY))
-    found.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                              _LIBRARY))
-    found.append(_LIBRARY)  # the dynamic loader's search path
-    return found
-
-
 def library():
     """The loaded C library (loaded on first use)."""
     global _lib
     if _lib is not None:
         return _lib
-    errors = []
-    for path in _candidates():
-        if os.sep in path and not os.path.exists(path):
-            errors.append(path + ": not found")
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-            break
-        except OSError as error:
-            errors.append(str(error))
-    else:
-        raise StrataError("cannot load " + _LIBRARY + " (set STRATA_LIB_DIR "
-                          "to the directory that holds it): " +
-                          "; ".join(errors))
+    lib = _loader.load(_LIBRARY)
     for name, argtypes in _SIGNATURES.items():
         function = getattr(lib, name)
         function.argtypes = argtypes

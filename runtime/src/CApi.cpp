@@ -504,26 +504,39 @@ strata_rt_status strata_rt_step_count(const strata_rt_session *session,
   });
 }
 
+/// The checks get_parameter and set_parameter share: non-null arguments, a
+/// known parameter, the caller's byte count; then the device's newer values
+/// are brought home. On success `id` is the parameter's buffer.
+static strata_rt_status resolveParameter(strata_rt_session *session,
+                                         const char *function, const char *name,
+                                         const void *data, size_t bytes,
+                                         int64_t &id) {
+  if (!session || !name || !data)
+    return nullError(function, !session ? "session" : !name ? "name" : "data");
+  const Parameter *param = findParameter(session, name);
+  if (!param)
+    return argumentError(
+        "no parameter '" + std::string(name) +
+        "' (the plan's parameters: " + knownNames(session, true) + ")");
+  const Buffer &buffer = bufferOf(session, param->buffer);
+  if (strata_rt_status status = checkBytes("parameter", name, buffer.desc,
+                                           toCDType(buffer.desc.dtype), bytes))
+    return status;
+  if (Status status = session->executor->syncToHost(); !status.ok())
+    return fail(status);
+  id = param->buffer;
+  return STRATA_RT_OK;
+}
+
 strata_rt_status strata_rt_get_parameter(strata_rt_session *session,
                                          const char *name, void *data,
                                          size_t bytes) {
   return guarded([&] {
-    if (!session || !name || !data)
-      return nullError("strata_rt_get_parameter", !session ? "session"
-                                                  : !name  ? "name"
-                                                           : "data");
-    const Parameter *param = findParameter(session, name);
-    if (!param)
-      return argumentError(
-          "no parameter '" + std::string(name) +
-          "' (the plan's parameters: " + knownNames(session, true) + ")");
-    const Buffer &buffer = bufferOf(session, param->buffer);
-    if (strata_rt_status status = checkBytes(
-            "parameter", name, buffer.desc, toCDType(buffer.desc.dtype), bytes))
+    int64_t id = 0;
+    if (strata_rt_status status = resolveParameter(
+            session, "strata_rt_get_parameter", name, data, bytes, id))
       return status;
-    if (Status status = session->executor->syncToHost(); !status.ok())
-      return fail(status);
-    std::memcpy(data, session->executor->getTensor(param->buffer).data, bytes);
+    std::memcpy(data, session->executor->getTensor(id).data, bytes);
     return STRATA_RT_OK;
   });
 }
@@ -532,23 +545,12 @@ strata_rt_status strata_rt_set_parameter(strata_rt_session *session,
                                          const char *name, const void *data,
                                          size_t bytes) {
   return guarded([&] {
-    if (!session || !name || !data)
-      return nullError("strata_rt_set_parameter", !session ? "session"
-                                                  : !name  ? "name"
-                                                           : "data");
-    const Parameter *param = findParameter(session, name);
-    if (!param)
-      return argumentError(
-          "no parameter '" + std::string(name) +
-          "' (the plan's parameters: " + knownNames(session, true) + ")");
-    const Buffer &buffer = bufferOf(session, param->buffer);
-    if (strata_rt_status status = checkBytes(
-            "parameter", name, buffer.desc, toCDType(buffer.desc.dtype), bytes))
+    // The device's newer states come home first, so the host copy wins.
+    int64_t id = 0;
+    if (strata_rt_status status = resolveParameter(
+            session, "strata_rt_set_parameter", name, data, bytes, id))
       return status;
-    // Bring the device's newer states home before the host copy wins.
-    if (Status status = session->executor->syncToHost(); !status.ok())
-      return fail(status);
-    std::memcpy(session->executor->getTensor(param->buffer).data, data, bytes);
+    std::memcpy(session->executor->getTensor(id).data, data, bytes);
     session->executor->markHostModified();
     return STRATA_RT_OK;
   });
