@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <queue>
+#include <set>
 
 using namespace llvm;
 using namespace mlir::strata;
@@ -202,12 +203,51 @@ static std::optional<double> field(StringRef attrs, StringRef key) {
   return v;
 }
 
+namespace {
+/// One node of a PipeDream profile graph.
+struct PipeDreamNode {
+  std::string desc;
+  double forwardMs = 0, backwardMs = 0, activation = 0, params = 0;
+};
+} // namespace
+
+/// What PipeDream's optimizer (optimizer_graph_hierarchical.py) does before
+/// it partitions: the `Input*` sources go (their time and sizes are zeroed
+/// and they are pinned to the first stage, so they are not the optimizer's
+/// to place), and so do the `__getitem__` sinks nothing reads (one pass over
+/// the sinks of the graph without the inputs).
+static void dropPipeDreamInputsAndDeadSinks(
+    std::map<int64_t, PipeDreamNode> &nodes,
+    std::vector<std::pair<int64_t, int64_t>> &edges) {
+  auto drop = [&](const std::set<int64_t> &gone) {
+    for (int64_t id : gone)
+      nodes.erase(id);
+    llvm::erase_if(edges, [&](const std::pair<int64_t, int64_t> &edge) {
+      return gone.count(edge.first) || gone.count(edge.second);
+    });
+  };
+  std::set<int64_t> hasInput, hasOutput, gone;
+  for (auto [from, to] : edges) {
+    hasOutput.insert(from);
+    hasInput.insert(to);
+  }
+  for (auto &[id, node] : nodes)
+    if (!hasInput.count(id) && StringRef(node.desc).starts_with("Input"))
+      gone.insert(id);
+  drop(gone);
+  hasOutput.clear();
+  for (auto [from, to] : edges)
+    hasOutput.insert(from);
+  gone.clear();
+  for (auto &[id, node] : nodes)
+    if (!hasOutput.count(id) && StringRef(node.desc).starts_with("__getitem__"))
+      gone.insert(id);
+  drop(gone);
+}
+
 Expected<LayerGraph> mlir::strata::parsePipeDreamGraph(StringRef text,
                                                        StringRef source) {
-  struct Node {
-    std::string desc;
-    double forwardMs = 0, backwardMs = 0, activation = 0, params = 0;
-  };
+  using Node = PipeDreamNode;
   std::map<int64_t, Node> nodes;
   std::vector<std::pair<int64_t, int64_t>> edges;
   SmallVector<StringRef> lines;
@@ -259,15 +299,19 @@ Expected<LayerGraph> mlir::strata::parsePipeDreamGraph(StringRef text,
   }
   if (nodes.empty())
     return makeError(source + ": no nodes");
+  for (auto [from, to] : edges)
+    if (!nodes.count(from) || !nodes.count(to))
+      return makeError(source + ": edge node" + Twine(from) + " -- node" +
+                       Twine(to) + " names an undescribed node");
+  dropPipeDreamInputsAndDeadSinks(nodes, edges);
+  if (nodes.empty())
+    return makeError(source + ": no nodes besides inputs and dead sinks");
   // Kahn's algorithm, smallest node number first.
   std::map<int64_t, std::vector<int64_t>> succ;
   std::map<int64_t, int64_t> indegree;
   for (auto &[id, node] : nodes)
     indegree[id] = 0;
   for (auto [from, to] : edges) {
-    if (!nodes.count(from) || !nodes.count(to))
-      return makeError(source + ": edge node" + Twine(from) + " -- node" +
-                       Twine(to) + " names an undescribed node");
     succ[from].push_back(to);
     ++indegree[to];
   }

@@ -652,9 +652,12 @@ TEST(PipelineProfile, NonFiniteNumbersAreRejected) {
 }
 
 TEST(PipelineProfile, ReadsPipeDreamGraphs) {
+  // As PipeDream's optimizer does: the Input source (node1, 636 ms on
+  // AlexNet's profile) and the __getitem__ sink nothing reads (node4) are
+  // dropped; a __getitem__ that feeds a layer (node5) stays.
   const char *text =
-      "node1 -- Input0 -- forward_compute_time=0.000, "
-      "backward_compute_time=0.000, activation_size=0.0, "
+      "node1 -- Input0 -- forward_compute_time=636.000, "
+      "backward_compute_time=0.000, activation_size=50.0, "
       "parameter_size=0.000\n"
       "node3 -- Conv2d(3, 64) -- forward_compute_time=2.000, "
       "backward_compute_time=4.000, activation_size=100.0, "
@@ -662,21 +665,48 @@ TEST(PipelineProfile, ReadsPipeDreamGraphs) {
       "node2 -- LSTM(2, 2) -- forward_compute_time=1.000, "
       "backward_compute_time=1.000, activation_size=[10.0; 5.0], "
       "parameter_size=20.000\n"
+      "node4 -- __getitem__(1) -- forward_compute_time=0.500, "
+      "backward_compute_time=0.000, activation_size=5.0, "
+      "parameter_size=0.000\n"
+      "node5 -- __getitem__(0) -- forward_compute_time=0.010, "
+      "backward_compute_time=0.000, activation_size=10.0, "
+      "parameter_size=0.000\n"
+      "node6 -- Linear(2, 2) -- forward_compute_time=1.000, "
+      "backward_compute_time=2.000, activation_size=8.0, "
+      "parameter_size=6.000\n"
       "\tnode1 -- node3\n"
       "\tnode3 -- node2\n"
-      "\tnode1 -- node2\n";
+      "\tnode1 -- node2\n"
+      "\tnode2 -- node4\n"
+      "\tnode2 -- node5\n"
+      "\tnode5 -- node6\n";
   llvm::Expected<LayerGraph> graph = parsePipeDreamGraph(text, "graph.txt");
   ASSERT_TRUE(static_cast<bool>(graph)) << llvm::toString(graph.takeError());
-  ASSERT_EQ(graph->layers.size(), 3u);
-  // Topological: node1, node3, node2 (node2 reads node3).
-  EXPECT_EQ(graph->layers[1].name, "node3 Conv2d(3, 64)");
-  EXPECT_DOUBLE_EQ(graph->layers[1].forwardSeconds, 2e-3);
-  EXPECT_DOUBLE_EQ(graph->layers[2].stashBytes, 15.0);
-  EXPECT_DOUBLE_EQ(graph->layers[2].optimizerBytes, 20.0);
-  // node1's output has no bytes; node3 -> node2 carries 100.
-  ASSERT_EQ(graph->edges.size(), 1u);
-  EXPECT_EQ(graph->edges[0].from, 1u);
-  EXPECT_EQ(graph->edges[0].to, 2u);
+  ASSERT_EQ(graph->layers.size(), 4u);
+  // Topological: node3, node2 (reads node3), node5, node6.
+  EXPECT_EQ(graph->layers[0].name, "node3 Conv2d(3, 64)");
+  EXPECT_DOUBLE_EQ(graph->layers[0].forwardSeconds, 2e-3);
+  EXPECT_DOUBLE_EQ(graph->layers[1].stashBytes, 15.0);
+  EXPECT_DOUBLE_EQ(graph->layers[1].optimizerBytes, 20.0);
+  EXPECT_EQ(graph->layers[2].name, "node5 __getitem__(0)");
+  EXPECT_EQ(graph->layers[3].name, "node6 Linear(2, 2)");
+  // node3 -> node2 carries 100, node2 -> node5 15, node5 -> node6 10; the
+  // input's 50 bytes are gone with it.
+  ASSERT_EQ(graph->edges.size(), 3u);
+  EXPECT_EQ(graph->edges[0].from, 0u);
+  EXPECT_EQ(graph->edges[0].to, 1u);
+  EXPECT_DOUBLE_EQ(graph->edges[0].bytes, 100.0);
+  EXPECT_EQ(graph->edges[2].from, 2u);
+  EXPECT_EQ(graph->edges[2].to, 3u);
+
+  // Nothing but an input is no graph.
+  llvm::Expected<LayerGraph> empty = parsePipeDreamGraph(
+      "node1 -- Input0 -- forward_compute_time=1, backward_compute_time=0, "
+      "activation_size=1, parameter_size=0\n",
+      "input.txt");
+  ASSERT_FALSE(static_cast<bool>(empty));
+  EXPECT_EQ(llvm::toString(empty.takeError()),
+            "input.txt: no nodes besides inputs and dead sinks");
 
   llvm::Expected<LayerGraph> bad = parsePipeDreamGraph(
       "node1 -- Foo -- forward_compute_time=x\n", "bad.txt");
