@@ -1046,6 +1046,62 @@ static void evaluateBaselines(const LayerGraph &graph,
   }
 }
 
+PartitionResult mlir::strata::evaluateGivenPartition(
+    const LayerGraph &graph, const PartitionTopology &topology,
+    const PartitionOptions &options, llvm::StringRef spec) {
+  PartitionResult result;
+  result.options = resolveOptions(topology, options);
+  const PartitionOptions &o = result.options;
+  if (std::string problem = graph.verify(); !problem.empty()) {
+    result.error = problem;
+    return result;
+  }
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<int64_t> replicas;
+  llvm::SmallVector<llvm::StringRef> parts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  int64_t next = 0, used = 0;
+  int64_t L = static_cast<int64_t>(graph.layers.size());
+  for (llvm::StringRef part : parts) {
+    auto [range, count] = part.trim().split(':');
+    auto [first, last] = range.split("..");
+    int64_t a, b, r;
+    if (first.getAsInteger(10, a) || last.getAsInteger(10, b) ||
+        count.getAsInteger(10, r) || r < 1 || r > o.devices) {
+      result.error = ("stage '" + part.trim() +
+                      "' is not FIRST..LAST:REPLICAS with 1 <= REPLICAS <= " +
+                      llvm::Twine(o.devices))
+                         .str();
+      return result;
+    }
+    if (a != next || b < a || b >= L) {
+      result.error =
+          ("stage '" + part.trim() + "' must start at layer " +
+           llvm::Twine(next) + " and end by layer " + llvm::Twine(L - 1))
+              .str();
+      return result;
+    }
+    bounds.push_back({static_cast<unsigned>(a), static_cast<unsigned>(b)});
+    replicas.push_back(r);
+    next = b + 1;
+    used += r;
+  }
+  if (next != L || used != o.devices) {
+    result.error =
+        (next != L ? "the stages cover layers 0.." + llvm::Twine(next - 1) +
+                         " of 0.." + llvm::Twine(L - 1)
+                   : "the replicas sum to " + llvm::Twine(used) +
+                         " devices, not " + llvm::Twine(o.devices))
+            .str();
+    return result;
+  }
+  result.replicaCandidates = replicaCandidates(topology, o);
+  result.best = evaluatePartition(graph, topology, o, bounds, replicas);
+  evaluateBaselines(graph, topology, o, static_cast<int64_t>(bounds.size()),
+                    result);
+  return result;
+}
+
 /// The score (value times M + bubble slots) of the best equal split
 /// (evenSplit) that fits, over stage counts spread across [1, maxStages]:
 /// an achievable bound for BoundedSolver; +inf when none fits.

@@ -14,8 +14,10 @@
 #include "strata/Target/TargetDescription.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -73,6 +75,12 @@ static cl::opt<bool> reference(
     cl::desc("Use the exhaustive DP for every objective (the bounded search's "
              "reference; slow on large device counts)"),
     cl::cat(category));
+static cl::opt<std::string> evaluate(
+    "evaluate",
+    cl::desc("Price this partition instead of searching: FIRST..LAST:REPLICAS "
+             "per stage, comma-separated (e.g. 0..11:3,12..40:1), or a file "
+             "holding that text"),
+    cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output file"), cl::init("-"),
                                    cl::cat(category));
 
@@ -128,10 +136,21 @@ int main(int argc, char **argv) {
 
   auto start = std::chrono::steady_clock::now();
   PartitionTopology topology = PartitionTopology::fromTarget(*target);
-  PartitionResult result =
-      reference ? mlir::strata::detail::partitionPipelineReference(
-                      *graph, topology, options)
-                : partitionPipeline(*graph, topology, options);
+  PartitionResult result;
+  if (!evaluate.empty()) {
+    std::string spec = evaluate;
+    if (sys::fs::is_regular_file(spec)) {
+      ErrorOr<std::unique_ptr<MemoryBuffer>> file = MemoryBuffer::getFile(spec);
+      if (!file)
+        return fail("cannot read '" + spec + "': " + file.getError().message());
+      spec = (*file)->getBuffer().trim().str();
+    }
+    result = evaluateGivenPartition(*graph, topology, options, spec);
+  } else {
+    result = reference ? mlir::strata::detail::partitionPipelineReference(
+                             *graph, topology, options)
+                       : partitionPipeline(*graph, topology, options);
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

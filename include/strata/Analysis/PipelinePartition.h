@@ -58,6 +58,8 @@
 #ifndef STRATA_ANALYSIS_PIPELINEPARTITION_H
 #define STRATA_ANALYSIS_PIPELINEPARTITION_H
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -233,6 +235,17 @@ evaluatePartition(const LayerGraph &graph, const PartitionTopology &topology,
                   const PartitionOptions &resolved,
                   const std::vector<std::pair<unsigned, unsigned>> &bounds,
                   const std::vector<int64_t> &replicas);
+
+/// Prices the given partition like a chosen one (with the uniform and
+/// data-parallel baselines), so any partition can be compared under the
+/// model. `spec` is "first..last:replicas" per stage, comma-separated, in
+/// layer positions (e.g. "0..11:3,12..40:1"): the stages must cover every
+/// layer in order, and the replicas sum to the devices of the options
+/// (default: all of the topology's). The result's error says what is wrong.
+PartitionResult evaluateGivenPartition(const LayerGraph &graph,
+                                       const PartitionTopology &topology,
+                                       const PartitionOptions &options,
+                                       llvm::StringRef spec);
 
 /// Chooses the partition (see the file comment).
 PartitionResult partitionPipeline(const LayerGraph &graph,

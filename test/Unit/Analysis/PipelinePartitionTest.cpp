@@ -432,6 +432,45 @@ TEST(PipelinePartition, BoundedSearchMatchesTheExhaustiveDP) {
   EXPECT_GT(pruned, 100);
 }
 
+TEST(PipelinePartition, EvaluateGivenPartitionReproducesTheSearch) {
+  // The search's own choice, written as --evaluate's text and priced again,
+  // gives the same stages, step time and baselines.
+  std::mt19937 rng(23);
+  int checked = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    unsigned L = std::uniform_int_distribution<unsigned>(1, 8)(rng);
+    int64_t D = std::uniform_int_distribution<int64_t>(1, 8)(rng);
+    LayerGraph graph = randomGraph(rng, L, trial % 2 == 0);
+    PartitionTopology topo = randomTopology(rng, D);
+    PartitionOptions o = randomOptions(rng, D, L);
+    o.objective = PartitionObjective::Throughput;
+    PartitionResult searched = partitionPipeline(graph, topo, o);
+    if (!searched.ok())
+      continue;
+    std::string spec;
+    for (const StagePlan &stage : searched.best.stages)
+      spec += (spec.empty() ? "" : ",") + std::to_string(stage.firstLayer) +
+              ".." + std::to_string(stage.lastLayer) + ":" +
+              std::to_string(stage.replicas);
+    PartitionResult given = evaluateGivenPartition(graph, topo, o, spec);
+    ASSERT_TRUE(given.ok()) << given.error << " for " << spec;
+    EXPECT_EQ(given.best.stepSeconds, searched.best.stepSeconds) << spec;
+    EXPECT_EQ(given.best.peakMemoryBytes, searched.best.peakMemoryBytes);
+    EXPECT_EQ(given.dataParallel.stepSeconds,
+              searched.dataParallel.stepSeconds);
+    EXPECT_EQ(given.uniform.stepSeconds, searched.uniform.stepSeconds);
+    ++checked;
+  }
+  EXPECT_GT(checked, 150);
+  // A partition that skips a layer is refused with the reason.
+  LayerGraph graph = randomGraph(rng, 3, false);
+  PartitionTopology topo = randomTopology(rng, 2);
+  PartitionOptions o;
+  o.devices = 2;
+  EXPECT_EQ(evaluateGivenPartition(graph, topo, o, "0..0:1,2..2:1").error,
+            "stage '2..2:1' must start at layer 1 and end by layer 2");
+}
+
 TEST(PipelinePartition, CutPricesEveryCrossingTensor) {
   LayerGraph graph;
   graph.layers.resize(4);
