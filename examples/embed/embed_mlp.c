@@ -101,8 +101,7 @@ int main(void) {
   float first = 0, loss = 0;
   for (int step = 1; step <= 100; ++step) {
     if (strata_rt_step(session, &loss) != STRATA_RT_OK) {
-      fprintf(stderr, "embed_mlp: step %d: %s\n", step,
-              strata_rt_last_error());
+      fprintf(stderr, "embed_mlp: step %d: %s\n", step, strata_rt_last_error());
       strata_rt_session_destroy(session);
       return 1;
     }
