@@ -13,6 +13,7 @@
 #include "strata/Target/TargetDescription.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -235,6 +236,14 @@ static double ringAllReduce(double bytes, int64_t r, double bandwidth,
 
 static double transfer(double bytes, double bandwidth, double latency) {
   return bytes > 0 ? 2.0 * (latency + bytes / bandwidth) : 0.0;
+}
+
+/// The transfer over a cut of `bytes` on the intra-node link (0) and on the
+/// inter-node link (1); 0 for the last stage, which has no cut after it.
+static std::array<double, 2> cutTransfers(const PartitionTopology &topology,
+                                          double bytes) {
+  return {transfer(bytes, topology.intraBandwidth, topology.intraLatency),
+          transfer(bytes, topology.interBandwidth, topology.interLatency)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -468,12 +477,7 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
         double stageStash = stash[j + 1] - stash[i];
         bool hasNext = j + 1 < L;
         double cut = hasNext ? cuts[j] : 0.0;
-        double xfer[2] = {hasNext ? transfer(cut, topology.intraBandwidth,
-                                             topology.intraLatency)
-                                  : 0.0,
-                          hasNext ? transfer(cut, topology.interBandwidth,
-                                             topology.interLatency)
-                                  : 0.0};
+        std::array<double, 2> xfer = cutTransfers(topology, cut);
         const double *restRow = &prev[index(j + 1, 0)];
         for (int64_t c = 0; c < numCandidates; ++c) {
           int64_t r = candidates[c];
@@ -702,12 +706,7 @@ void BoundedSolver::solveRow(const LevelInfo &level, int64_t i,
       } else {
         bool hasNext = j + 1 < L;
         double cut = hasNext ? cuts[j] : 0.0;
-        double xfer[2] = {hasNext ? transfer(cut, topology.intraBandwidth,
-                                             topology.intraLatency)
-                                  : 0.0,
-                          hasNext ? transfer(cut, topology.interBandwidth,
-                                             topology.interLatency)
-                                  : 0.0};
+        std::array<double, 2> xfer = cutTransfers(topology, cut);
         least = kInf;
         for (int one = 0; one < 2; ++one) {
           int link = one ? 0 : 1;

@@ -373,14 +373,20 @@ void applyChoices(const StepModel &model, ArrayRef<RematChoice> choices) {
   SmallVector<Value> available(model.candidates);
   // Slots number each device's swaps from 0.
   DenseMap<int64_t, int64_t> nextSlot;
+  // Per candidate, the producer of the next swapped candidate on its device
+  // (its copy out is waited for by then).
+  SmallVector<Operation *> nextSwapProducer(choices.size(), nullptr);
+  DenseMap<int64_t, Operation *> laterSwap;
+  for (unsigned i = choices.size(); i-- > 0;) {
+    nextSwapProducer[i] = laterSwap.lookup(model.rank[i]);
+    if (choices[i] == RematChoice::Swap)
+      laterSwap[model.rank[i]] = model.candidates[i].getDefiningOp();
+  }
   for (unsigned i = 0; i < model.candidates.size(); ++i) {
     Value value = model.candidates[i];
     if (choices[i] == RematChoice::Keep)
       continue;
-    Operation *waitBy = nullptr;
-    for (unsigned j = i + 1; j < choices.size() && !waitBy; ++j)
-      if (choices[j] == RematChoice::Swap && model.rank[j] == model.rank[i])
-        waitBy = model.candidates[j].getDefiningOp();
+    Operation *waitBy = nextSwapProducer[i];
     Value replacement = choices[i] == RematChoice::Swap
                             ? swapCandidate(model, i, nextSlot[model.rank[i]]++,
                                             outEnd.lookup(i), waitBy,
@@ -442,14 +448,14 @@ struct RematPass : public strata::impl::RematPassBase<RematPass> {
   /// When the model's rounds miss (recomputes hold memory the model does not
   /// count), the cheaper of "swap every candidate" and "recompute every
   /// candidate" that fits; failure when neither does.
-  FailureOr<int64_t> uniformFallback(func::FuncOp func,
-                                     const TargetDescription &target,
-                                     int64_t budgetBytes,
-                                     const RematProblem &problem,
-                                     RematSolution &solution);
-  LogicalResult reportInfeasible(func::FuncOp func,
-                                 const TargetDescription &target,
-                                 int64_t budget, int64_t persistent);
+  FailureOr<int64_t>
+  uniformFallback(func::FuncOp func, const TargetDescription &target,
+                  int64_t budgetBytes, const RematProblem &problem,
+                  RematSolution &solution, int64_t &smallest);
+  /// The error for a budget no choice meets; `smallest` is the least arena
+  /// uniformFallback measured.
+  LogicalResult reportInfeasible(func::FuncOp func, int64_t budgetBytes,
+                                 int64_t persistent, int64_t smallest);
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -492,12 +498,12 @@ FailureOr<PlannedArena> RematPass::measure(func::FuncOp func,
   return measurePlannedArena(*copy, PackStrategy::BestFit);
 }
 
-FailureOr<int64_t> RematPass::uniformFallback(func::FuncOp func,
-                                              const TargetDescription &target,
-                                              int64_t budgetBytes,
-                                              const RematProblem &problem,
-                                              RematSolution &solution) {
+FailureOr<int64_t>
+RematPass::uniformFallback(func::FuncOp func, const TargetDescription &target,
+                           int64_t budgetBytes, const RematProblem &problem,
+                           RematSolution &solution, int64_t &smallest) {
   std::optional<std::pair<RematSolution, int64_t>> best;
+  smallest = INT64_MAX;
   for (RematChoice all : {RematChoice::Swap, RematChoice::Recompute}) {
     RematSolution uniform;
     uniform.choices.assign(problem.candidates.size(), all);
@@ -505,7 +511,10 @@ FailureOr<int64_t> RematPass::uniformFallback(func::FuncOp func,
     uniform.solver = all == RematChoice::Swap ? "all-swap" : "all-recompute";
     uniform.fits = true;
     FailureOr<PlannedArena> arena = measure(func, target, uniform.choices);
-    if (failed(arena) || arena->bytes > budgetBytes)
+    if (failed(arena))
+      continue;
+    smallest = std::min(smallest, arena->bytes);
+    if (arena->bytes > budgetBytes)
       continue;
     if (!best || uniform.cost.added() < best->first.cost.added())
       best = std::make_pair(uniform, arena->bytes);
@@ -517,18 +526,11 @@ FailureOr<int64_t> RematPass::uniformFallback(func::FuncOp func,
 }
 
 LogicalResult RematPass::reportInfeasible(func::FuncOp func,
-                                          const TargetDescription &target,
                                           int64_t budgetBytes,
-                                          int64_t persistent) {
-  StepModel model = buildModel(func, target);
-  int64_t smallest = INT64_MAX;
-  for (RematChoice all : {RematChoice::Recompute, RematChoice::Swap}) {
-    SmallVector<RematChoice> choices(model.candidates.size(), all);
-    FailureOr<PlannedArena> arena = measure(func, target, choices);
-    if (failed(arena))
-      return failure();
-    smallest = std::min(smallest, arena->bytes);
-  }
+                                          int64_t persistent,
+                                          int64_t smallest) {
+  if (smallest == INT64_MAX)
+    return failure(); // measuring reported why
   return stepError(func)
          << "cannot fit a memory budget of " << budgetBytes
          << " bytes: parameters, gradients, optimizer states, inputs and the "
@@ -629,11 +631,13 @@ LogicalResult RematPass::runOnStep(func::FuncOp func,
                           options, problem, solution);
     if (failed(met) && !solution.error.empty())
       return failure();
+    int64_t smallest = INT64_MAX;
     if (failed(met))
-      met = uniformFallback(func, target, *budgetBytes, problem, solution);
+      met = uniformFallback(func, target, *budgetBytes, problem, solution,
+                            smallest);
     if (failed(met))
-      return reportInfeasible(func, target, *budgetBytes,
-                              before->persistentBytes);
+      return reportInfeasible(func, *budgetBytes, before->persistentBytes,
+                              smallest);
     after = *met;
     applyChoices(model, solution.choices);
   }

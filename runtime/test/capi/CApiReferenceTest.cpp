@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/SameBits.h"
 #include "strata-rt/strata_rt.h"
 
 #include "strata-rt/Executor.h"
@@ -22,6 +23,7 @@
 #include <vector>
 
 using namespace strata::rt;
+using strata::rt::test::sameBits;
 
 namespace {
 
@@ -46,19 +48,6 @@ Batch makeBatch(int64_t samples, int64_t width, int32_t classes,
   for (int64_t i = 0; i < samples; ++i)
     batch.labels.push_back(static_cast<int32_t>(next() >> 8) % classes);
   return batch;
-}
-
-/// Bit-for-bit equality of float vectors.
-::testing::AssertionResult sameBits(const std::vector<float> &a,
-                                    const std::vector<float> &b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure()
-           << "sizes " << a.size() << " vs " << b.size();
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << a[i] << " vs " << b[i];
-  return ::testing::AssertionSuccess();
 }
 
 strata_rt_session *openSession(const std::string &plan, uint64_t seed) {

@@ -46,18 +46,8 @@ endif()
 
 # python/strata over the C API (exit 77, a skip, without numpy).
 set(STRATA_PYTHON_DIR ${CMAKE_CURRENT_LIST_DIR}/../../../python)
-# The first Python with numpy: the one CMake finds, else the system's
-# (Debian's python3-numpy), else the one found (which then skips).
-find_package(Python3 COMPONENTS Interpreter)
-set(STRATA_CAPI_PYTHON ${Python3_EXECUTABLE})
-foreach(python ${Python3_EXECUTABLE} /usr/bin/python3)
-  execute_process(COMMAND ${python} -c "import numpy" RESULT_VARIABLE rc
-                  OUTPUT_QUIET ERROR_QUIET)
-  if(rc EQUAL 0)
-    set(STRATA_CAPI_PYTHON ${python})
-    break()
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/StrataPython.cmake)
+strata_find_numpy_python(STRATA_CAPI_PYTHON)
 if(STRATA_CAPI_PYTHON AND EXISTS ${STRATA_PYTHON_DIR}/tests AND
    NOT STRATA_SANITIZE)
   add_test(NAME capi-python

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/SameBits.h"
 #include "TestUtil.h"
 
 #include "strata-rt/CopyEngine.h"
@@ -275,18 +276,6 @@ std::vector<float> runSteps(Executor &executor, int steps,
     result.insert(result.end(), t.f32(), t.f32() + t.numel());
   }
   return result;
-}
-
-::testing::AssertionResult sameBits(const std::vector<float> &a,
-                                    const std::vector<float> &b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure()
-           << "sizes " << a.size() << " vs " << b.size();
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << a[i] << " vs " << b[i];
-  return ::testing::AssertionSuccess();
 }
 
 } // namespace

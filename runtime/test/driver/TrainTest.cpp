@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/SameBits.h"
 #include "TestUtil.h"
 
 #include "strata-rt/Checkpoint.h"
@@ -44,19 +45,6 @@ std::vector<float> losses(const TrainResult &result) {
   for (const StepRecord &r : result.steps)
     out.push_back(r.loss);
   return out;
-}
-
-/// Bit-for-bit equality of float vectors (EXPECT_EQ would accept -0 == 0).
-::testing::AssertionResult sameBits(const std::vector<float> &a,
-                                    const std::vector<float> &b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure()
-           << "sizes " << a.size() << " vs " << b.size();
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << a[i] << " vs " << b[i];
-  return ::testing::AssertionSuccess();
 }
 
 double mean(const std::vector<float> &v, size_t begin, size_t end) {

@@ -13,9 +13,10 @@ byte-identical. Prints one line per strategy with the arena sizes.
 import argparse
 import filecmp
 import os
-import re
-import subprocess
 import sys
+
+import trainutil
+from trainutil import run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("step")
@@ -30,28 +31,9 @@ extra = [a for a in extra if a != "--"]
 os.makedirs(args.workdir, exist_ok=True)
 
 
-def run(cmd, **kw):
-    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if result.returncode != 0:
-        sys.exit("failed: %s\n%s%s" % (" ".join(cmd), result.stdout,
-                                       result.stderr))
-    return result
-
-
 def train(plan, name):
-    ckpt = os.path.join(args.workdir, name + ".safetensors")
-    cmd = ["strata-run", plan, "--steps", str(args.steps), "--threads", "1",
-           "--seed", "3", "--save", ckpt] + extra
-    if args.np > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-               str(args.np)] + cmd
-    out = run(cmd).stdout
-    losses = re.findall(r"^step (\d+) loss (\S+)", out, re.M)
-    arena = re.search(r"^memory: arena (\d+) bytes, live lower bound (\d+)",
-                      out, re.M)
-    if not losses or not arena:
-        sys.exit("no losses or memory line in the output of " + plan)
-    return losses, ckpt, int(arena.group(1)), int(arena.group(2))
+    return trainutil.train(plan, args.workdir, name, args.steps, args.np,
+                           extra)
 
 
 ref_plan = os.path.join(args.workdir, "ref.json")

@@ -18,8 +18,10 @@ import argparse
 import filecmp
 import os
 import re
-import subprocess
 import sys
+
+import trainutil
+from trainutil import run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("step")
@@ -33,27 +35,10 @@ extra = [a for a in extra if a != "--"]
 os.makedirs(args.workdir, exist_ok=True)
 
 
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit("failed: %s\n%s%s" % (" ".join(cmd), result.stdout,
-                                       result.stderr))
-    return result
-
-
 def train(plan, name):
-    ckpt = os.path.join(args.workdir, name + ".safetensors")
-    cmd = ["strata-run", plan, "--steps", str(args.steps), "--threads", "1",
-           "--seed", "3", "--save", ckpt] + extra
-    if args.np > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-               str(args.np)] + cmd
-    out = run(cmd).stdout
-    losses = re.findall(r"^step (\d+) loss (\S+)", out, re.M)
-    arena = re.search(r"^memory: arena (\d+) bytes", out, re.M)
-    if not losses or not arena:
-        sys.exit("no losses or memory line in the output of " + plan)
-    return losses, ckpt, int(arena.group(1))
+    losses, ckpt, arena, _ = trainutil.train(plan, args.workdir, name,
+                                             args.steps, args.np, extra)
+    return losses, ckpt, arena
 
 
 def compile_plan(name, passes):

@@ -13,7 +13,7 @@
 using namespace mlir;
 using namespace mlir::strata;
 
-/// Whether `user` of `value` is a `Partner` op of slot `slot` in `block`.
+/// Whether `user` is a `Partner` op of slot `slot`.
 template <typename Partner>
 static bool isPartner(Operation *user, int64_t slot) {
   auto partner = dyn_cast<Partner>(user);
