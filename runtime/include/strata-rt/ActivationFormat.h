@@ -4,7 +4,8 @@
 // compiler's `--strata-compress-activations` pass and the dialect's
 // `strata.compress` verifier include this header too, so the formats, their
 // names, their plan codes and their packed sizes have exactly one definition
-// (docs/compression.md).
+// (docs/compression.md; the codecs' exact semantics:
+// docs/activation-formats.md).
 //
 // Formats (all block-scaled; a block is `block` consecutive elements of the
 // flattened tensor, the last block zero-padded):
