@@ -12,6 +12,8 @@
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 
+#include "strata-rt/ActivationFormat.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -48,7 +50,16 @@ const char *getDType(Type type) {
     return "i32";
   if (element.isInteger(64))
     return "i64";
+  if (element.isInteger(8))
+    return "i8";
   return "unknown";
+}
+
+/// The plan code of a verified activation format.
+int64_t getActFormatCode(ActFormatAttr attr) {
+  strata_plan::ActFormat format;
+  (void)strata_plan::parseActFormat(attr.getName().str(), format);
+  return strata_plan::encodeActFormat(format);
 }
 
 class PlanWriter {
@@ -67,6 +78,9 @@ private:
   /// is not a pipeline, device < 0).
   FailureOr<llvm::json::Array> buildProgram(int64_t device = -1);
   FailureOr<llvm::json::Object> buildAttrs(Operation *op);
+  /// A compress or decompress instruction's `site` (the compress op's number
+  /// in the step) and, for decompress, its compress's format attributes.
+  LogicalResult addCompressionAttrs(Operation *op, llvm::json::Object &attrs);
   std::string getName(Value value);
 
   func::FuncOp func;
@@ -80,6 +94,8 @@ private:
   SmallVector<SmallVector<Operation *>> rankPrograms;
   /// Data-parallel replicas of the step (strata.replicas, default 1).
   int64_t replicas = 1;
+  /// The site number of each compress op, in program order.
+  DenseMap<Operation *, int64_t> compressSites;
   /// Parameter argument -> the gradient operand of its update.
   DenseMap<Value, Value> gradOf;
   Operation *firstUpdate = nullptr;
@@ -273,6 +289,19 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
     }
     if (name.starts_with("strata."))
       continue; // Discardable annotations, not semantics.
+    // Activation formats become their plan codes (ActivationFormat.h).
+    if (auto format = dyn_cast<ActFormatAttr>(value)) {
+      attrs[name] = getActFormatCode(format);
+      continue;
+    }
+    if (auto formats = dyn_cast<ArrayAttr>(value);
+        formats && llvm::all_of(formats, llvm::IsaPred<ActFormatAttr>)) {
+      llvm::json::Array codes;
+      for (Attribute format : formats)
+        codes.push_back(getActFormatCode(cast<ActFormatAttr>(format)));
+      attrs[name] = std::move(codes);
+      continue;
+    }
     if (isa<UnitAttr>(value))
       attrs[name] = 1;
     else if (auto b = dyn_cast<BoolAttr>(value))
@@ -293,6 +322,24 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
              << "attribute '" << name << "' cannot be written to a plan";
   }
   return attrs;
+}
+
+LogicalResult PlanWriter::addCompressionAttrs(Operation *op,
+                                              llvm::json::Object &attrs) {
+  auto decompress = dyn_cast<DecompressOp>(op);
+  Operation *compress = decompress ? decompress.getCompress() : op;
+  if (!isa<CompressOp>(compress))
+    return success();
+  auto site = compressSites.try_emplace(compress, compressSites.size());
+  attrs["site"] = site.first->second;
+  if (!decompress)
+    return success();
+  FailureOr<llvm::json::Object> source = buildAttrs(compress);
+  if (failed(source))
+    return failure();
+  for (auto &[key, value] : *source)
+    attrs[key] = value;
+  return success();
 }
 
 FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
@@ -321,6 +368,8 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
                << "runs on " << replicas << " (strata.replicas)";
       (*attrs)["group"] = std::max<int64_t>(device, 0);
     }
+    if (failed(addCompressionAttrs(&op, *attrs)))
+      return failure();
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
     program.push_back(llvm::json::Object{
         {"op", op.getName().stripDialect()},

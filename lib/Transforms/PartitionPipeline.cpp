@@ -66,6 +66,7 @@ static FailureOr<LayerGraph> buildLayerGraph(func::FuncOp func,
       entry.forwardSeconds += seconds;
       break;
     case Phase::backward:
+    case Phase::recompute: // Recomputation runs in the backward pass.
       entry.backwardSeconds += seconds;
       break;
     case Phase::update:

@@ -298,20 +298,6 @@ DenseMap<unsigned, double> inStart(const StepModel &model,
   return start;
 }
 
-void setPhase(Operation *op, Phase phase) {
-  op->setAttr(StrataDialect::getPhaseAttrName(),
-              PhaseAttr::get(op->getContext(), phase));
-}
-
-/// Gives `op` the pipeline stage and micro-batch of `from`, if it has them.
-void copyPlacement(Operation *from, Operation *op) {
-  for (StringRef name : {StrataDialect::getStageAttrName(),
-                         StrataDialect::getMicroBatchAttrName(),
-                         StrataDialect::getLayerAttrName()})
-    if (Attribute attr = from->getAttr(name))
-      op->setAttr(name, attr);
-}
-
 /// Swaps candidate `i` out after its last forward use (no earlier than its
 /// copy can end) and back in before `need`; returns the value backward ops
 /// read.

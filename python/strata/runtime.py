@@ -25,8 +25,10 @@ from .errors import StrataError
 _LIBRARY = "libstrata_rt_c.so"
 
 _ROLES = {0: "data", 1: "labels", 2: "parameter"}
-_DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32)}
-_CODES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1}
+_DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32),
+           2: np.dtype(np.uint8)}
+_CODES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1,
+          np.dtype(np.uint8): 2}
 
 TensorSpec = namedtuple("TensorSpec", "name role dtype shape")
 TensorSpec.__doc__ = """An input or parameter of a plan: its name, role

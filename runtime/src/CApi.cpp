@@ -94,7 +94,15 @@ strata_rt_status nullError(const char *function, const char *what) {
 }
 
 strata_rt_dtype toCDType(DType dtype) {
-  return dtype == DType::I32 ? STRATA_RT_I32 : STRATA_RT_F32;
+  switch (dtype) {
+  case DType::F32:
+    return STRATA_RT_F32;
+  case DType::I32:
+    return STRATA_RT_I32;
+  case DType::I8:
+    return STRATA_RT_I8;
+  }
+  return STRATA_RT_F32;
 }
 
 const char *cDTypeName(strata_rt_dtype dtype) {
@@ -103,6 +111,8 @@ const char *cDTypeName(strata_rt_dtype dtype) {
     return "f32";
   case STRATA_RT_I32:
     return "i32";
+  case STRATA_RT_I8:
+    return "i8";
   }
   return "an unknown dtype";
 }

@@ -130,6 +130,12 @@ Status Executor::create(Plan plan, const ExecutorOptions &options,
     result->context.copies = result->copies.get();
     result->context.swapPool = result->swapPool.get();
   }
+  for (const Instruction &inst : *result->program)
+    if (inst.op == OpCode::Compress && !result->compression) {
+      result->compression =
+          std::make_unique<CompressionState>(*result->program, result->tensors);
+      result->context.compression = result->compression.get();
+    }
   if (result->device == DeviceKind::Cuda) {
     const Plan &p = result->plan;
     for (const Input &input : p.inputs)
@@ -143,6 +149,7 @@ Status Executor::create(Plan plan, const ExecutorOptions &options,
       return status;
     result->backend->setCommunicators(options.comm, options.groups);
     result->backend->setStageRanks(result->context.stageRanks);
+    result->backend->setCompression(result->compression.get());
   }
   executor = std::move(result);
   return Status::success();
@@ -254,8 +261,14 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       std::this_thread::sleep_for(
           std::chrono::duration<double, std::milli>(delayMs));
   };
-  if (backend)
-    return runOnDevice(step, loss, selected, delay);
+  if (compression)
+    compression->seed = seed * 0x100000001B3ull + static_cast<uint64_t>(step);
+  if (backend) {
+    Status status = runOnDevice(step, loss, selected, delay);
+    if (compression)
+      compression->endStep();
+    return status;
+  }
   // A failed step may have left transfers in flight: finish them first.
   for (auto &[bucket, transfer] : context.buckets) {
     if (transfer.request)
@@ -323,6 +336,8 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       return Status::failure("step " + std::to_string(step) + ": " +
                              copied.message());
   }
+  if (compression)
+    compression->endStep();
   loss = tensors[plan.loss].f32()[0];
   return Status::success();
 }

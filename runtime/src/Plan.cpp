@@ -318,6 +318,11 @@ private:
   /// instruction touches a buffer while a copy of it is in flight.
   void checkSwaps(const std::vector<Instruction> &program,
                   const std::string &context);
+  /// Every compress of a program has a site of its own; every decompress
+  /// follows the compress of its site, reads its output and carries its
+  /// formats and budget.
+  void checkCompression(const std::vector<Instruction> &program,
+                        const std::string &context);
   /// Every all_reduce_start carries the same `staleness`; with s > 0 the
   /// lagging aggregation's preconditions hold (see docs/plan-format.md).
   void checkStaleness();
@@ -770,6 +775,7 @@ void PlanParser::parseProgram(const json &program, int64_t rank) {
                             out[i].name() + ")");
   checkBuckets(out, context);
   checkSwaps(out, context);
+  checkCompression(out, context);
 }
 
 void PlanParser::checkPipeline() {
@@ -880,6 +886,43 @@ void PlanParser::checkBuckets(const std::vector<Instruction> &program,
              " (" + program[open.begin()->second].name() + ")",
          "bucket " + std::to_string(open.begin()->first) +
              " is never waited for (no all_reduce_wait in the step)");
+}
+
+void PlanParser::checkCompression(const std::vector<Instruction> &program,
+                                  const std::string &context) {
+  std::map<int64_t, size_t> compressOf;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instruction &inst = program[i];
+    if (inst.op != OpCode::Compress && inst.op != OpCode::Decompress)
+      continue;
+    std::string where = context + "instruction #" + std::to_string(i) + " (" +
+                        inst.name() + ")";
+    std::string site = "site " + std::to_string(inst.attrs.site);
+    auto it = compressOf.find(inst.attrs.site);
+    if (inst.op == OpCode::Compress) {
+      if (it != compressOf.end())
+        fail(where, site + " is compressed twice (first by instruction #" +
+                        std::to_string(it->second) + ")");
+      compressOf[inst.attrs.site] = i;
+      continue;
+    }
+    if (it == compressOf.end())
+      fail(where, site + " has no compress before it");
+    const Instruction &compress = program[it->second];
+    std::string of = " of " + site + "'s compress (instruction #" +
+                     std::to_string(it->second) + ")";
+    if (inst.in.at(0) != compress.out.at(0))
+      fail(where, "in must be buffer " + std::to_string(compress.out.at(0)) +
+                      ", the output" + of + ", got buffer " +
+                      std::to_string(inst.in.at(0)));
+    if (inst.attrs.format != compress.attrs.format ||
+        inst.attrs.candidates != compress.attrs.candidates ||
+        inst.attrs.budget != compress.attrs.budget)
+      fail(where, "format, candidates and budget must be those" + of);
+    if (plan.buffers[inst.out.at(0)].desc.shape !=
+        plan.buffers[compress.in.at(0)].desc.shape)
+      fail(where, "out must have the shape of the input" + of);
+  }
 }
 
 void PlanParser::checkSwaps(const std::vector<Instruction> &program,

@@ -32,7 +32,7 @@ const StoredTensor *SafetensorsFile::find(const std::string &name) const {
 }
 
 static const char *fileDTypeName(DType dtype) {
-  return dtype == DType::F32 ? "F32" : "I32";
+  return dtype == DType::F32 ? "F32" : dtype == DType::I32 ? "I32" : "I8";
 }
 
 static bool parseFileDType(const std::string &name, DType &dtype) {
@@ -40,6 +40,8 @@ static bool parseFileDType(const std::string &name, DType &dtype) {
     dtype = DType::F32;
   else if (name == "I32")
     dtype = DType::I32;
+  else if (name == "I8")
+    dtype = DType::I8;
   else
     return false;
   return true;

@@ -82,6 +82,8 @@ Status checkOptions(const TrainOptions &options) {
     return Status::usage("--clip-norm must be a non-negative number");
   if (options.evalEvery < 0)
     return Status::usage("--eval-every must be non-negative");
+  if (options.compressEvery < 0)
+    return Status::usage("--compress-every must be non-negative");
   if ((options.evalEvery > 0 || options.evalFraction > 0) &&
       options.evalDataPath.empty() && options.evalFraction == 0)
     return Status::usage("--eval-every needs --eval-data or --eval-fraction");
@@ -318,6 +320,41 @@ void logJsonRecord(std::FILE *file, int64_t step, float loss, double lr,
   std::fflush(file);
 }
 
+/// Compressed activations under a budget: whether step `i` (1-based in this
+/// run) measures the candidate formats.
+bool measuresCompression(const TrainOptions &options, Executor &executor,
+                         int64_t i) {
+  CompressionState *compression = executor.getCompression();
+  if (!compression || !compression->adaptive())
+    return false;
+  return i == 1 ||
+         (options.compressEvery > 0 && (i - 1) % options.compressEvery == 0);
+}
+
+/// Logs what the measurement of step `step` changed and the bytes the
+/// compressed activations take now.
+void logCompression(std::FILE *log, Executor &executor, int64_t step) {
+  CompressionState &compression = *executor.getCompression();
+  std::vector<CompressionChange> changes = compression.takeChanges();
+  for (const CompressionChange &c : changes) {
+    const CompressionSite &site = compression.getSites().at(c.site);
+    logLine(log,
+            "compress step %lld: tensor %lld (layer %lld, %lld elements) %s "
+            "-> %s: error %.4g %s budget %.4g\n",
+            static_cast<long long>(step), static_cast<long long>(c.site),
+            static_cast<long long>(site.layer),
+            static_cast<long long>(site.numel), c.from.c_str(), c.to.c_str(),
+            c.error, c.error <= c.budget ? "<=" : "> (none within)", c.budget);
+  }
+  int64_t packed = compression.packedBytes(), f32 = compression.f32Bytes();
+  logLine(log,
+          "compress step %lld: %zu changes; %zu tensors take %lld bytes "
+          "(%.2fx smaller than f32)\n",
+          static_cast<long long>(step), changes.size(),
+          compression.getSites().size(), static_cast<long long>(packed),
+          packed ? static_cast<double>(f32) / packed : 0.0);
+}
+
 /// What runSteps does besides training; every member is optional.
 struct StepHooks {
   const LrSchedule *schedule = nullptr;
@@ -420,6 +457,9 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
           [&](double planned) { return lr = schedule->lr(planned, step); });
     if (delays(straggler, result.rank, i))
       executor.setBackwardDelay(straggler.delayMs);
+    bool measuring = measuresCompression(options, executor, i);
+    if (measuring)
+      executor.getCompression()->measureNextStep();
     float loss = 0;
     double gradNorm = -1;
     auto start = std::chrono::steady_clock::now();
@@ -431,6 +471,8 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
         std::chrono::steady_clock::now() - start;
     if (!status.ok())
       return status;
+    if (measuring)
+      logCompression(log, executor, step);
     if (hooks.trace)
       recordTrace(executor, step, *hooks.trace);
     if (hooks.profile)
@@ -847,6 +889,19 @@ void logRunHeader(std::FILE *log, const Executor &executor,
           loaded.memoryPlanStrategy.empty()
               ? "buffers not planned (every buffer its own bytes)"
               : ("planned with " + loaded.memoryPlanStrategy).c_str());
+  if (const CompressionState *compression = executor.getCompression()) {
+    int64_t f32 = compression->f32Bytes();
+    int64_t packed = compression->packedBytes();
+    logLine(log,
+            "compressed activations: %zu tensors, %lld bytes (%lld as f32, "
+            "%.2fx)%s\n",
+            compression->getSites().size(), static_cast<long long>(packed),
+            static_cast<long long>(f32),
+            packed ? static_cast<double>(f32) / packed : 0.0,
+            compression->adaptive()
+                ? ", formats chosen per tensor within the error budget"
+                : "");
+  }
   logLine(log, "data: %s\n", data.getDescription().c_str());
 }
 
@@ -1015,6 +1070,8 @@ Status train(const TrainOptions &options, TrainResult &result) {
   status = Executor::create(std::move(plan), executorOptions, executor);
   if (status.ok())
     status = prepareState(options, *executor, result);
+  if (status.ok())
+    executor->setSeed(result.seed);
   SafetensorsFile trainArrays;
   if (status.ok())
     status = setUpEvaluation(options, *executor, run, trainArrays);

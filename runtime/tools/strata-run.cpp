@@ -62,6 +62,13 @@ options:
   --eval-every K    also evaluate every K steps
   --save-every K    with --save FILE, also write FILE.stepN every K steps
                     (atomically), keeping the newest --keep N (default 3)
+  --compress-every K
+                    a plan with compressed activations under an error
+                    budget (--strata-compress-activations budget=E):
+                    measure every candidate format of every tensor on the
+                    first step and every K steps (default 100; 0: first
+                    step only) and move each tensor to the narrowest format
+                    within the budget; the log says what changed and why
   --resume-latest FILE
                     resume from the newest of FILE and FILE.stepN
   --clip-norm C     clip the gradients to global L2 norm C before each
@@ -192,7 +199,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
   bool infer = false;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
-      grace, evalFraction, evalEvery, clipNorm, saveEvery, keep;
+      grace, evalFraction, evalEvery, clipNorm, saveEvery, keep, compressEvery;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -218,6 +225,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--clip-norm", &clipNorm},
       {"--save-every", &saveEvery},
       {"--keep", &keep},
+      {"--compress-every", &compressEvery},
       {"--resume-latest", &o.resumeLatestPath},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
@@ -298,6 +306,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
     return numberError("--save-every", saveEvery);
   if (!keep.empty() && !parseInteger(keep, o.keep))
     return numberError("--keep", keep);
+  if (!compressEvery.empty() && !parseInteger(compressEvery, o.compressEvery))
+    return numberError("--compress-every", compressEvery);
   if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
     return numberError("--eval-every", evalEvery);
   if (infer) {

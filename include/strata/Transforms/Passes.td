@@ -285,6 +285,57 @@ def RematPass : Pass<"strata-remat", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def CompressActivationsPass
+    : Pass<"strata-compress-activations", "::mlir::ModuleOp"> {
+  let summary = "Store the activations saved for backward in a narrow format";
+  let description = [{
+    Seed 002's activation compression: every f32 activation a
+    `strata.train_step` saves for its backward pass (`SavedValues`; values
+    remat swaps to host memory are left alone) is packed by a
+    `strata.compress` right after the forward op that produces it, and each
+    backward op that reads it gets its own `strata.decompress` right before
+    it. Between the two only the packed bytes are live, so
+    `--strata-plan-buffers` sizes the arena with them. Parameters, gradients
+    and optimizer states stay f32; integer tensors are not touched.
+
+    `format`: one format of docs/compression.md by name (`mxfp8`, `mxfp6`,
+    `mxfp4`, `mxint8`, `bfp:m=4,block=32`, `bfp-outlier:m=4,block=32,outliers=1`,
+    `bfp-nu:m=3,block=32`, ...), `none` (the pass changes nothing), or `auto`.
+    `candidates`: formats separated by `;` that the runtime may switch each
+    tensor among while training; every compressed tensor's bytes are those
+    of the widest candidate, so a switch never changes the arena. With a
+    named format the candidates default to that format alone (no switching);
+    with `auto` they default to `mxfp8;mxfp6;bfp:m=4,block=32;mxfp4`.
+    `budget`: the relative error ||x - q(x)|| / ||x|| each tensor may have;
+    with it (required for `auto`) the runtime measures every candidate on the
+    first step's real activations, picks per tensor the narrowest candidate
+    within the budget, measures again every `--compress-every` steps while
+    training, and moves a tensor to a wider or narrower candidate when its
+    measured error says so (the run log says what changed and why).
+    `min-elements`: tensors with fewer elements stay f32.
+
+    Runs after `--strata-autodiff` (and `--strata-remat`), before
+    `--strata-plan-buffers`; a step that already has buffers is an error.
+
+    ```
+    strata-opt step.mlir --strata-compress-activations="format=mxfp6"
+    strata-opt step.mlir --strata-compress-activations="format=auto budget=0.05"
+    ```
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"none\"",
+           "A format name, none or auto">,
+    Option<"candidates", "candidates", "std::string", /*default=*/"\"\"",
+           "Formats separated by ';' the runtime may switch among">,
+    Option<"budget", "budget", "double", /*default=*/"0.0",
+           "Relative error budget per tensor for the runtime's choice (0: "
+           "none; required for auto)">,
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"0",
+           "Leave tensors with fewer elements uncompressed">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 def PlanBuffersPass : Pass<"strata-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Reuse arena bytes between buffers that are never live together";
   let description = [{

@@ -29,6 +29,7 @@
 namespace strata::rt {
 
 class Communicator;
+class CompressionState;
 struct Instruction;
 struct Plan;
 
@@ -76,6 +77,9 @@ public:
   /// Pipelines: the rank of the run's communicator that runs each stage in
   /// this rank's replica (send and recv name stages); empty otherwise.
   virtual void setStageRanks(const std::vector<int> &stageRanks) = 0;
+  /// Compressed activations: the sites and the formats they use now (not
+  /// owned; nullptr when the program has none).
+  virtual void setCompression(CompressionState *compression) = 0;
 
   /// Enqueues host-to-device copies of these buffers on the copy stream;
   /// instructions enqueued later wait for them.

@@ -17,6 +17,7 @@
 #ifndef STRATA_RT_EXECUTOR_H
 #define STRATA_RT_EXECUTOR_H
 
+#include "strata-rt/Compression.h"
 #include "strata-rt/CopyEngine.h"
 #include "strata-rt/Device.h"
 #include "strata-rt/Kernels.h"
@@ -163,6 +164,11 @@ public:
   /// The host swap pool of a CPU executor whose program swaps (nullptr
   /// otherwise).
   const SwapPool *getSwapPool() const { return swapPool.get(); }
+  /// The compressed activations of the program (nullptr when it has none).
+  CompressionState *getCompression() { return compression.get(); }
+  const CompressionState *getCompression() const { return compression.get(); }
+  /// The run's seed, which keys stochastic rounding with the step number.
+  void setSeed(uint64_t value) { seed = value; }
 
 private:
   Executor(Plan plan, const ExecutorOptions &options);
@@ -203,6 +209,8 @@ private:
   std::unique_ptr<SwapPool> swapPool;
   std::unique_ptr<CopyEngine> copies;
   std::vector<CopySpan> lastStepCopies;
+  std::unique_ptr<CompressionState> compression;
+  uint64_t seed = 0;
   std::vector<Tensor> tensors;
   std::vector<InstructionTime> lastStepTimes;
   /// The clock origin of the instruction times, in ns since the epoch of

@@ -26,6 +26,7 @@
 namespace strata::rt {
 
 class Communicator;
+class CompressionState;
 class CopyEngine;
 class SwapPool;
 class ThreadPool;
@@ -101,6 +102,9 @@ struct KernelContext {
   /// nullptr when the program does not swap.
   CopyEngine *copies = nullptr;
   SwapPool *swapPool = nullptr;
+  /// Compressed activations (compress, decompress): the sites and the
+  /// formats they use now (not owned); nullptr when the program has none.
+  CompressionState *compression = nullptr;
 };
 
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).

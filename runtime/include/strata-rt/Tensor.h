@@ -17,13 +17,14 @@
 
 namespace strata::rt {
 
-enum class DType { F32, I32 };
+/// I8 holds raw bytes: the packed formats of compressed activations.
+enum class DType { F32, I32, I8 };
 
 /// Bytes of one element.
-inline int64_t dtypeSize(DType) { return 4; }
-/// "f32" / "i32".
+inline int64_t dtypeSize(DType dtype) { return dtype == DType::I8 ? 1 : 4; }
+/// "f32" / "i32" / "i8".
 const char *dtypeName(DType dtype);
-/// Parses "f32" / "i32"; returns false for anything else.
+/// Parses "f32" / "i32" / "i8"; returns false for anything else.
 bool parseDType(const std::string &name, DType &dtype);
 
 using Shape = std::vector<int64_t>;
@@ -48,6 +49,7 @@ struct Tensor {
 
   float *f32() const { return static_cast<float *>(data); }
   int32_t *i32() const { return static_cast<int32_t *>(data); }
+  uint8_t *bytes() const { return static_cast<uint8_t *>(data); }
   const Shape &shape() const { return desc.shape; }
   int64_t numel() const { return desc.numel(); }
   int64_t dim(int64_t i) const {

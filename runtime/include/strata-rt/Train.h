@@ -105,6 +105,11 @@ struct TrainOptions {
   int64_t keep = 3;
   /// Resume from the newest of this file and its periodic checkpoints.
   std::string resumeLatestPath;
+  /// A plan whose compressed activations carry a budget: measure every
+  /// candidate format of every tensor on the first step and every
+  /// `compressEvery` steps after it (0: the first step only), and move each
+  /// tensor to the narrowest format within its budget (Compression.h).
+  int64_t compressEvery = 100;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first

@@ -62,7 +62,9 @@ typedef enum strata_rt_status {
 
 typedef enum strata_rt_dtype {
   STRATA_RT_F32 = 0,
-  STRATA_RT_I32 = 1
+  STRATA_RT_I32 = 1,
+  /* Raw bytes (packed compressed activations). */
+  STRATA_RT_I8 = 2
 } strata_rt_dtype;
 
 typedef enum strata_rt_role {

@@ -199,6 +199,7 @@ const std::vector<OpKernel> &registry() {
     detail::appendOptimKernels(all);
     detail::appendCommKernels(all);
     detail::appendCopyKernels(all);
+    detail::appendCompressKernels(all);
     std::sort(all.begin(), all.end(),
               [](const OpKernel &a, const OpKernel &b) { return a.op < b.op; });
     for (int i = 0; i < kNumOpCodes; ++i)

@@ -155,6 +155,7 @@ void appendConvKernels(std::vector<OpKernel> &kernels);
 void appendOptimKernels(std::vector<OpKernel> &kernels);
 void appendCommKernels(std::vector<OpKernel> &kernels);
 void appendCopyKernels(std::vector<OpKernel> &kernels);
+void appendCompressKernels(std::vector<OpKernel> &kernels);
 
 } // namespace strata::rt::detail
 

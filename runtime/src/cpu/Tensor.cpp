@@ -14,6 +14,8 @@ const char *dtypeName(DType dtype) {
     return "f32";
   case DType::I32:
     return "i32";
+  case DType::I8:
+    return "i8";
   }
   return "unknown";
 }
@@ -25,6 +27,10 @@ bool parseDType(const std::string &name, DType &dtype) {
   }
   if (name == "i32") {
     dtype = DType::I32;
+    return true;
+  }
+  if (name == "i8") {
+    dtype = DType::I8;
     return true;
   }
   return false;

@@ -339,6 +339,10 @@ void CudaBackend::setStageRanks(const std::vector<int> &stageRanks) {
   context_.stageRanks = stageRanks;
 }
 
+void CudaBackend::setCompression(CompressionState *compression) {
+  context_.compression = compression;
+}
+
 Status CudaBackend::orderAfterSends() {
   Status result = Status::success();
   for (std::unique_ptr<Request> &request : context_.pendingSends)

@@ -128,6 +128,7 @@ const std::vector<detail::CudaKernelEntry> &registry() {
     detail::appendCommCudaKernels(all);
     detail::appendAsyncCudaKernels(all);
     detail::appendCopyCudaKernels(all);
+    detail::appendCompressCudaKernels(all);
     std::sort(all.begin(), all.end(),
               [](const detail::CudaKernelEntry &a,
                  const detail::CudaKernelEntry &b) { return a.op < b.op; });

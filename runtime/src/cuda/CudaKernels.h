@@ -28,6 +28,10 @@
 #include <string>
 #include <vector>
 
+namespace strata::rt {
+class CompressionState;
+} // namespace strata::rt
+
 namespace strata::rt::cuda {
 
 /// How matmul instructions are computed.
@@ -106,6 +110,9 @@ struct CudaContext {
   /// stream) and the host slots by slot number (owned by the backend).
   cudaStream_t copyStream = nullptr;
   std::map<int64_t, CudaSwapSlot> swapSlots = {};
+  /// Compressed activations (compress, decompress): the executor's sites
+  /// (not owned); nullptr when the program has none.
+  CompressionState *compression = nullptr;
 };
 
 using CudaKernelFn = void (*)(CudaContext &ctx,

@@ -19,6 +19,12 @@
 #include "CudaCompress.h"
 #include "CudaKernelsInternal.h"
 
+#include "strata-rt/Compression.h"
+#include "strata-rt/ThreadPool.h"
+
+#include <stdexcept>
+#include <vector>
+
 #include "cpu/CompressCodec.h"
 
 using namespace strata_plan;
@@ -206,5 +212,52 @@ void decompressActivations(cudaStream_t stream, const ActFormat &f,
                                                                         n, out);
   STRATA_CUDA_CHECK_LAUNCH();
 }
+
+namespace detail {
+namespace {
+
+/// The plan ops: the site's format in use (strata-rt/Compression.h). A
+/// measurement step copies the input to the host and measures every
+/// candidate with the CPU codecs (every --compress-every steps only).
+void runCompress(CudaContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const OpAttrs &attrs) {
+  if (!ctx.compression)
+    throw std::runtime_error("compress: the executor has no compression "
+                             "sites");
+  CompressionSite &site = ctx.compression->site(attrs.site, "compress");
+  uint64_t seed = ctx.compression->siteSeed(attrs.site);
+  const Tensor &in = inputs[0];
+  if (ctx.compression->isMeasuring() && site.budget > 0) {
+    std::vector<float> host(static_cast<size_t>(in.numel()));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(host.data(), in.data, in.desc.bytes(),
+                                      cudaMemcpyDeviceToHost, ctx.stream));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    ThreadPool pool(1);
+    ctx.compression->choose(
+        attrs.site,
+        measureCandidates(pool, site, host.data(), in.numel(), seed));
+  }
+  compressActivations(ctx.stream, site.format(), in.f32(), in.numel(),
+                      outputs[0].bytes(), seed);
+}
+
+void runDecompress(CudaContext &ctx, const Tensors &inputs,
+                   const Tensors &outputs, const OpAttrs &attrs) {
+  if (!ctx.compression)
+    throw std::runtime_error("decompress: the executor has no compression "
+                             "sites");
+  CompressionSite &site = ctx.compression->site(attrs.site, "decompress");
+  decompressActivations(ctx.stream, site.format(), inputs[0].bytes(),
+                        outputs[0].numel(), outputs[0].f32());
+}
+
+} // namespace
+
+void appendCompressCudaKernels(std::vector<CudaKernelEntry> &kernels) {
+  kernels.push_back({OpCode::Compress, runCompress});
+  kernels.push_back({OpCode::Decompress, runDecompress});
+}
+
+} // namespace detail
 
 } // namespace strata::rt::cuda

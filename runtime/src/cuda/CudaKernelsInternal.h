@@ -256,6 +256,7 @@ void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendCommCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendAsyncCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendCopyCudaKernels(std::vector<CudaKernelEntry> &kernels);
+void appendCompressCudaKernels(std::vector<CudaKernelEntry> &kernels);
 
 } // namespace strata::rt::cuda::detail
 

@@ -71,6 +71,8 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"swap_out_wait", 1, 0},
       {"swap_in", 0, 1},
       {"swap_in_wait", 1, 0},
+      {"compress", 1, 1},
+      {"decompress", 1, 1},
   };
   for (auto [name, numIn, numOut] : ops) {
     const OpKernel *k = lookupKernel(name);

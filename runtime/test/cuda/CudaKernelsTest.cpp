@@ -24,6 +24,8 @@
 
 #include "CudaKernels.h"
 #include "CudaBackend.h"
+#include "CudaCompress.h"
+#include "strata-rt/Compress.h"
 
 #include "strata-rt/Kernels.h"
 #include "strata-rt/ThreadPool.h"
@@ -737,6 +739,10 @@ TEST(CudaKernelCases, EveryOpHasACase) {
   for (const char *op :
        {"swap_out", "swap_out_wait", "swap_in", "swap_in_wait"})
     covered.insert(op);
+  // Compress and decompress read the executor's sites; the codecs they run
+  // are checked against the CPU's by CudaCompress.MatchesCpu.
+  covered.insert("compress");
+  covered.insert("decompress");
   for (const OpKernel *k : allKernels())
     EXPECT_TRUE(covered.count(k->name()))
         << "no test case for op '" << k->name() << "'";
@@ -1246,6 +1252,51 @@ TEST(CudaScratch, Sizes) {
                          {desc({600, 33}), desc({600}, DType::I32)},
                          {desc({50, 33})}, {}),
             3u * 600 * 4);
+}
+
+/// The CUDA activation codecs write the CPU codecs' bytes and values
+/// (strata-rt/Compress.h), for every kind of format, a partial last block,
+/// and stochastic rounding with the same seed.
+TEST(CudaCompress, MatchesCpu) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 4133;
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  std::vector<float> x(n);
+  for (float &v : x)
+    v = normal(gen);
+  x[5] = 0;
+  x[40] = 1e-40f;
+  ThreadPool pool(1);
+  for (const char *name :
+       {"mxfp8", "mxfp8e5m2", "mxfp6", "mxfp6e3m2", "mxfp4", "mxfp4:scale=spec",
+        "mxint8", "bfp:m=4,block=32", "bfp:m=8,block=16,round=stochastic",
+        "bfp-outlier:m=4,block=64,outliers=2", "bfp-nu:m=3,block=32"}) {
+    SCOPED_TRACE(name);
+    strata_plan::ActFormat f;
+    ASSERT_EQ(strata_plan::parseActFormat(name, f), "");
+    int64_t bytes = strata_plan::actPackedBytes(f, n);
+    std::vector<uint8_t> want(bytes), got(bytes);
+    std::vector<float> wantBack(n), gotBack(n);
+    strata::rt::compressActivations(pool, f, x.data(), n, want.data(), 99);
+    strata::rt::decompressActivations(pool, f, want.data(), n, wantBack.data());
+    float *dx = nullptr, *dy = nullptr;
+    uint8_t *dc = nullptr;
+    ASSERT_EQ(cudaMalloc(&dx, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dy, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dc, bytes), cudaSuccess);
+    cudaMemcpy(dx, x.data(), n * 4, cudaMemcpyHostToDevice);
+    cuda::compressActivations(nullptr, f, dx, n, dc, 99);
+    cuda::decompressActivations(nullptr, f, dc, n, dy);
+    cudaMemcpy(got.data(), dc, bytes, cudaMemcpyDeviceToHost);
+    cudaMemcpy(gotBack.data(), dy, n * 4, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(dc);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(std::memcmp(gotBack.data(), wantBack.data(), n * 4), 0);
+  }
 }
 
 } // namespace

@@ -429,3 +429,60 @@ func.func @swap_in_unwaited() -> tensor<4xf32> {
   %in = strata.swap_in slot = 0 : tensor<4xf32>
   return %in : tensor<4xf32>
 }
+
+// -----
+
+func.func @compress_bytes(%x: tensor<4x25xf32>) {
+  // expected-error @+1 {{'strata.compress' op result must hold the 68 packed bytes of the widest candidate format, got 64}}
+  %c = strata.compress %x format <"mxfp4"> : tensor<4x25xf32> -> tensor<64xi8>
+  return
+}
+
+// -----
+
+func.func @compress_not_candidate(%x: tensor<4x25xf32>) {
+  // expected-error @+1 {{'strata.compress' op format #strata.act_format<"mxfp8e4m3"> must be one of its candidates}}
+  %c = strata.compress %x format <"mxfp8e4m3"> candidates [#strata.act_format<"mxfp4">] : tensor<4x25xf32> -> tensor<68xi8>
+  return
+}
+
+// -----
+
+func.func @compress_budget(%x: tensor<4x25xf32>) {
+  // expected-error @+1 {{'strata.compress' op budget must be a positive number, got -1}}
+  %c = strata.compress %x format <"mxfp4"> budget -1.0 : tensor<4x25xf32> -> tensor<68xi8>
+  return
+}
+
+// -----
+
+func.func @compress_format_name(%x: tensor<4x25xf32>) {
+  // expected-error @+1 {{invalid activation format 'mxfp3': unknown format 'mxfp3'}}
+  %c = strata.compress %x format <"mxfp3"> : tensor<4x25xf32> -> tensor<68xi8>
+  return
+}
+
+// -----
+
+func.func @compress_format_spelling(%x: tensor<4x25xf32>) {
+  // expected-error @+1 {{activation format 'bfp:m=4' must be spelled canonically: 'bfp:m=4,block=32'}}
+  %c = strata.compress %x format <"bfp:m=4"> : tensor<4x25xf32> -> tensor<84xi8>
+  return
+}
+
+// -----
+
+func.func @decompress_source(%b: tensor<68xi8>) {
+  // expected-error @+1 {{'strata.decompress' op input must be the result of a strata.compress}}
+  %y = strata.decompress %b : tensor<68xi8> -> tensor<4x25xf32>
+  return
+}
+
+// -----
+
+func.func @decompress_type(%x: tensor<4x25xf32>) {
+  %c = strata.compress %x format <"mxfp4"> : tensor<4x25xf32> -> tensor<68xi8>
+  // expected-error @+1 {{'strata.decompress' op result type 'tensor<100xf32>' must be the compressed tensor's type 'tensor<4x25xf32>'}}
+  %y = strata.decompress %c : tensor<68xi8> -> tensor<100xf32>
+  return
+}

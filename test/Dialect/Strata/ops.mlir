@@ -110,3 +110,19 @@ func.func @swaps(%x: tensor<4xf32>, %y: tensor<4xi32>) -> (tensor<4xf32>, tensor
   strata.swap_in_wait %yin slot = 1 : tensor<4xi32>
   return %r, %yin : tensor<4xf32>, tensor<4xi32>
 }
+
+// -----
+
+// 100 f32 values in MXFP4 are 4 blocks of 32 (the last padded): 4 * 17
+// bytes; in BFP m=4 block 16, 7 blocks of 1 + 10 bytes. The result holds the
+// widest candidate's bytes.
+// CHECK-LABEL: func.func @compression
+// CHECK: %[[C:.*]] = strata.compress %arg0 format <"mxfp4"> : tensor<4x25xf32> -> tensor<68xi8>
+// CHECK: strata.decompress %[[C]] : tensor<68xi8> -> tensor<4x25xf32>
+// CHECK: strata.compress %arg0 format <"mxfp4"> candidates [#strata.act_format<"mxfp4">, #strata.act_format<"bfp:m=4,block=16">] budget 1.000000e-01 : tensor<4x25xf32> -> tensor<77xi8>
+func.func @compression(%x: tensor<4x25xf32>) -> (tensor<4x25xf32>, tensor<77xi8>) {
+  %c = strata.compress %x format <"mxfp4"> : tensor<4x25xf32> -> tensor<68xi8>
+  %y = strata.decompress %c : tensor<68xi8> -> tensor<4x25xf32>
+  %d = strata.compress %x format <"mxfp4"> candidates [#strata.act_format<"mxfp4">, #strata.act_format<"bfp:m=4,block=16">] budget 0.1 : tensor<4x25xf32> -> tensor<77xi8>
+  return %y, %d : tensor<4x25xf32>, tensor<77xi8>
+}

@@ -77,6 +77,10 @@ std::set<std::string> exportedAttrNames(OperationName name,
       names.insert(field);
   if (info.has(rt::kCollective) && !info.has(rt::kAsyncWait))
     names.insert("group");
+  // The exporter numbers the compress sites; a decompress carries its
+  // compress's format, candidates and budget (ExportPlan.cpp).
+  if (info.op == rt::OpCode::Compress || info.op == rt::OpCode::Decompress)
+    names.insert({"site", "format", "candidates", "budget"});
   return names;
 }
 
@@ -229,6 +233,10 @@ TEST_F(PlanContract, ExportedPlansMatchTheTable) {
   cnn.classes = 4;
   merge(checkPlan(compile(mstrata::buildCNN(&context, cnn),
                           "strata-autodiff{optimizer=sgd lr=0.1}")));
+  merge(checkPlan(compile(mstrata::buildMLP(&context, mlp),
+                          "strata-autodiff{optimizer=sgd lr=0.1},"
+                          "strata-compress-activations{format=auto "
+                          "budget=0.05}")));
   // The plans cover most of the table; the rest (fill, scale, flatten,
   // reshape, mse_loss...) come from other generators and passes.
   EXPECT_GE(seen.size(), 25u);

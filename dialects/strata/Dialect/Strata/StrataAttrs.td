@@ -207,6 +207,28 @@ def Strata_RematPlanAttr : Strata_Attr<"RematPlan", "remat_plan"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Strata_ActFormatAttr : Strata_Attr<"ActFormat", "act_format"> {
+  let summary = "a compressed activation format";
+  let description = [{
+    One of the formats of `strata-rt/ActivationFormat.h` (docs/compression.md),
+    by its canonical name: `none`, block floating point
+    (`bfp:m=4,block=32`, `bfp:m=4,block=32,round=stochastic`), BFP with
+    outliers kept in bf16 (`bfp-outlier:m=4,block=32,outliers=1`), BFP with a
+    non-uniform mantissa code (`bfp-nu:m=3,block=32`), or OCP MX v1.0
+    (`mxfp8e4m3`, `mxfp8e5m2`, `mxfp6e2m3`, `mxfp6e3m2`, `mxfp4`, `mxint8`,
+    each with `:scale=spec` for the specification's scale rounding). The
+    verifier parses the name and requires the canonical spelling, so equal
+    formats are equal attributes.
+
+    ```mlir
+    #strata.act_format<"mxfp6e2m3">
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"canonical format name">:$name);
+  let assemblyFormat = "`<` $name `>`";
+  let genVerifyDecl = 1;
+}
+
 def Strata_CostAttr : Strata_Attr<"Cost", "cost"> {
   let summary = "analytic cost of one execution of an op on a target";
   let description = [{

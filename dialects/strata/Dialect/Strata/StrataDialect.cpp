@@ -3,6 +3,8 @@
 #include "strata/Dialect/Strata/StrataDialect.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 
+#include "strata-rt/ActivationFormat.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -49,6 +51,21 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "parameter init scale must be a non-negative "
                           "number, got "
                        << scale.convertToDouble();
+  return success();
+}
+
+LogicalResult
+ActFormatAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef name) {
+  strata_plan::ActFormat format;
+  std::string error = strata_plan::parseActFormat(name.str(), format);
+  if (!error.empty())
+    return emitError() << error;
+  std::string canonical = strata_plan::actFormatName(format);
+  if (canonical != name)
+    return emitError() << "activation format '" << name
+                       << "' must be spelled canonically: '" << canonical
+                       << "'";
   return success();
 }
 

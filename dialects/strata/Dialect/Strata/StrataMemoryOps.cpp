@@ -1,14 +1,19 @@
-//===- StrataMemoryOps.cpp - Swapping activations to host memory ----------===//
+//===- StrataMemoryOps.cpp - Swapping and compressing activations ---------===//
 //
 // Verifiers and costs of `swap_out`, `swap_out_wait`, `swap_in` and
 // `swap_in_wait` (StrataMemoryOps.td). The verifiers check each op against
 // its partner in the same block; the plan loader checks the whole sequence
-// of every slot.
+// of every slot. Then `compress` and `decompress`, whose packed sizes are
+// strata-rt/ActivationFormat.h's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Target/TargetDescription.h"
+
+#include "strata-rt/ActivationFormat.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -117,3 +122,76 @@ int64_t SwapInWaitOp::getFlops() { return 0; }
 int64_t SwapInWaitOp::getBytesRead() { return 0; }
 int64_t SwapInWaitOp::getBytesWritten() { return 0; }
 double SwapInWaitOp::estimateSeconds(const TargetDescription &) { return 0; }
+
+//===----------------------------------------------------------------------===//
+// CompressOp / DecompressOp
+//===----------------------------------------------------------------------===//
+
+/// The format of a verified act_format attribute.
+static strata_plan::ActFormat parsedFormat(ActFormatAttr attr) {
+  strata_plan::ActFormat format;
+  (void)strata_plan::parseActFormat(attr.getName().str(), format);
+  return format;
+}
+
+SmallVector<ActFormatAttr> CompressOp::getCandidateFormats() {
+  SmallVector<ActFormatAttr> formats;
+  if (std::optional<ArrayAttr> candidates = getCandidates())
+    for (Attribute attr : *candidates)
+      formats.push_back(cast<ActFormatAttr>(attr));
+  else
+    formats.push_back(getFormat());
+  return formats;
+}
+
+LogicalResult CompressOp::verify() {
+  int64_t numel = getInput().getType().getNumElements();
+  int64_t widest = 0;
+  bool listed = false;
+  for (ActFormatAttr format : getCandidateFormats()) {
+    widest = std::max(widest,
+                      strata_plan::actPackedBytes(parsedFormat(format), numel));
+    listed |= format == getFormat();
+  }
+  if (!listed)
+    return emitOpError() << "format " << getFormat()
+                         << " must be one of its candidates";
+  if (std::optional<ArrayAttr> candidates = getCandidates();
+      candidates && candidates->empty())
+    return emitOpError() << "candidates must not be empty";
+  if (FloatAttr budget = getBudgetAttr()) {
+    double value = budget.getValueAsDouble();
+    if (!(value > 0 && std::isfinite(value)))
+      return emitOpError() << "budget must be a positive number, got " << value;
+  }
+  int64_t bytes = getResult().getType().getNumElements();
+  if (bytes != widest)
+    return emitOpError() << "result must hold the " << widest
+                         << " packed bytes of the widest candidate format, "
+                            "got "
+                         << bytes;
+  return success();
+}
+
+int64_t CompressOp::getFlops() {
+  return 4 * getInput().getType().getNumElements();
+}
+
+CompressOp DecompressOp::getCompress() {
+  return getInput().getDefiningOp<CompressOp>();
+}
+
+LogicalResult DecompressOp::verify() {
+  CompressOp compress = getCompress();
+  if (!compress)
+    return emitOpError() << "input must be the result of a strata.compress";
+  if (compress.getInput().getType() != getResult().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must be the compressed tensor's type "
+                         << compress.getInput().getType();
+  return success();
+}
+
+int64_t DecompressOp::getFlops() {
+  return 2 * getResult().getType().getNumElements();
+}

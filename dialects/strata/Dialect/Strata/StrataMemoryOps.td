@@ -1,4 +1,4 @@
-//===- StrataMemoryOps.td - Swapping activations to host memory -*- tablegen -*-===//
+//===- StrataMemoryOps.td - Swapping and compressing activations -*- tablegen -*-===//
 //
 // Copies between the device arena and host memory that `--strata-remat`
 // inserts: an activation saved for the backward pass leaves the device after
@@ -111,6 +111,77 @@ def Strata_SwapInWaitOp : Strata_SwapOp<"swap_in_wait"> {
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$slot);
   let assemblyFormat = "$input `slot` `=` $slot attr-dict `:` type($input)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Activation compression
+//===----------------------------------------------------------------------===//
+
+def Strata_CompressOp : Strata_Op<"compress", [Pure,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface>]> {
+  let summary = "pack an activation saved for backward into a narrow format";
+  let description = [{
+    Inserted by `--strata-compress-activations` after the forward op that
+    produces `input`: packs its f32 elements in `format` (a block-scaled
+    format, docs/compression.md) into the bytes of `result`, which the
+    backward pass's `strata.decompress` ops read. `candidates`, when present,
+    lists the formats the runtime may switch this tensor to while training
+    (it includes `format`); `result` holds the widest of them, so the arena
+    is sized for it and a switch never needs a new plan. `budget`, when
+    present, is the relative error (||x - q(x)|| / ||x||) the runtime keeps
+    this tensor's format within when it chooses among the candidates.
+    Cost: a pass over the input and the packed bytes, about 4 FLOPs per
+    element (scale, round, clamp, pack).
+
+    `result` is a rank-1 `i8` tensor of exactly the packed bytes of the
+    widest candidate (`actPackedBytes`).
+
+    ```mlir
+    %c = strata.compress %h format #strata.act_format<"mxfp6e2m3"> : tensor<32x256xf32> -> tensor<6400xi8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32], [HasStaticShapePred,
+                                              Strata_SizedTensorPred]>:$input,
+                       Strata_ActFormatAttr:$format,
+                       OptionalAttr<TypedArrayAttrBase<Strata_ActFormatAttr,
+                           "array of activation formats">>:$candidates,
+                       OptionalAttr<F64Attr>:$budget);
+  let results = (outs 1DTensorOf<[I8]>:$result);
+  let assemblyFormat = [{
+    $input `format` $format (`candidates` $candidates^)? (`budget` $budget^)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The formats the runtime may use: `candidates`, or `format` alone.
+    ::llvm::SmallVector<::mlir::strata::ActFormatAttr> getCandidateFormats();
+  }];
+}
+
+def Strata_DecompressOp : Strata_Op<"decompress", [Pure,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface>]> {
+  let summary = "unpack a compressed activation for a backward op";
+  let description = [{
+    Unpacks the bytes a `strata.compress` wrote back into f32 values, in the
+    format that compress used in this step. `input` must be a
+    `strata.compress` result and `result` has that compress's input type.
+    The pass places one right before each backward op that reads the
+    activation, so the f32 copy lives only as long as that op needs it.
+    Cost: a pass over the packed bytes and the output, about 2 FLOPs per
+    element.
+
+    ```mlir
+    %h2 = strata.decompress %c : tensor<6400xi8> -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[I8]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The compress op whose bytes this unpacks (the verifier guarantees it).
+    ::mlir::strata::CompressOp getCompress();
+  }];
 }
 
 #endif // STRATA_DIALECT_STRATA_STRATAMEMORYOPS_TD

@@ -35,6 +35,19 @@ void mlir::strata::setLayer(Operation *op, int64_t layer) {
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
 }
 
+void mlir::strata::setPhase(Operation *op, Phase phase) {
+  op->setAttr(StrataDialect::getPhaseAttrName(),
+              PhaseAttr::get(op->getContext(), phase));
+}
+
+void mlir::strata::copyPlacement(Operation *from, Operation *op) {
+  for (StringRef name : {StrataDialect::getStageAttrName(),
+                         StrataDialect::getMicroBatchAttrName(),
+                         StrataDialect::getLayerAttrName()})
+    if (Attribute attr = from->getAttr(name))
+      op->setAttr(name, attr);
+}
+
 LogicalResult
 mlir::strata::forEachTrainStep(ModuleOp module, const Twine &noStep,
                                function_ref<LogicalResult(func::FuncOp)> fn) {

@@ -60,6 +60,11 @@ LogicalResult forEachTrainStep(ModuleOp module, const Twine &noStep,
 std::optional<int64_t> getLayer(Operation *op);
 /// Sets the layer index of `op`.
 void setLayer(Operation *op, int64_t layer);
+/// Sets `strata.phase` of `op`.
+void setPhase(Operation *op, Phase phase);
+/// Gives `op` the pipeline stage, micro-batch and layer of `from` (those it
+/// has): an op a pass inserts next to `from` runs where `from` runs.
+void copyPlacement(Operation *from, Operation *op);
 /// The buffer --strata-lower-to-plan (or a buffer planner) assigned to
 /// `value`: `strata.buffer` of a function argument, or the entry of its
 /// op's `strata.buffers`; null when there is none.

@@ -1,0 +1,235 @@
+//===- CompressActivations.cpp - Saved activations in narrow formats ------===//
+//
+// --strata-compress-activations: packs every f32 activation the step saves
+// for its backward pass with a strata.compress after its producer and gives
+// each backward op that reads it a strata.decompress of its own. Formats,
+// names and packed sizes are strata-rt/ActivationFormat.h's; the runtime
+// chooses among the candidates a tensor carries (docs/compression.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Analysis/SavedValues.h"
+#include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Transforms/Passes.h"
+
+#include "strata-rt/ActivationFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_COMPRESSACTIVATIONSPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// The candidates `auto` chooses among when none are given: from about 4x
+/// to about 7.5x smaller than f32.
+constexpr const char *kAutoCandidates = "mxfp8;mxfp6;bfp:m=4,block=32;mxfp4";
+
+/// The formats of one compressed tensor: the one it starts in and those the
+/// runtime may switch it to (the starting one among them).
+struct FormatChoice {
+  ActFormatAttr initial;
+  SmallVector<ActFormatAttr> candidates;
+  /// Relative error budget; 0 when none.
+  double budget = 0;
+};
+
+/// Parses `text` into its canonical attribute, or reports why not.
+FailureOr<ActFormatAttr> parseFormat(MLIRContext *context, Location loc,
+                                     StringRef text) {
+  strata_plan::ActFormat format;
+  std::string error = strata_plan::parseActFormat(text.trim().str(), format);
+  if (!error.empty())
+    return emitError(loc) << "--strata-compress-activations: " << error;
+  return ActFormatAttr::get(context, strata_plan::actFormatName(format));
+}
+
+/// Bytes a tensor of `numel` elements takes in `format`.
+int64_t packedBytes(ActFormatAttr format, int64_t numel) {
+  strata_plan::ActFormat parsed;
+  (void)strata_plan::parseActFormat(format.getName().str(), parsed);
+  return strata_plan::actPackedBytes(parsed, numel);
+}
+
+/// Whether `value` is a saved activation this pass compresses.
+bool isCompressible(Value value, int64_t minElements) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape() ||
+      type.getNumElements() < std::max<int64_t>(minElements, 1))
+    return false;
+  // A tensor remat swaps to host memory moves as it is.
+  return llvm::none_of(value.getUsers(), [](Operation *user) {
+    return isa<SwapOutOp, SwapOutWaitOp>(user);
+  });
+}
+
+/// The backward ops (those with a phase) that read `value`, in program
+/// order.
+SmallVector<Operation *> backwardUsers(Value value) {
+  llvm::SetVector<Operation *> users;
+  for (Operation *user : value.getUsers())
+    if (user->hasAttr(StrataDialect::getPhaseAttrName()))
+      users.insert(user);
+  SmallVector<Operation *> sorted = users.takeVector();
+  llvm::sort(sorted,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return sorted;
+}
+
+/// Compresses `value` after its producer and decompresses it before each
+/// of `users`; returns the packed bytes.
+int64_t compressValue(Value value, ArrayRef<Operation *> users,
+                      const FormatChoice &choice) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t bytes = 0;
+  for (ActFormatAttr format : choice.candidates)
+    bytes = std::max(bytes, packedBytes(format, type.getNumElements()));
+  MLIRContext *context = value.getContext();
+  OpBuilder builder(context);
+  builder.setInsertionPointAfterValue(value);
+  auto packedType =
+      RankedTensorType::get({bytes}, IntegerType::get(context, 8));
+  ArrayAttr candidates;
+  if (choice.candidates.size() > 1 || choice.budget > 0)
+    candidates = builder.getArrayAttr(SmallVector<Attribute>(
+        choice.candidates.begin(), choice.candidates.end()));
+  FloatAttr budget =
+      choice.budget > 0 ? builder.getF64FloatAttr(choice.budget) : nullptr;
+  auto compress = CompressOp::create(builder, value.getLoc(), packedType, value,
+                                     choice.initial, candidates, budget);
+  copyPlacement(value.getDefiningOp(), compress);
+  for (Operation *user : users) {
+    builder.setInsertionPoint(user);
+    auto decompress = DecompressOp::create(builder, value.getLoc(), type,
+                                           compress.getResult());
+    copyPlacement(user, decompress);
+    setPhase(decompress, Phase::backward);
+    user->replaceUsesOfWith(value, decompress.getResult());
+  }
+  return bytes;
+}
+
+class CompressActivationsPass
+    : public strata::impl::CompressActivationsPassBase<
+          CompressActivationsPass> {
+public:
+  using CompressActivationsPassBase::CompressActivationsPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<FormatChoice> choice = resolveChoice(module);
+    if (failed(choice))
+      return signalPassFailure();
+    if (!choice->initial)
+      return; // format=none: the step stays as it is.
+    if (failed(forEachTrainStep(
+            module,
+            "no training step to compress (run --strata-autodiff first)",
+            [&](func::FuncOp func) { return runOnStep(func, *choice); })))
+      signalPassFailure();
+  }
+
+private:
+  /// The formats from the options; `initial` is null for format=none.
+  FailureOr<FormatChoice> resolveChoice(ModuleOp module);
+  LogicalResult runOnStep(func::FuncOp func, const FormatChoice &choice);
+};
+
+FailureOr<FormatChoice>
+CompressActivationsPass::resolveChoice(ModuleOp module) {
+  Location loc = module.getLoc();
+  MLIRContext *context = module.getContext();
+  FormatChoice choice;
+  if (!(budget >= 0 && budget <= 1e6) || std::isnan(budget))
+    return emitError(loc) << "--strata-compress-activations needs 0 <= "
+                             "budget <= 1e6, got "
+                          << static_cast<double>(budget);
+  if (minElements < 0)
+    return emitError(loc) << "--strata-compress-activations needs "
+                             "min-elements >= 0, got "
+                          << static_cast<int64_t>(minElements);
+  choice.budget = static_cast<double>(budget);
+  bool isAuto = format == "auto";
+  if (isAuto && budget <= 0)
+    return emitError(loc) << "--strata-compress-activations: format=auto "
+                             "needs budget=E (the relative error each "
+                             "tensor may have, e.g. 0.05)";
+  if (!isAuto) {
+    FailureOr<ActFormatAttr> initial = parseFormat(context, loc, format);
+    if (failed(initial))
+      return failure();
+    if ((*initial).getName() == "none") {
+      if (!candidates.empty() || budget > 0)
+        return emitError(loc) << "--strata-compress-activations: format=none "
+                                 "takes no candidates or budget";
+      return choice;
+    }
+    choice.initial = *initial;
+  }
+  std::string list = candidates.empty()
+                         ? std::string(isAuto ? kAutoCandidates : "")
+                         : std::string(candidates);
+  SmallVector<StringRef> names;
+  StringRef(list).split(names, ';', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef name : names) {
+    FailureOr<ActFormatAttr> candidate = parseFormat(context, loc, name);
+    if (failed(candidate))
+      return failure();
+    if ((*candidate).getName() == "none")
+      return emitError(loc) << "--strata-compress-activations: 'none' cannot "
+                               "be a candidate (a compressed tensor is never "
+                               "stored as f32)";
+    if (!llvm::is_contained(choice.candidates, *candidate))
+      choice.candidates.push_back(*candidate);
+  }
+  if (choice.initial && !llvm::is_contained(choice.candidates, choice.initial))
+    choice.candidates.insert(choice.candidates.begin(), choice.initial);
+  // auto starts every tensor in its widest candidate; the runtime measures
+  // before the first compress runs.
+  if (isAuto)
+    choice.initial = *llvm::max_element(
+        choice.candidates, [](ActFormatAttr a, ActFormatAttr b) {
+          return packedBytes(a, 1 << 20) < packedBytes(b, 1 << 20);
+        });
+  return choice;
+}
+
+LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
+                                                 const FormatChoice &choice) {
+  if (func->hasAttr(StrataDialect::getArenaBytesAttrName()))
+    return emitError(func.getLoc())
+           << "training step @" << func.getSymName()
+           << ": already has buffers: run --strata-compress-activations "
+              "before --strata-lower-to-plan";
+  SavedValues saved(func);
+  int64_t before = 0, after = 0, tensors = 0;
+  for (Value value : saved.getActivations()) {
+    if (!isCompressible(value, minElements))
+      continue;
+    SmallVector<Operation *> users = backwardUsers(value);
+    if (users.empty())
+      continue;
+    before += getTensorBytes(value.getType());
+    after += compressValue(value, users, choice);
+    ++tensors;
+  }
+  SmallVector<std::string> names;
+  for (ActFormatAttr format : choice.candidates)
+    names.push_back(format.getName().str());
+  mlir::emitRemark(func.getLoc())
+      << "compressed " << tensors << " saved activations from " << before
+      << " to " << after << " bytes (" << llvm::join(names, ", ") << ")";
+  return success();
+}
+
+} // namespace

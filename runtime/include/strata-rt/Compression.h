@@ -1,0 +1,113 @@
+//===- Compression.h - Compressed activations of a running plan -*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// A plan's `compress` instructions each own a site: the tensor it packs,
+// the formats it may use (the plan's `candidates`, or its `format` alone),
+// the one it uses now, and the relative error budget that chooses among
+// them. `decompress` instructions of a site unpack in the format its
+// `compress` used in the same step. The trainer asks for a measurement step
+// (`measureNextStep`) at the start and every `--compress-every` steps: each
+// compress of a site with a budget then packs its tensor in every candidate,
+// measures ||x - q(x)|| / ||x||, and moves the site to the narrowest
+// candidate within the budget (the widest when none is). Formats change
+// only between a site's compress and the next step's, never inside a step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_COMPRESSION_H
+#define STRATA_RT_COMPRESSION_H
+
+#include "strata-rt/ActivationFormat.h"
+#include "strata-rt/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace strata::rt {
+
+struct Instruction;
+class ThreadPool;
+
+struct CompressionSite {
+  /// The formats the site may use, in the plan's order.
+  std::vector<strata_plan::ActFormat> candidates;
+  /// Index into `candidates` of the format in use.
+  size_t current = 0;
+  /// Relative error budget; 0: the format never changes.
+  double budget = 0;
+  /// Elements of the tensor and the layer of its compress.
+  int64_t numel = 0;
+  int64_t layer = -1;
+  /// The relative error of each candidate at the last measurement (empty
+  /// before the first).
+  std::vector<double> errors;
+
+  const strata_plan::ActFormat &format() const { return candidates[current]; }
+  /// Packed bytes of the format in use (actPackedBytes).
+  int64_t bytes() const;
+};
+
+/// One format change, for the run log.
+struct CompressionChange {
+  int64_t site = 0;
+  std::string from, to;
+  /// The measured error of the new format and the budget it was held to.
+  double error = 0, budget = 0;
+};
+
+class CompressionState {
+public:
+  /// Builds the sites of `program`'s compress instructions (decoded by the
+  /// loader, which checked their formats); `tensors` are the buffers by id.
+  CompressionState(const std::vector<Instruction> &program,
+                   const std::vector<Tensor> &tensors);
+
+  bool empty() const { return sites.empty(); }
+  /// Whether some site has a budget (its format may change).
+  bool adaptive() const;
+  std::map<int64_t, CompressionSite> &getSites() { return sites; }
+  const std::map<int64_t, CompressionSite> &getSites() const { return sites; }
+  /// The site of a compress or decompress instruction; throws
+  /// std::runtime_error naming `op` when the plan has no such site.
+  CompressionSite &site(int64_t id, const char *op);
+
+  /// The next step measures every candidate of every site with a budget.
+  void measureNextStep() { measuring = true; }
+  bool isMeasuring() const { return measuring; }
+  /// Called by the executor when a step ends.
+  void endStep() { measuring = false; }
+  /// The seed of this step's stochastic rounding (the executor sets it from
+  /// the run's seed and the step number).
+  uint64_t seed = 0;
+  /// The stochastic-rounding seed of site `id` in this step.
+  uint64_t siteSeed(int64_t id) const {
+    return seed ^ (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull);
+  }
+
+  /// Sets a measured site to the narrowest candidate within its budget;
+  /// records the change, if any.
+  void choose(int64_t id, std::vector<double> errors);
+  /// The changes of the measurements since the last call, which clears them.
+  std::vector<CompressionChange> takeChanges();
+  /// Packed bytes of every site in its current format, and as f32.
+  int64_t packedBytes() const;
+  int64_t f32Bytes() const;
+
+private:
+  std::map<int64_t, CompressionSite> sites;
+  std::vector<CompressionChange> changes;
+  bool measuring = false;
+};
+
+/// ||x - q(x)|| / ||x|| of each candidate of `site` on the `n` values `x`
+/// (0 for a zero tensor): what a measurement step chooses by.
+std::vector<double> measureCandidates(ThreadPool &pool,
+                                      const CompressionSite &site,
+                                      const float *x, int64_t n, uint64_t seed);
+
+} // namespace strata::rt
+
+#endif // STRATA_RT_COMPRESSION_H

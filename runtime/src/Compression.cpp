@@ -1,0 +1,145 @@
+//===- Compression.cpp - Compressed activations of a running plan ---------===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata-rt/Compression.h"
+
+#include "strata-rt/Compress.h"
+#include "strata-rt/Plan.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace strata::rt {
+
+using strata_plan::ActFormat;
+
+int64_t CompressionSite::bytes() const {
+  return strata_plan::actPackedBytes(format(), numel);
+}
+
+/// The formats of a compress instruction's codes (the loader checked them).
+static std::vector<ActFormat> candidateFormats(const OpAttrs &attrs,
+                                               size_t &current) {
+  std::vector<int64_t> codes = attrs.candidates;
+  if (codes.empty())
+    codes.push_back(attrs.format);
+  std::vector<ActFormat> formats;
+  current = 0;
+  for (int64_t code : codes) {
+    ActFormat format;
+    std::string error;
+    if (!strata_plan::decodeActFormat(code, format, error))
+      throw std::runtime_error("compress: " + error);
+    if (code == attrs.format)
+      current = formats.size();
+    formats.push_back(format);
+  }
+  return formats;
+}
+
+CompressionState::CompressionState(const std::vector<Instruction> &program,
+                                   const std::vector<Tensor> &tensors) {
+  for (const Instruction &inst : program) {
+    if (inst.op != OpCode::Compress)
+      continue;
+    CompressionSite site;
+    site.candidates = candidateFormats(inst.attrs, site.current);
+    site.budget = inst.attrs.budget;
+    site.numel = tensors.at(inst.in.at(0)).numel();
+    site.layer = inst.layer;
+    sites[inst.attrs.site] = std::move(site);
+  }
+}
+
+bool CompressionState::adaptive() const {
+  for (const auto &[id, site] : sites)
+    if (site.budget > 0 && site.candidates.size() > 1)
+      return true;
+  return false;
+}
+
+CompressionSite &CompressionState::site(int64_t id, const char *op) {
+  auto it = sites.find(id);
+  if (it == sites.end())
+    throw std::runtime_error(std::string(op) + ": the plan has no site " +
+                             std::to_string(id));
+  return it->second;
+}
+
+void CompressionState::choose(int64_t id, std::vector<double> errors) {
+  CompressionSite &s = site(id, "compress");
+  // The narrowest candidate within the budget (the more accurate of equal
+  // sizes); the most accurate when none is within it.
+  auto bytesOf = [&](size_t i) {
+    return strata_plan::actPackedBytes(s.candidates[i], s.numel);
+  };
+  auto preferred = [&](size_t a, size_t b) {
+    bool fitsA = errors[a] <= s.budget, fitsB = errors[b] <= s.budget;
+    if (fitsA != fitsB)
+      return fitsA;
+    if (fitsA && bytesOf(a) != bytesOf(b))
+      return bytesOf(a) < bytesOf(b);
+    return errors[a] < errors[b];
+  };
+  size_t best = 0;
+  for (size_t i = 1; i < s.candidates.size(); ++i)
+    if (preferred(i, best))
+      best = i;
+  if (best != s.current)
+    changes.push_back({id, strata_plan::actFormatName(s.format()),
+                       strata_plan::actFormatName(s.candidates[best]),
+                       errors[best], s.budget});
+  s.current = best;
+  s.errors = std::move(errors);
+}
+
+std::vector<CompressionChange> CompressionState::takeChanges() {
+  std::vector<CompressionChange> out;
+  out.swap(changes);
+  return out;
+}
+
+int64_t CompressionState::packedBytes() const {
+  int64_t total = 0;
+  for (const auto &[id, site] : sites)
+    total += site.bytes();
+  return total;
+}
+
+int64_t CompressionState::f32Bytes() const {
+  int64_t total = 0;
+  for (const auto &[id, site] : sites)
+    total += 4 * site.numel;
+  return total;
+}
+
+std::vector<double> measureCandidates(ThreadPool &pool,
+                                      const CompressionSite &site,
+                                      const float *x, int64_t n,
+                                      uint64_t seed) {
+  int64_t widest = 0;
+  for (const ActFormat &f : site.candidates)
+    widest = std::max(widest, strata_plan::actPackedBytes(f, n));
+  std::vector<uint8_t> packed(static_cast<size_t>(widest));
+  std::vector<float> back(static_cast<size_t>(n));
+  double norm = 0;
+  for (int64_t i = 0; i < n; ++i)
+    norm += double(x[i]) * x[i];
+  std::vector<double> errors;
+  for (const ActFormat &f : site.candidates) {
+    compressActivations(pool, f, x, n, packed.data(), seed);
+    decompressActivations(pool, f, packed.data(), n, back.data());
+    double diff = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double d = double(x[i]) - back[i];
+      diff += d * d;
+    }
+    errors.push_back(norm > 0 ? std::sqrt(diff / norm) : 0.0);
+  }
+  return errors;
+}
+
+} // namespace strata::rt
