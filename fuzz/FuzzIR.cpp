@@ -91,6 +91,11 @@ static const Pipeline kPipelines[] = {
      true},
     {"strata-autodiff,strata-tile-gemm{fallback=model},strata-lower-to-plan",
      true},
+    {"strata-compress-activations{format=bfp:m=4,block=16 min-elements=8}",
+     false},
+    {"strata-autodiff,strata-compress-activations{format=auto "
+     "budget=0.05},strata-plan-buffers,strata-lower-to-plan",
+     true},
 };
 static constexpr size_t kNumPipelines =
     sizeof(kPipelines) / sizeof(*kPipelines);

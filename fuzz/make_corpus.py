@@ -26,13 +26,15 @@ PARTITION, PARTITION_BALANCE = 11, 12
 SCHEDULE_1F1B, SCHEDULE_GPIPE, SCHEDULE_ZB, SCHEDULE_INTERLEAVED = 13, 14, 15, 16
 TILE_GEMM, PRINT_COSTS, PRINT_SAVED = 17, 18, 19
 LOWER, COMPILE, COMPILE_DP, COMPILE_PIPELINE, COMPILE_TILED = 20, 21, 22, 23, 24
+COMPRESS, COMPILE_COMPRESSED = 25, 26
 
 FORWARD_PIPELINES = [VERIFY, COSTS_CPU, COSTS_H100, AUTODIFF, AUTODIFF_SGD,
                      AUTODIFF_ADAM, TILE_GEMM, PRINT_COSTS, PRINT_SAVED,
-                     COMPILE, COMPILE_DP, COMPILE_PIPELINE, COMPILE_TILED]
+                     COMPILE, COMPILE_DP, COMPILE_PIPELINE, COMPILE_TILED,
+                     COMPILE_COMPRESSED]
 STEP_PIPELINES = [VERIFY, DATA_PARALLEL, SYNC_TARGET, PARTITION,
                   PARTITION_BALANCE, SCHEDULE_1F1B, SCHEDULE_GPIPE,
-                  SCHEDULE_ZB, SCHEDULE_INTERLEAVED, LOWER]
+                  SCHEDULE_ZB, SCHEDULE_INTERLEAVED, LOWER, COMPRESS]
 DP_PIPELINES = [SYNC_TARGET, SYNC_BUCKETS, SYNC_HOST, SYNC_STALE, LOWER]
 # lit test file name prefix -> the pipeline its cases exercise.
 TEST_PIPELINES = [
@@ -42,6 +44,7 @@ TEST_PIPELINES = [
     ("strata-partition-pipeline", PARTITION),
     ("strata-schedule-pipeline", SCHEDULE_1F1B),
     ("strata-tile-gemm", TILE_GEMM), ("test-strata-print-costs", PRINT_COSTS),
+    ("strata-compress-activations", COMPRESS),
     ("test-strata-print-saved", PRINT_SAVED), ("export-plan", LOWER),
 ]
 MAX_IR_BYTES = 32 * 1024  # FuzzIR's kMaxInputBytes
@@ -145,6 +148,9 @@ def main():
                "--strata-autodiff")
     corpus.add("plan", "mlp3-pipeline.plan.json", export(opt(
         step, "--strata-schedule-pipeline=stages=2 micro-batches=2 schedule=1f1b",
+        "--strata-lower-to-plan")))
+    corpus.add("plan", "mlp3-compressed.plan.json", export(opt(
+        step, "--strata-compress-activations=format=auto budget=0.05",
         "--strata-lower-to-plan")))
     corpus.add("plan", "mlp3-stale.plan.json", export(opt(
         step, "--strata-data-parallel=replicas=2",

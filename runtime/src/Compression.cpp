@@ -76,8 +76,9 @@ void CompressionState::choose(int64_t id, std::vector<double> errors) {
   auto bytesOf = [&](size_t i) {
     return strata_plan::actPackedBytes(s.candidates[i], s.numel);
   };
+  double budget = s.budget * budgetScale;
   auto preferred = [&](size_t a, size_t b) {
-    bool fitsA = errors[a] <= s.budget, fitsB = errors[b] <= s.budget;
+    bool fitsA = errors[a] <= budget, fitsB = errors[b] <= budget;
     if (fitsA != fitsB)
       return fitsA;
     if (fitsA && bytesOf(a) != bytesOf(b))
@@ -91,7 +92,7 @@ void CompressionState::choose(int64_t id, std::vector<double> errors) {
   if (best != s.current)
     changes.push_back({id, strata_plan::actFormatName(s.format()),
                        strata_plan::actFormatName(s.candidates[best]),
-                       errors[best], s.budget});
+                       errors[best], budget});
   s.current = best;
   s.errors = std::move(errors);
 }

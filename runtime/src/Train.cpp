@@ -331,6 +331,38 @@ bool measuresCompression(const TrainOptions &options, Executor &executor,
          (options.compressEvery > 0 && (i - 1) % options.compressEvery == 0);
 }
 
+/// The loss trend of an adaptive compression run: the mean loss of the steps
+/// since the last measurement and of the interval before it.
+struct LossTrend {
+  double sum = 0;
+  int64_t count = 0;
+  double previous = -1;
+
+  void add(float loss) {
+    sum += loss;
+    ++count;
+  }
+  /// At a measurement step: halves the budgets when the last interval's
+  /// mean loss rose above the one before it (and says so), then starts a new
+  /// interval.
+  void check(std::FILE *log, CompressionState &compression, int64_t step) {
+    if (count == 0)
+      return;
+    double mean = sum / count;
+    if (previous >= 0 && mean > previous) {
+      compression.budgetScale *= 0.5;
+      logLine(log,
+              "compress step %lld: mean loss rose from %.6f to %.6f over the "
+              "last %lld steps: budgets scaled by %.4g (wider formats)\n",
+              static_cast<long long>(step), previous, mean,
+              static_cast<long long>(count), compression.budgetScale);
+    }
+    previous = mean;
+    sum = 0;
+    count = 0;
+  }
+};
+
 /// Logs what the measurement of step `step` changed and the bytes the
 /// compressed activations take now.
 void logCompression(std::FILE *log, Executor &executor, int64_t step) {
@@ -448,6 +480,7 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
   // No steps: evaluate the parameters as they are.
   if (options.steps == 0 && hooks.eval)
     return evaluate(log, hooks, executor, result.startStep);
+  LossTrend trend;
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
     data.fill(step, executor.getTensors(), &executor.getPool());
@@ -458,8 +491,10 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
     if (delays(straggler, result.rank, i))
       executor.setBackwardDelay(straggler.delayMs);
     bool measuring = measuresCompression(options, executor, i);
-    if (measuring)
+    if (measuring) {
+      trend.check(log, *executor.getCompression(), step);
       executor.getCompression()->measureNextStep();
+    }
     float loss = 0;
     double gradNorm = -1;
     auto start = std::chrono::steady_clock::now();
@@ -478,6 +513,7 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
     if (hooks.profile)
       hooks.profile->record(executor.getLastStepTimes());
     result.steps.push_back({step, loss, elapsed.count()});
+    trend.add(loss);
     bool finite = std::isfinite(loss);
     if (!finite || i % options.logEvery == 0 || i == options.steps) {
       double rate = perSecond(result.samplesPerStep, elapsed.count());

@@ -10,8 +10,12 @@
 // (`measureNextStep`) at the start and every `--compress-every` steps: each
 // compress of a site with a budget then packs its tensor in every candidate,
 // measures ||x - q(x)|| / ||x||, and moves the site to the narrowest
-// candidate within the budget (the widest when none is). Formats change
-// only between a site's compress and the next step's, never inside a step.
+// candidate within the budget (the most accurate when none is). Formats
+// change only between a site's compress and the next step's, never inside a
+// step. The trainer also watches the loss trend: when the mean loss of the
+// steps since the last measurement is above the mean of the interval before
+// it, it halves the budgets before measuring (`budgetScale`), so tensors move
+// to wider formats.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,8 +91,12 @@ public:
     return seed ^ (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull);
   }
 
-  /// Sets a measured site to the narrowest candidate within its budget;
-  /// records the change, if any.
+  /// Scales every site's budget (the trainer halves it when the loss
+  /// rises between measurements, so tensors move to wider formats).
+  double budgetScale = 1.0;
+
+  /// Sets a measured site to the narrowest candidate within its budget
+  /// (times budgetScale); records the change, if any.
   void choose(int64_t id, std::vector<double> errors);
   /// The changes of the measurements since the last call, which clears them.
   std::vector<CompressionChange> takeChanges();
