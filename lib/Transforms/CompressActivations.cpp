@@ -11,6 +11,7 @@
 #include "strata/Analysis/SavedValues.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Transforms/Passes.h"
+#include "strata/Transforms/PlanBuffers.h"
 
 #include "strata-rt/ActivationFormat.h"
 
@@ -87,9 +88,9 @@ SmallVector<Operation *> backwardUsers(Value value) {
 }
 
 /// Compresses `value` after its producer and decompresses it before each
-/// of `users`; returns the packed bytes.
-int64_t compressValue(Value value, ArrayRef<Operation *> users,
-                      const FormatChoice &choice) {
+/// of `users`; returns the compress op.
+CompressOp compressValue(Value value, ArrayRef<Operation *> users,
+                         const FormatChoice &choice) {
   auto type = cast<RankedTensorType>(value.getType());
   int64_t bytes = 0;
   for (ActFormatAttr format : choice.candidates)
@@ -116,7 +117,59 @@ int64_t compressValue(Value value, ArrayRef<Operation *> users,
     setPhase(decompress, Phase::backward);
     user->replaceUsesOfWith(value, decompress.getResult());
   }
-  return bytes;
+  return compress;
+}
+
+/// Undoes compressValue: the backward ops read the f32 value again.
+void uncompress(CompressOp compress) {
+  Value value = compress.getInput();
+  for (Operation *user :
+       llvm::make_early_inc_range(compress.getResult().getUsers())) {
+    auto decompress = cast<DecompressOp>(user);
+    decompress.getResult().replaceAllUsesWith(value);
+    decompress->erase();
+  }
+  compress->erase();
+}
+
+/// Whether a recomputation (a clone that --strata-remat placed in the
+/// backward pass) reads the tensor `compress` packs: its bytes then live
+/// beside a decompressed copy until the later backward uses.
+bool feedsRecompute(CompressOp compress) {
+  for (Operation *decompress : compress.getResult().getUsers())
+    for (Operation *user : decompress->getResult(0).getUsers())
+      if (auto phase =
+              user->getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
+          phase && phase.getValue() == Phase::recompute)
+        return true;
+  return false;
+}
+
+/// A packed tensor lives from its compress to its last decompress, beside
+/// the decompressed copies, so compressing can raise the peak where the
+/// backward pass reads it. After --strata-remat the step must stay within
+/// the remat budget: undo compressions (those that feed recomputations
+/// first, then the earliest tensors, which the backward pass reads last)
+/// until it does. Returns the number undone.
+FailureOr<int64_t> fitRematBudget(func::FuncOp func,
+                                  SmallVector<CompressOp> &compressed) {
+  auto remat =
+      func->getAttrOfType<RematPlanAttr>(StrataDialect::getRematPlanAttrName());
+  if (!remat)
+    return 0;
+  std::stable_partition(compressed.begin(), compressed.end(),
+                        [](CompressOp op) { return !feedsRecompute(op); });
+  int64_t undone = 0;
+  while (true) {
+    FailureOr<PlannedArena> arena =
+        measurePlannedArena(func, PackStrategy::BestFit);
+    if (failed(arena))
+      return failure();
+    if (arena->bytes <= remat.getBudget() || compressed.empty())
+      return undone;
+    uncompress(compressed.pop_back_val());
+    ++undone;
+  }
 }
 
 class CompressActivationsPass
@@ -212,16 +265,23 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
            << ": already has buffers: run --strata-compress-activations "
               "before --strata-lower-to-plan";
   SavedValues saved(func);
-  int64_t before = 0, after = 0, tensors = 0;
+  SmallVector<CompressOp> compressed;
   for (Value value : saved.getActivations()) {
     if (!isCompressible(value, minElements))
       continue;
     SmallVector<Operation *> users = backwardUsers(value);
-    if (users.empty())
-      continue;
-    before += getTensorBytes(value.getType());
-    after += compressValue(value, users, choice);
-    ++tensors;
+    if (!users.empty())
+      compressed.push_back(compressValue(value, users, choice));
+  }
+  // Earliest last, so that fitRematBudget undoes those first.
+  std::reverse(compressed.begin(), compressed.end());
+  FailureOr<int64_t> undone = fitRematBudget(func, compressed);
+  if (failed(undone))
+    return failure();
+  int64_t before = 0, after = 0, tensors = compressed.size();
+  for (CompressOp compress : compressed) {
+    before += getTensorBytes(compress.getInput().getType());
+    after += getTensorBytes(compress.getResult().getType());
   }
   SmallVector<std::string> names;
   for (ActFormatAttr format : choice.candidates)
@@ -229,6 +289,15 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
   mlir::emitRemark(func.getLoc())
       << "compressed " << tensors << " saved activations from " << before
       << " to " << after << " bytes (" << llvm::join(names, ", ") << ")";
+  if (*undone > 0)
+    mlir::emitRemark(func.getLoc())
+        << "left " << *undone
+        << " saved activations uncompressed: compressing them raised the "
+           "planned arena above the --strata-remat budget of "
+        << func->getAttrOfType<RematPlanAttr>(
+                   StrataDialect::getRematPlanAttrName())
+               .getBudget()
+        << " bytes";
   return success();
 }
 

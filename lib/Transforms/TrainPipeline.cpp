@@ -3,8 +3,9 @@
 // --strata-train-pipeline: a model (forward graph + loss) to a planned
 // training step, in the order of DESIGN.md, with one option set: autodiff,
 // cost annotation (with a target), data parallelism and bucketed gradient
-// sync (replicas > 1), checkpoint / swap / recompute (remat-budget), and
-// buffer planning. Embedders (the C API, the Python module) run it by name.
+// sync (replicas > 1), checkpoint / swap / recompute (remat-budget),
+// activation compression (compress=), and buffer planning. Embedders (the C
+// API, the Python module) run it by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,16 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
                        clEnumValN(RematSolver::Dp, "dp", ""),
                        clEnumValN(RematSolver::Sqrt, "sqrt", ""),
                        clEnumValN(RematSolver::Layer, "layer", ""))};
+  PassOptions::Option<std::string> compress{
+      *this, "compress",
+      llvm::cl::desc("--strata-compress-activations format (a name or auto); "
+                     "empty: no compression"),
+      llvm::cl::init("")};
+  PassOptions::Option<double> compressBudget{
+      *this, "compress-budget",
+      llvm::cl::desc("--strata-compress-activations budget (relative error "
+                     "per tensor; required with compress=auto)"),
+      llvm::cl::init(0.0)};
   PassOptions::Option<PackStrategy> planStrategy{
       *this, "plan-strategy", llvm::cl::desc("--strata-plan-buffers strategy"),
       llvm::cl::init(PackStrategy::Auto),
@@ -94,6 +105,12 @@ void buildTrainPipeline(OpPassManager &pm,
     remat.targetName = options.target;
     pm.addPass(createRematPass(remat));
   }
+  if (!options.compress.empty()) {
+    CompressActivationsPassOptions compress;
+    compress.format = options.compress;
+    compress.budget = options.compressBudget;
+    pm.addPass(createCompressActivationsPass(compress));
+  }
   PlanBuffersPassOptions plan;
   plan.strategy = options.planStrategy;
   pm.addPass(createPlanBuffersPass(plan));
@@ -105,6 +122,6 @@ void mlir::strata::registerStrataPipelines() {
       "strata-train-pipeline",
       "A model to a planned training step: autodiff, costs (target=), data "
       "parallelism and gradient sync (replicas=), remat (remat-budget=), "
-      "buffer planning",
+      "activation compression (compress=), buffer planning",
       buildTrainPipeline);
 }

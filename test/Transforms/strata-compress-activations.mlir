@@ -6,6 +6,7 @@
 // RUN: strata-opt %t.step.mlir --strata-compress-activations="format=none" | FileCheck %s --check-prefix=NONE
 // RUN: strata-opt %t.step.mlir --strata-compress-activations="format=mxfp4" --strata-plan-buffers 2>/dev/null | strata-translate --export-plan | FileCheck %s --check-prefix=PLAN
 // RUN: strata-opt %t.step.mlir --strata-remat="budget=0.9 solver=milp target=%S/Inputs/fast-host.json" --strata-compress-activations="format=mxfp8" 2>/dev/null | FileCheck %s --check-prefix=REMAT
+// RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-autodiff="optimizer=sgd lr=0.1" --strata-remat="budget=0.9 solver=milp" --strata-compress-activations="format=mxfp8" --strata-plan-buffers 2>&1 >/dev/null | FileCheck %s --check-prefix=BUDGET
 
 // The MLP saves five activations: the two bias_add outputs (relu_grad reads
 // them), the two relu outputs (the weight gradients' matmuls read them) and
@@ -65,3 +66,13 @@
 // REMAT-NOT: strata.compress %[[W]]
 // REMAT-COUNT-3: strata.compress
 // REMAT-NOT: strata.compress
+
+// A packed tensor lives beside its decompressed copies until its last
+// backward use, so compressing can raise the peak of a backward-bound step.
+// After remat the arena must stay within remat's budget: the pass undoes
+// compressions (those feeding a recomputation first) until it does, and
+// plan-buffers accepts the step.
+// BUDGET: remark: remat with milp: {{.*}} recomputed 1
+// BUDGET: remark: compressed 1 saved activations from 8192 to 2112 bytes (mxfp8e4m3)
+// BUDGET: remark: left 3 saved activations uncompressed: compressing them raised the planned arena above the --strata-remat budget of {{[0-9]+}} bytes
+// BUDGET: remark: planned {{[0-9]+}} buffers

@@ -316,6 +316,11 @@ def CompressActivationsPass
 
     Runs after `--strata-autodiff` (and `--strata-remat`), before
     `--strata-plan-buffers`; a step that already has buffers is an error.
+    A packed tensor lives beside its decompressed copies until its last
+    backward use, so compressing can raise the peak of a step whose peak is
+    in the backward pass; after `--strata-remat` the pass keeps the planned
+    arena within the remat budget by leaving tensors uncompressed (those
+    feeding a recomputation first, then the earliest) and says how many.
 
     ```
     strata-opt step.mlir --strata-compress-activations="format=mxfp6"
