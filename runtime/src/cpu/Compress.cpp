@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #define STRATA_COMPRESS_X86 1
@@ -397,6 +398,27 @@ STRATA_INLINE void bfpDecodeBlock(const Job &job, const uint8_t *src,
 // Ranges of blocks
 //===----------------------------------------------------------------------===//
 
+/// Calls fn(std::integral_constant<MxElement, E>{}) for the element type
+/// `e` (Int8 for None, which valid formats never have), so that each element
+/// type gets its own instantiation.
+template <typename Fn> STRATA_INLINE void withElement(MxElement e, Fn &&fn) {
+  switch (e) {
+  case MxElement::Fp8E4M3:
+    return fn(std::integral_constant<MxElement, MxElement::Fp8E4M3>{});
+  case MxElement::Fp8E5M2:
+    return fn(std::integral_constant<MxElement, MxElement::Fp8E5M2>{});
+  case MxElement::Fp6E2M3:
+    return fn(std::integral_constant<MxElement, MxElement::Fp6E2M3>{});
+  case MxElement::Fp6E3M2:
+    return fn(std::integral_constant<MxElement, MxElement::Fp6E3M2>{});
+  case MxElement::Fp4E2M1:
+    return fn(std::integral_constant<MxElement, MxElement::Fp4E2M1>{});
+  case MxElement::Int8:
+  case MxElement::None:
+    return fn(std::integral_constant<MxElement, MxElement::Int8>{});
+  }
+}
+
 template <int B>
 STRATA_INLINE void compressBlocks(const Job &job, int64_t b0, int64_t b1) {
   alignas(64) uint32_t x[B];
@@ -407,27 +429,9 @@ STRATA_INLINE void compressBlocks(const Job &job, int64_t b0, int64_t b1) {
     switch (job.f.kind) {
     case ActKind::Mx:
       if constexpr (B == 32) {
-        switch (job.f.element) {
-        case MxElement::Fp8E4M3:
-          mxEncodeBlock<MxElement::Fp8E4M3>(job, x, dst);
-          break;
-        case MxElement::Fp8E5M2:
-          mxEncodeBlock<MxElement::Fp8E5M2>(job, x, dst);
-          break;
-        case MxElement::Fp6E2M3:
-          mxEncodeBlock<MxElement::Fp6E2M3>(job, x, dst);
-          break;
-        case MxElement::Fp6E3M2:
-          mxEncodeBlock<MxElement::Fp6E3M2>(job, x, dst);
-          break;
-        case MxElement::Fp4E2M1:
-          mxEncodeBlock<MxElement::Fp4E2M1>(job, x, dst);
-          break;
-        case MxElement::Int8:
-        case MxElement::None:
-          mxEncodeBlock<MxElement::Int8>(job, x, dst);
-          break;
-        }
+        withElement(job.f.element, [&](auto e) {
+          mxEncodeBlock<decltype(e)::value>(job, x, dst);
+        });
       }
       break;
     case ActKind::Bfp:
@@ -460,27 +464,9 @@ STRATA_INLINE void decompressBlocks(const Job &job, int64_t b0, int64_t b1) {
     switch (job.f.kind) {
     case ActKind::Mx:
       if constexpr (B == 32) {
-        switch (job.f.element) {
-        case MxElement::Fp8E4M3:
-          mxDecodeBlock<MxElement::Fp8E4M3>(src, count, y);
-          break;
-        case MxElement::Fp8E5M2:
-          mxDecodeBlock<MxElement::Fp8E5M2>(src, count, y);
-          break;
-        case MxElement::Fp6E2M3:
-          mxDecodeBlock<MxElement::Fp6E2M3>(src, count, y);
-          break;
-        case MxElement::Fp6E3M2:
-          mxDecodeBlock<MxElement::Fp6E3M2>(src, count, y);
-          break;
-        case MxElement::Fp4E2M1:
-          mxDecodeBlock<MxElement::Fp4E2M1>(src, count, y);
-          break;
-        case MxElement::Int8:
-        case MxElement::None:
-          mxDecodeBlock<MxElement::Int8>(src, count, y);
-          break;
-        }
+        withElement(job.f.element, [&](auto e) {
+          mxDecodeBlock<decltype(e)::value>(src, count, y);
+        });
       }
       break;
     case ActKind::Bfp:
