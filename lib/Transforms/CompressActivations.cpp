@@ -62,11 +62,25 @@ int64_t packedBytes(ActFormatAttr format, int64_t numel) {
   return strata_plan::actPackedBytes(parsed, numel);
 }
 
+/// Whether a forward op reduces `value` to the step's loss (a rank-0
+/// result): the loss gradient exponentiates an error in its input (a
+/// softmax's logits), so a loss's inputs stay f32.
+bool isLossInput(Value value) {
+  return llvm::any_of(value.getUsers(), [](Operation *user) {
+    if (user->hasAttr(StrataDialect::getPhaseAttrName()) ||
+        user->getNumResults() != 1)
+      return false;
+    auto type = dyn_cast<RankedTensorType>(user->getResult(0).getType());
+    return type && type.getRank() == 0;
+  });
+}
+
 /// Whether `value` is a saved activation this pass compresses.
 bool isCompressible(Value value, int64_t minElements) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || !type.getElementType().isF32() || !type.hasStaticShape() ||
-      type.getNumElements() < std::max<int64_t>(minElements, 1))
+      type.getNumElements() < std::max<int64_t>(minElements, 1) ||
+      isLossInput(value))
     return false;
   // A tensor remat swaps to host memory moves as it is.
   return llvm::none_of(value.getUsers(), [](Operation *user) {

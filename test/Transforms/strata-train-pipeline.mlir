@@ -6,13 +6,12 @@
 // RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-train-pipeline 2>/dev/null > %t.pipeline.mlir
 // RUN: diff %t.passes.mlir %t.pipeline.mlir
 // RUN: not strata-opt %s --strata-train-pipeline="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 remat-budget=0.9 compress=auto compress-budget=0.05" 2>/dev/null | FileCheck %s --check-prefix=COMPRESS
+// RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 compress=auto compress-budget=0.05" 2>/dev/null | FileCheck %s --check-prefix=COMPRESS
 
-// Compression runs after remat, before buffer planning: the tensors remat
-// keeps are packed, and the arena is planned with the packed bytes.
+// Compression runs before buffer planning (after remat, when it runs), and
+// the arena is planned with the packed bytes.
 // COMPRESS-LABEL: func.func @mlp
 // COMPRESS-SAME: strata.memory_plan = #strata.memory_plan<
-// COMPRESS-SAME: strata.remat_plan = #strata.remat_plan<
 // COMPRESS: strata.compress %{{.*}} format <"mxfp8e4m3"> candidates {{.*}} budget 5.000000e-02 {strata.buffers
 
 // The whole flow by one name, in DESIGN.md's order: autodiff (SGD), costs

@@ -296,7 +296,9 @@ def CompressActivationsPass
     backward op that reads it gets its own `strata.decompress` right before
     it. Between the two only the packed bytes are live, so
     `--strata-plan-buffers` sizes the arena with them. Parameters, gradients
-    and optimizer states stay f32; integer tensors are not touched.
+    and optimizer states stay f32; integer tensors are not touched, and
+    neither are the loss's inputs (the loss gradient exponentiates an error
+    in a softmax's logits).
 
     `format`: one format of docs/compression.md by name (`mxfp8`, `mxfp6`,
     `mxfp4`, `mxint8`, `bfp:m=4,block=32`, `bfp-outlier:m=4,block=32,outliers=1`,
