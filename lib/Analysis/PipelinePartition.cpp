@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -355,7 +356,8 @@ namespace {
 enum class Metric { Throughput, Balance, Communication, Memory };
 
 /// Prefix sums over the layers and per-candidate constants shared by the
-/// exhaustive DP (Solver) and the bounded search (BoundedSolver).
+/// exhaustive DP (Solver), the bounded search (BoundedSolver) and the
+/// threshold search (ThresholdSolver).
 struct CostTables {
   CostTables(const LayerGraph &graph, const PartitionTopology &topology,
              const PartitionOptions &o, std::vector<int64_t> candidates);
@@ -585,40 +587,40 @@ void Solver::reconstruct(int64_t stages,
 // The bounded search: the same recurrence for the min-max metrics, pruned
 //===----------------------------------------------------------------------===//
 //
-// f(k, i, o) is the recurrence of Solver with max. What is asked for is the
-// stage count S minimising f(S, 0, 0) * (M + slots(S)), slots increasing in
-// S. Given an incumbent Z (the score of a partition known to exist), a
-// suffix state of level k can only be part of an S-stage partition scoring
-// at most Z, S >= k, if f(k, i, o) <= Z / (M + slots(S)) <= T_k :=
-// Z / (M + slots(k)). So the search keeps only the states and transitions
-// with values <= T_k (the states of an optimal partition all qualify, since
+// Used when `stages=` fixes the stage count (and the replicas are free): the
+// threshold search below minimises the count, which cannot ask for one.
+//
+// f(k, i, o) is the recurrence of Solver with max; what is asked for is
+// f(S, 0, 0) for the fixed S. Given an incumbent Z (the score of an S-stage
+// partition known to exist), a suffix state can only be part of an S-stage
+// partition scoring at most Z if f(k, i, o) <= T := Z / (M + slots(S)). So
+// the search keeps only the states and transitions with values <= T (the
+// states of an optimal partition all qualify, since
 // a max is at least each of its parts), and f of every state it keeps is
 // exactly the DP's (max and + are exact; the same formulas in the same
 // order). The bounds are all of that kind:
-//   * value:  a stage term or a rest above T_k is skipped;
+//   * value:  a stage term or a rest above T is skipped;
 //   * layers: for fixed (i, r, k) the stage's compute + sync + update and
 //     its memory do not decrease with j (prefix sums of non-negative
 //     values), so the j loop stops at the first j where either passes its
 //     bound;
 //   * devices: a stage of work W on r replicas has compute >= W / r (each
 //     replica runs ceil(M / r) >= M / r micro-batches), so within T_k it
-//     needs r >= W / T_k devices: a state (i, o) is reachable only with
-//     o >= work[0, i) / T_k and D - o >= work[i, L) / T_k;
+//     needs r >= W / T devices: a state (i, o) is reachable only with
+//     o >= work[0, i) / T and D - o >= work[i, L) / T;
 //   * rows:   each row keeps only its finite cells (offset, choice, value),
 //     and a transition visits only the finite cells of the row it continues
 //     with.
-// Z starts from the equal split (evenSplit) when it fits, and drops to each
-// level's exact score as the levels finish. Stage counts whose optimum
-// cannot reach Z come out +inf: they cannot be chosen. Rows of one level are
-// independent and are split over two threads.
+// Z is the equal split's (evenSplit) when it fits, else +inf. Rows of one
+// level are independent and are split over two threads.
 
 namespace {
 class BoundedSolver : CostTables {
 public:
   using CostTables::CostTables;
 
-  /// Values per stage count 1..maxStages: exact where the score can reach
-  /// `incumbent`, else +inf. `fixedStages` (0: free) asks for that count.
+  /// The value of `fixedStages` (= maxStages) stages in values(), exact
+  /// where its score can reach `incumbent`, else +inf.
   void solve(Metric metric, double cap, int64_t maxStages, int64_t fixedStages,
              double incumbent, double totalForward, double totalBackward);
   const std::vector<double> &values() const { return best; }
@@ -772,8 +774,7 @@ void BoundedSolver::solve(Metric metric, double cap, int64_t maxStages,
     s.code.assign(devices + 1, ~0u);
   }
   for (int64_t k = 1; k <= maxStages; ++k) {
-    LevelInfo info{k, thresholdFor(fixedStages ? fixedStages : k),
-                   fixedStages != 0 && k == maxStages};
+    LevelInfo info{k, thresholdFor(fixedStages), k == maxStages};
     levels.emplace_back(L + 1);
     const Level &prev = levels[k - 1];
     Level &cur = levels[k];
@@ -793,12 +794,8 @@ void BoundedSolver::solve(Metric metric, double cap, int64_t maxStages,
     bool any = false;
     for (const std::vector<Cell> &row : cur)
       any |= !row.empty();
-    if (!cur[0].empty() && cur[0].front().off == 0) {
+    if (!cur[0].empty() && cur[0].front().off == 0)
       best[k] = cur[0].front().value;
-      if (!fixedStages || k == fixedStages)
-        Z = std::min(
-            Z, best[k] * (M + bubbleSlots(o, k, totalForward, totalBackward)));
-    }
     if (!any)
       break; // Every later level is empty too.
   }
@@ -954,6 +951,8 @@ private:
   double cap;
   std::vector<Group> groups;
   std::vector<std::vector<Run>> rows;
+  /// Whether row i has any run.
+  std::vector<char> rowUsed;
   /// Per class: the runs row i may take, before the pointwise minimum.
   std::vector<std::vector<Run>> pending;
   EnvelopeScratch envelope;
@@ -1050,38 +1049,46 @@ bool ThresholdSolver::reach(int64_t i, int64_t j, double T,
     // busy[link] at m = 0, the group's smallest; above g always inter-node.
     double b0[2] = {busy(i, j, group.first, 0), busy(i, j, group.first, 1)};
     least = std::min({least, b0[0], b0[1]});
-    // Large groups: the last m within T (busy grows with m).
-    int64_t mMax = -1;
+    // Large groups: the last m within T (busy grows with m), found when a
+    // class needs it.
+    int64_t mMax = -2;
     double blockedBusy = b0[1];
-    if (base > g && b0[1] <= T) {
-      int64_t lo = 0, hi = group.size - 1;
-      while (lo < hi) {
-        int64_t mid = (lo + hi + 1) / 2;
-        if (busy(i, j, group.first + mid, 1) <= T)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
-      mMax = lo;
-      blockedBusy =
-          lo + 1 < group.size ? busy(i, j, group.first + lo + 1, 1) : kInf;
-    }
     for (int64_t rho = 0; rho < g; ++rho) {
       Reach &r = out[gi * g + rho];
       r.toClass = (rho + base) % g;
       r.carry = (rho + base) / g;
+      r.mMax = -1;
+      r.blocked = kInf;
+      // A stage into an empty class stays useless while that class stays
+      // empty, which only other stages' terms can change: its term need
+      // not bound `next` (see the comment above).
+      if (row(j + 1, r.toClass).empty())
+        continue;
       double x = xfer[r.toClass != 0 ? 0 : 1];
       if (base <= g) {
-        double b = b0[rho + base <= g ? 0 : 1];
-        double t = std::max(b, x);
-        r.mMax = t <= T ? 0 : -1;
-        r.blocked = t <= T ? kInf : t;
+        double t = std::max(b0[rho + base <= g ? 0 : 1], x);
+        if (t <= T)
+          r.mMax = 0;
+        else
+          r.blocked = t;
         continue;
       }
-      if (x > T) {
-        r.mMax = -1;
+      if (x > T || b0[1] > T) {
         r.blocked = std::max(b0[1], x);
         continue;
+      }
+      if (mMax == -2) {
+        int64_t lo = 0, hi = group.size - 1;
+        while (lo < hi) {
+          int64_t mid = (lo + hi + 1) / 2;
+          if (busy(i, j, group.first + mid, 1) <= T)
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        mMax = lo;
+        blockedBusy =
+            lo + 1 < group.size ? busy(i, j, group.first + lo + 1, 1) : kInf;
       }
       r.mMax = mMax;
       r.blocked = blockedBusy;
@@ -1148,12 +1155,22 @@ static void lowerEnvelope(const std::vector<ThresholdRun> &runs,
 
 void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
                                double &next) {
+  const double M = static_cast<double>(o.microBatches);
   for (std::vector<Run> &p : pending)
     p.clear();
   std::vector<Reach> reaches;
   for (int64_t j = i; j < numLayers; ++j) {
     if (resident[j + 1] - resident[i] > cap)
       break; // The memory only grows with j.
+    // Every term from here on is at least the compute of one micro-batch
+    // per replica, and the stages into empty rows do not count (reach).
+    double floor = (work[j + 1] - work[i]) / M;
+    if (floor > T) {
+      next = std::min(next, floor);
+      break;
+    }
+    if (!rowUsed[j + 1])
+      continue;
     double least;
     if (!reach(i, j, T, reaches, least)) {
       next = std::min(next, least); // Bounds every term from here on.
@@ -1184,8 +1201,11 @@ void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
       }
     }
   }
-  for (int64_t rho = 0; rho < g; ++rho)
+  rowUsed[i] = false;
+  for (int64_t rho = 0; rho < g; ++rho) {
     lowerEnvelope(pending[rho], envelope, row(i, rho));
+    rowUsed[i] |= !row(i, rho).empty();
+  }
 }
 
 ThresholdSolver::Probe ThresholdSolver::probe(double T, int64_t maxCount) {
@@ -1195,13 +1215,16 @@ ThresholdSolver::Probe ThresholdSolver::probe(double T, int64_t maxCount) {
   int64_t D = devices;
   row(numLayers, D % g)
       .push_back({static_cast<int32_t>(D / g), static_cast<int32_t>(D / g), 0});
+  rowUsed.assign(numLayers + 1, false);
+  rowUsed[numLayers] = true;
   for (int64_t i = numLayers - 1; i >= 0; --i)
     solveRow(i, T, maxCount, p.next);
   const std::vector<Run> &start = row(0, 0);
   if (start.empty() || start.front().lo != 0)
     return p;
   p.stages = start.front().count;
-  reconstruct(T, p);
+  [[maybe_unused]] bool complete = reconstruct(T, p);
+  assert(complete && "g(0, 0) = stages has a path of that many stages");
   return p;
 }
 
@@ -1321,7 +1344,12 @@ ThresholdSolver::solve(double totalForward, double totalBackward,
         bestScore /
             (M + bubbleSlots(o, gap.stages, totalForward, totalBackward)) *
             (1 + 1e-12));
-    double T = bitMidpoint(gap.lo, std::max(hi, gap.lo));
+    // The top of the interval's useful part when it is narrow: if nothing
+    // there takes maxCount stages or fewer, nothing below does either and
+    // one probe closes it. Wide ones are halved.
+    double top =
+        hi < gap.hi ? std::max(hi, gap.lo) : std::nextafter(gap.hi, 0.0);
+    double T = top <= gap.lo * 1.02 ? top : bitMidpoint(gap.lo, top);
     if (first && hintValue >= gap.lo && hintValue < kInf)
       T = hintValue * (1 + 1e-9); // The equal split passes: a good start.
     first = false;
@@ -1674,8 +1702,9 @@ static double equalSplitIncumbent(const LayerGraph &graph,
   return incumbent;
 }
 
-/// partitionPipeline with the bounded search for the min-max objectives
-/// (`reference`: the exhaustive DP for every objective).
+/// partitionPipeline with the threshold search (or, with `stages=`, the
+/// bounded search) for the min-max objectives (`reference`: the exhaustive
+/// DP for every objective).
 static PartitionResult partition(const LayerGraph &graph,
                                  const PartitionTopology &topology,
                                  const PartitionOptions &options,
