@@ -454,16 +454,23 @@ TEST(PipelinePartition, ThresholdSearchMatchesTheExhaustiveDPAcrossNodes) {
   // devices, sometimes fewer devices than the nodes hold, up to 128
   // micro-batches, memory caps from binding to loose, every min-max
   // objective and schedule, recompute on and off, free stage counts (or
-  // straight / uniform replicas, which force one).
+  // straight / uniform replicas, which force one); every seventh on 16
+  // full nodes of 8 with 16-24 layers, where the search uses two threads.
   std::mt19937 rng(4242);
   int found = 0, pruned = 0, multiNode = 0, straddling = 0, infeasible = 0;
   const int trials = 3000;
   for (int trial = 0; trial < trials; ++trial) {
-    unsigned L = std::uniform_int_distribution<unsigned>(1, 24)(rng);
+    // One in seven is large enough (layers x devices >= 2048) for the
+    // search to split each row over two threads.
+    bool large = trial % 7 == 3;
+    unsigned L =
+        std::uniform_int_distribution<unsigned>(large ? 16 : 1, 24)(rng);
     LayerGraph graph = randomGraph(rng, L, trial % 2 == 0);
     PartitionTopology topo = randomTopology(rng, 1);
-    topo.devicesPerNode = std::array<int64_t, 3>{2, 4, 8}[trial % 3];
-    topo.nodes = std::uniform_int_distribution<int64_t>(2, 16)(rng);
+    topo.devicesPerNode =
+        large ? 8 : std::array<int64_t, 3>{2, 4, 8}[trial % 3];
+    topo.nodes =
+        large ? 16 : std::uniform_int_distribution<int64_t>(2, 16)(rng);
     int64_t D = topo.numDevices();
     if (trial % 5 == 0)
       D -= std::uniform_int_distribution<int64_t>(1, topo.devicesPerNode)(rng);
