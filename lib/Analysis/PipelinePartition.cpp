@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -928,24 +927,13 @@ private:
     int64_t toClass, carry;
   };
 
-  /// One thread's share of a probe: the classes first, first + step, ...
-  /// of every row, with its own scratch.
-  struct Worker {
-    int64_t first = 0, step = 1;
-    /// Per class: the runs row i may take, before the pointwise minimum.
-    std::vector<std::vector<Run>> pending;
-    EnvelopeScratch envelope;
-    std::vector<Reach> reaches;
-    double next = kInf;
-  };
-
   Probe probe(double T, int64_t maxCount);
-  void solveRow(int64_t i, double T, int64_t maxCount, Worker &w);
+  void solveRow(int64_t i, double T, int64_t maxCount, double &next);
   bool reconstruct(double T, Probe &p) const;
   /// Per group and class for the stage [i, j]; false when every term of
   /// this j and all later ones exceeds T (`least` then bounds them).
-  bool reach(int64_t i, int64_t j, double T, int64_t first, int64_t step,
-             std::vector<Reach> &out, double &least) const;
+  bool reach(int64_t i, int64_t j, double T, std::vector<Reach> &out,
+             double &least) const;
   double busy(int64_t i, int64_t j, int64_t c, int link) const;
   bool fits(int64_t i, int64_t j, int64_t n, int64_t k) const;
   /// The largest k <= limit with fits(i, j, n, k) (0: none); the memory
@@ -963,9 +951,11 @@ private:
   double cap;
   std::vector<Group> groups;
   std::vector<std::vector<Run>> rows;
-  /// Whether worker t found any run in row i: [i * 2 + t].
+  /// Whether row i has any run.
   std::vector<char> rowUsed;
-  std::vector<Worker> workers;
+  /// Per class: the runs row i may take, before the pointwise minimum.
+  std::vector<std::vector<Run>> pending;
+  EnvelopeScratch envelope;
 };
 } // namespace
 
@@ -992,13 +982,7 @@ ThresholdSolver::ThresholdSolver(const LayerGraph &graph,
     groups.push_back({c, 1, perReplica[c]});
   }
   rows.resize(static_cast<size_t>(numLayers + 1) * g);
-  // Two threads share the classes of each row on large instances.
-  workers.resize(g >= 2 && numLayers * devices >= (1 << 11) ? 2 : 1);
-  for (size_t t = 0; t < workers.size(); ++t) {
-    workers[t].first = static_cast<int64_t>(t);
-    workers[t].step = static_cast<int64_t>(workers.size());
-    workers[t].pending.resize(g);
-  }
+  pending.resize(g);
 }
 
 double ThresholdSolver::busy(int64_t i, int64_t j, int64_t c, int link) const {
@@ -1052,9 +1036,8 @@ double ThresholdSolver::lowerBound() const {
                   work[numLayers] / static_cast<double>(devices) * (1 - 1e-9));
 }
 
-bool ThresholdSolver::reach(int64_t i, int64_t j, double T, int64_t first,
-                            int64_t step, std::vector<Reach> &out,
-                            double &least) const {
+bool ThresholdSolver::reach(int64_t i, int64_t j, double T,
+                            std::vector<Reach> &out, double &least) const {
   const bool hasNext = j + 1 < numLayers && metric != Metric::Balance;
   std::array<double, 2> xfer =
       hasNext ? cutTransfers(topology, cuts[j]) : std::array<double, 2>{0, 0};
@@ -1070,7 +1053,7 @@ bool ThresholdSolver::reach(int64_t i, int64_t j, double T, int64_t first,
     // class needs it.
     int64_t mMax = -2;
     double blockedBusy = b0[1];
-    for (int64_t rho = first; rho < g; rho += step) {
+    for (int64_t rho = 0; rho < g; ++rho) {
       Reach &r = out[gi * g + rho];
       r.toClass = (rho + base) % g;
       r.carry = (rho + base) / g;
@@ -1171,11 +1154,11 @@ static void lowerEnvelope(const std::vector<ThresholdRun> &runs,
 }
 
 void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
-                               Worker &w) {
+                               double &next) {
   const double M = static_cast<double>(o.microBatches);
-  double &next = w.next;
-  for (std::vector<Run> &p : w.pending)
+  for (std::vector<Run> &p : pending)
     p.clear();
+  std::vector<Reach> reaches;
   for (int64_t j = i; j < numLayers; ++j) {
     if (resident[j + 1] - resident[i] > cap)
       break; // The memory only grows with j.
@@ -1186,10 +1169,10 @@ void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
       next = std::min(next, floor);
       break;
     }
-    if (!rowUsed[2 * (j + 1)] && !rowUsed[2 * (j + 1) + 1])
+    if (!rowUsed[j + 1])
       continue;
     double least;
-    if (!reach(i, j, T, w.first, w.step, w.reaches, least)) {
+    if (!reach(i, j, T, reaches, least)) {
       next = std::min(next, least); // Bounds every term from here on.
       break;
     }
@@ -1197,8 +1180,8 @@ void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
       const Group &group = groups[gi];
       // The most stages from this one to the end its memory allows.
       int64_t kMax = -1;
-      for (int64_t rho = w.first; rho < g; rho += w.step) {
-        const Reach &r = w.reaches[gi * g + rho];
+      for (int64_t rho = 0; rho < g; ++rho) {
+        const Reach &r = reaches[gi * g + rho];
         next = std::min(next, r.blocked);
         if (r.mMax < 0)
           continue;
@@ -1212,44 +1195,18 @@ void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
           if (k > kMax)
             continue;
           int64_t lo = std::max<int64_t>(0, run.lo - r.carry - r.mMax);
-          w.pending[rho].push_back(
+          pending[rho].push_back(
               {static_cast<int32_t>(lo), static_cast<int32_t>(hi), k});
         }
       }
     }
   }
-  char &used = rowUsed[2 * i + w.first];
-  used = false;
-  for (int64_t rho = w.first; rho < g; rho += w.step) {
-    lowerEnvelope(w.pending[rho], w.envelope, row(i, rho));
-    used |= !row(i, rho).empty();
+  rowUsed[i] = false;
+  for (int64_t rho = 0; rho < g; ++rho) {
+    lowerEnvelope(pending[rho], envelope, row(i, rho));
+    rowUsed[i] |= !row(i, rho).empty();
   }
 }
-
-namespace {
-/// Two threads meet after each row: spin briefly, then yield (the machine
-/// may be shared).
-class SpinBarrier {
-public:
-  explicit SpinBarrier(int parties) : parties(parties) {}
-  void wait() {
-    int gen = generation.load(std::memory_order_acquire);
-    if (arrived.fetch_add(1, std::memory_order_acq_rel) == parties - 1) {
-      arrived.store(0, std::memory_order_relaxed);
-      generation.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    for (int spins = 0; generation.load(std::memory_order_acquire) == gen;
-         ++spins)
-      if (spins > 256)
-        std::this_thread::yield();
-  }
-
-private:
-  const int parties;
-  std::atomic<int> arrived{0}, generation{0};
-};
-} // namespace
 
 ThresholdSolver::Probe ThresholdSolver::probe(double T, int64_t maxCount) {
   Probe p;
@@ -1258,29 +1215,10 @@ ThresholdSolver::Probe ThresholdSolver::probe(double T, int64_t maxCount) {
   int64_t D = devices;
   row(numLayers, D % g)
       .push_back({static_cast<int32_t>(D / g), static_cast<int32_t>(D / g), 0});
-  rowUsed.assign(2 * (numLayers + 1), false);
-  rowUsed[2 * numLayers] = true;
-  // Row i reads only rows > i: the workers split each row's classes and
-  // meet after it. The result does not depend on the threads.
-  const int threads = static_cast<int>(workers.size());
-  SpinBarrier barrier(threads);
-  auto run = [&](int t) {
-    workers[t].next = kInf;
-    for (int64_t i = numLayers - 1; i >= 0; --i) {
-      solveRow(i, T, maxCount, workers[t]);
-      if (threads > 1)
-        barrier.wait();
-    }
-  };
-  if (threads > 1) {
-    std::thread helper(run, 1);
-    run(0);
-    helper.join();
-  } else {
-    run(0);
-  }
-  for (const Worker &w : workers)
-    p.next = std::min(p.next, w.next);
+  rowUsed.assign(numLayers + 1, false);
+  rowUsed[numLayers] = true;
+  for (int64_t i = numLayers - 1; i >= 0; --i)
+    solveRow(i, T, maxCount, p.next);
   const std::vector<Run> &start = row(0, 0);
   if (start.empty() || start.front().lo != 0)
     return p;
@@ -1301,7 +1239,7 @@ bool ThresholdSolver::reconstruct(double T, Probe &p) const {
     for (int64_t j = i; j < numLayers; ++j) {
       double least;
       if (resident[j + 1] - resident[i] > cap ||
-          !reach(i, j, T, rho, g, reaches, least))
+          !reach(i, j, T, reaches, least))
         break;
       for (size_t gi = 0; gi < groups.size(); ++gi) {
         const Group &group = groups[gi];

@@ -455,13 +455,12 @@ TEST(PipelinePartition, ThresholdSearchMatchesTheExhaustiveDPAcrossNodes) {
   // micro-batches, memory caps from binding to loose, every min-max
   // objective and schedule, recompute on and off, free stage counts (or
   // straight / uniform replicas, which force one); every seventh on 16
-  // full nodes of 8 with 16-24 layers, where the search uses two threads.
+  // full nodes of 8 with 16-24 layers.
   std::mt19937 rng(4242);
   int found = 0, pruned = 0, multiNode = 0, straddling = 0, infeasible = 0;
   const int trials = 3000;
   for (int trial = 0; trial < trials; ++trial) {
-    // One in seven is large enough (layers x devices >= 2048) for the
-    // search to split each row over two threads.
+    // One in seven is larger: more offsets per class and longer rows.
     bool large = trial % 7 == 3;
     unsigned L =
         std::uniform_int_distribution<unsigned>(large ? 16 : 1, 24)(rng);
