@@ -14,10 +14,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <queue>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 using namespace mlir::strata;
 
@@ -352,7 +356,8 @@ namespace {
 enum class Metric { Throughput, Balance, Communication, Memory };
 
 /// Prefix sums over the layers and per-candidate constants shared by the
-/// exhaustive DP (Solver) and the bounded search (BoundedSolver).
+/// exhaustive DP (Solver), the bounded search (BoundedSolver) and the
+/// threshold search (ThresholdSolver).
 struct CostTables {
   CostTables(const LayerGraph &graph, const PartitionTopology &topology,
              const PartitionOptions &o, std::vector<int64_t> candidates);
@@ -582,40 +587,40 @@ void Solver::reconstruct(int64_t stages,
 // The bounded search: the same recurrence for the min-max metrics, pruned
 //===----------------------------------------------------------------------===//
 //
-// f(k, i, o) is the recurrence of Solver with max. What is asked for is the
-// stage count S minimising f(S, 0, 0) * (M + slots(S)), slots increasing in
-// S. Given an incumbent Z (the score of a partition known to exist), a
-// suffix state of level k can only be part of an S-stage partition scoring
-// at most Z, S >= k, if f(k, i, o) <= Z / (M + slots(S)) <= T_k :=
-// Z / (M + slots(k)). So the search keeps only the states and transitions
-// with values <= T_k (the states of an optimal partition all qualify, since
+// Used when `stages=` fixes the stage count (and the replicas are free): the
+// threshold search below minimises the count, which cannot ask for one.
+//
+// f(k, i, o) is the recurrence of Solver with max; what is asked for is
+// f(S, 0, 0) for the fixed S. Given an incumbent Z (the score of an S-stage
+// partition known to exist), a suffix state can only be part of an S-stage
+// partition scoring at most Z if f(k, i, o) <= T := Z / (M + slots(S)). So
+// the search keeps only the states and transitions with values <= T (the
+// states of an optimal partition all qualify, since
 // a max is at least each of its parts), and f of every state it keeps is
 // exactly the DP's (max and + are exact; the same formulas in the same
 // order). The bounds are all of that kind:
-//   * value:  a stage term or a rest above T_k is skipped;
+//   * value:  a stage term or a rest above T is skipped;
 //   * layers: for fixed (i, r, k) the stage's compute + sync + update and
 //     its memory do not decrease with j (prefix sums of non-negative
 //     values), so the j loop stops at the first j where either passes its
 //     bound;
 //   * devices: a stage of work W on r replicas has compute >= W / r (each
 //     replica runs ceil(M / r) >= M / r micro-batches), so within T_k it
-//     needs r >= W / T_k devices: a state (i, o) is reachable only with
-//     o >= work[0, i) / T_k and D - o >= work[i, L) / T_k;
+//     needs r >= W / T devices: a state (i, o) is reachable only with
+//     o >= work[0, i) / T and D - o >= work[i, L) / T;
 //   * rows:   each row keeps only its finite cells (offset, choice, value),
 //     and a transition visits only the finite cells of the row it continues
 //     with.
-// Z starts from the equal split (evenSplit) when it fits, and drops to each
-// level's exact score as the levels finish. Stage counts whose optimum
-// cannot reach Z come out +inf: they cannot be chosen. Rows of one level are
-// independent and are split over two threads.
+// Z is the equal split's (evenSplit) when it fits, else +inf. Rows of one
+// level are independent and are split over two threads.
 
 namespace {
 class BoundedSolver : CostTables {
 public:
   using CostTables::CostTables;
 
-  /// Values per stage count 1..maxStages: exact where the score can reach
-  /// `incumbent`, else +inf. `fixedStages` (0: free) asks for that count.
+  /// The value of `fixedStages` (= maxStages) stages in values(), exact
+  /// where its score can reach `incumbent`, else +inf.
   void solve(Metric metric, double cap, int64_t maxStages, int64_t fixedStages,
              double incumbent, double totalForward, double totalBackward);
   const std::vector<double> &values() const { return best; }
@@ -769,8 +774,7 @@ void BoundedSolver::solve(Metric metric, double cap, int64_t maxStages,
     s.code.assign(devices + 1, ~0u);
   }
   for (int64_t k = 1; k <= maxStages; ++k) {
-    LevelInfo info{k, thresholdFor(fixedStages ? fixedStages : k),
-                   fixedStages != 0 && k == maxStages};
+    LevelInfo info{k, thresholdFor(fixedStages), k == maxStages};
     levels.emplace_back(L + 1);
     const Level &prev = levels[k - 1];
     Level &cur = levels[k];
@@ -790,12 +794,8 @@ void BoundedSolver::solve(Metric metric, double cap, int64_t maxStages,
     bool any = false;
     for (const std::vector<Cell> &row : cur)
       any |= !row.empty();
-    if (!cur[0].empty() && cur[0].front().off == 0) {
+    if (!cur[0].empty() && cur[0].front().off == 0)
       best[k] = cur[0].front().value;
-      if (!fixedStages || k == fixedStages)
-        Z = std::min(
-            Z, best[k] * (M + bubbleSlots(o, k, totalForward, totalBackward)));
-    }
     if (!any)
       break; // Every later level is empty too.
   }
@@ -818,6 +818,571 @@ void BoundedSolver::reconstruct(
     i = j + 1;
     off += r;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The threshold search: the min-max metrics with a free stage count
+//===----------------------------------------------------------------------===//
+//
+// Every stage term (Solver's term[oneNode][sameNode]) is independent of the
+// stage count; only the memory (through the stages k from a stage to the
+// end) and the score's bubble depend on it. For a threshold T let Smin(T) be
+// the fewest stages of a partition whose every term is <= T (memory fitting,
+// every device used); it does not increase with T. The score of an S-stage
+// optimum v(S) is v(S) * (M + slots(S)) with slots increasing in S, so
+//   min_S v(S) (M + slots(S)) = min_T T (M + slots(Smin(T))),
+// and the minimum sits where Smin steps down: at T = v(S) for the S = Smin(T)
+// there (then v(S) is also the exhaustive DP's value for S, and no smaller
+// stage count ties it). Both directions: T = v(S) gives Smin(T) <= S at a
+// score no larger; and a T gives a partition of Smin(T) stages whose value,
+// at most T, scores no more than T (M + slots(Smin(T))).
+//
+// Smin(T) is a DP over (first layer i, device offset o) that minimises the
+// stage count: g(i, o) = min 1 + g(j + 1, o + r) over stages [i, j] on r
+// replicas with term <= T and memory <= cap at k = 1 + g(j + 1, o + r). The
+// memory grows with k (in-flight micro-batches), so the fewest stages after
+// a stage are also the best for its memory: the minimum is exact. For fixed
+// i, g(., o) is nearly constant in o (any device count a stage can absorb
+// gives the same count), so a row is kept per residue class o mod g (the
+// node size: intra- vs inter-node all-reduce and transfer depend on it) as
+// runs of equal counts. Replica candidates above g come in groups r = base +
+// m g with the same micro-batches per replica n: in a group the memory is
+// the same and the term grows with m (compute fixed, the ring's terms grow,
+// and rounding is monotone), so the feasible ones are a prefix m <= m*, and
+// a run [lo, hi] of row j + 1 becomes the run [lo - m* - carry, hi - carry]
+// of row i; the row is the pointwise minimum of those (lowerEnvelope). A
+// probe may also drop suffixes needing more than maxCount stages: counts
+// only fall along a path, so the counts <= maxCount stay exact.
+//
+// A probe at T returns Smin(T) (0 past maxCount or when nothing fits), a
+// witness partition with that many stages (greedy: each stage the smallest
+// term reaching a suffix with one stage fewer) whose value w is <= T, and
+// `next`, the smallest term > T among every stage the DP priced, or a lower
+// bound for the terms it skipped (the j loop stops where the compute + sync
+// + update of every candidate passes T; they grow with j). Every allowed
+// transition stays allowed up to `next`, so Smin is constant on [w, next):
+// Smin(w) <= Smin(T) through the witness, and Smin does not increase.
+//
+// The outer search keeps the unknown intervals [lo, hi) of T between such
+// pieces, with Smin >= S inside (S: the count of the piece on the right) and
+// so a score >= lo (M + slots(S)). It starts from the best equal split's
+// value (an achievable score) and the bound max(dearest layer alone, total
+// work / devices) (each stage's compute is at least its work / replicas,
+// and the largest of those ratios is at least their mediant), probes the
+// interval with the lowest bound in its middle (in the bits of the double,
+// below bestScore / (M + slots(S)), so it ends), and drops intervals whose
+// bound cannot beat the best witness (nor tie it with fewer stages). With
+// maxCount = the largest S with lo (M + slots(S)) <= best, a probe that
+// finds nothing rules out [lo, next) as well. When no interval is left, the
+// best witness's value is v(S*) for the smallest optimal S*: exactly what
+// chooseStageCount picks from the exhaustive DP (v(S*) is a step of Smin, so
+// the value is the DP's own max of the same terms, bit for bit). Ties
+// between partitions of that value go to the witness of the first probe
+// that reached it (the search's order is deterministic).
+
+namespace {
+/// Offsets rho + q g, q in [lo, hi], of one residue class rho whose suffix
+/// needs `count` stages at least.
+struct ThresholdRun {
+  int32_t lo, hi, count;
+};
+
+/// Scratch of lowerEnvelope, reused across rows.
+struct EnvelopeScratch {
+  std::vector<ThresholdRun> sorted;
+  std::vector<int32_t> histogram, nextFree, paint;
+};
+
+class ThresholdSolver : CostTables {
+public:
+  ThresholdSolver(const LayerGraph &graph, const PartitionTopology &topology,
+                  const PartitionOptions &o, std::vector<int64_t> candidates,
+                  Metric metric, double cap);
+
+  /// The optimal stage count (0: nothing fits) and its value; the partition
+  /// is in `bounds` / `replicas`.
+  /// `hintValue` / `hintScore`: a partition's value and score (+inf: none)
+  /// to start from.
+  int64_t solve(double totalForward, double totalBackward, double hintValue,
+                double hintScore, double &value,
+                std::vector<std::pair<unsigned, unsigned>> &bounds,
+                std::vector<int64_t> &replicas);
+
+private:
+  using Run = ThresholdRun;
+  /// Candidates [first, first + size): r = candidates[first] + m g, one n.
+  struct Group {
+    int64_t first, size, n;
+  };
+  struct Probe {
+    int64_t stages = 0;
+    double witness = kInf, next = kInf;
+    std::vector<std::pair<unsigned, unsigned>> bounds;
+    std::vector<int64_t> replicas;
+  };
+  /// What the stages [i, j] of one group may use at offsets of class rho.
+  struct Reach {
+    int64_t mMax;   // feasible m in [0, mMax]; -1: none
+    double blocked; // the smallest term > T of the group (+inf: none)
+    int64_t toClass, carry;
+  };
+
+  Probe probe(double T, int64_t maxCount);
+  void solveRow(int64_t i, double T, int64_t maxCount, double &next);
+  bool reconstruct(double T, Probe &p) const;
+  /// Per group and class for the stage [i, j]; false when every term of
+  /// this j and all later ones exceeds T (`least` then bounds them).
+  bool reach(int64_t i, int64_t j, double T, std::vector<Reach> &out,
+             double &least) const;
+  double busy(int64_t i, int64_t j, int64_t c, int link) const;
+  bool fits(int64_t i, int64_t j, int64_t n, int64_t k) const;
+  /// The largest k <= limit with fits(i, j, n, k) (0: none); the memory
+  /// grows with k.
+  int64_t maxStagesFitting(int64_t i, int64_t j, int64_t n,
+                           int64_t limit) const;
+  /// Every partition's value is at least this (the dearest layer alone).
+  double lowerBound() const;
+  std::vector<Run> &row(int64_t i, int64_t rho) { return rows[i * g + rho]; }
+  const std::vector<Run> &row(int64_t i, int64_t rho) const {
+    return rows[i * g + rho];
+  }
+
+  Metric metric;
+  double cap;
+  std::vector<Group> groups;
+  std::vector<std::vector<Run>> rows;
+  /// Whether row i has any run.
+  std::vector<char> rowUsed;
+  /// Per class: the runs row i may take, before the pointwise minimum.
+  std::vector<std::vector<Run>> pending;
+  EnvelopeScratch envelope;
+};
+} // namespace
+
+ThresholdSolver::ThresholdSolver(const LayerGraph &graph,
+                                 const PartitionTopology &topology,
+                                 const PartitionOptions &o,
+                                 std::vector<int64_t> candidates, Metric metric,
+                                 double cap)
+    : CostTables(graph, topology, o, std::move(candidates)), metric(metric),
+      cap(cap) {
+  // Candidates up to g are their own group: whether they lie in one node
+  // depends on the offset. Above g, consecutive multiples of g with the
+  // same n share one.
+  for (int64_t c = 0; c < static_cast<int64_t>(this->candidates.size()); ++c) {
+    int64_t r = this->candidates[c];
+    if (!groups.empty() && r > g) {
+      Group &last = groups.back();
+      int64_t prev = this->candidates[last.first + last.size - 1];
+      if (prev > g && r == prev + g && perReplica[c] == last.n) {
+        ++last.size;
+        continue;
+      }
+    }
+    groups.push_back({c, 1, perReplica[c]});
+  }
+  rows.resize(static_cast<size_t>(numLayers + 1) * g);
+  pending.resize(g);
+}
+
+double ThresholdSolver::busy(int64_t i, int64_t j, int64_t c, int link) const {
+  // The expressions of Solver::solve, so that the values are identical.
+  const double M = static_cast<double>(o.microBatches);
+  double stageWork = work[j + 1] - work[i];
+  double n = static_cast<double>(perReplica[c]);
+  if (metric == Metric::Balance)
+    return stageWork * n / M;
+  double stageUpdate = update[j + 1] - update[i];
+  double stageParams = params[j + 1] - params[i];
+  return stageWork * n / M +
+         (arScale[link][c] * stageParams + arFixed[link][c] + stageUpdate) / M;
+}
+
+bool ThresholdSolver::fits(int64_t i, int64_t j, int64_t n, int64_t k) const {
+  double memory =
+      stageMemory(o, resident[j + 1] - resident[i], stash[j + 1] - stash[i],
+                  i > 0 ? cuts[i - 1] : 0.0, inFlight(o, k, n));
+  return !(memory > cap);
+}
+
+int64_t ThresholdSolver::maxStagesFitting(int64_t i, int64_t j, int64_t n,
+                                          int64_t limit) const {
+  if (fits(i, j, n, limit))
+    return limit;
+  int64_t lo = 0, hi = limit - 1;
+  while (lo < hi) {
+    int64_t mid = (lo + hi + 1) / 2;
+    if (fits(i, j, n, mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+double ThresholdSolver::lowerBound() const {
+  double bound = 0;
+  for (int64_t l = 0; l < numLayers; ++l) {
+    double least = kInf;
+    for (const Group &group : groups)
+      for (int link = 0; link < 2; ++link)
+        least = std::min(least, busy(l, l, group.first, link));
+    bound = std::max(bound, least);
+  }
+  // Each stage's compute is at least its work / replicas, and the largest
+  // of those ratios is at least their mediant, total work / devices (scaled
+  // down a hair against rounding).
+  return std::max(bound,
+                  work[numLayers] / static_cast<double>(devices) * (1 - 1e-9));
+}
+
+bool ThresholdSolver::reach(int64_t i, int64_t j, double T,
+                            std::vector<Reach> &out, double &least) const {
+  const bool hasNext = j + 1 < numLayers && metric != Metric::Balance;
+  std::array<double, 2> xfer =
+      hasNext ? cutTransfers(topology, cuts[j]) : std::array<double, 2>{0, 0};
+  least = kInf;
+  out.resize(groups.size() * g);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group &group = groups[gi];
+    int64_t base = candidates[group.first];
+    // busy[link] at m = 0, the group's smallest; above g always inter-node.
+    double b0[2] = {busy(i, j, group.first, 0), busy(i, j, group.first, 1)};
+    least = std::min({least, b0[0], b0[1]});
+    // Large groups: the last m within T (busy grows with m), found when a
+    // class needs it.
+    int64_t mMax = -2;
+    double blockedBusy = b0[1];
+    for (int64_t rho = 0; rho < g; ++rho) {
+      Reach &r = out[gi * g + rho];
+      r.toClass = (rho + base) % g;
+      r.carry = (rho + base) / g;
+      r.mMax = -1;
+      r.blocked = kInf;
+      // A stage into an empty class stays useless while that class stays
+      // empty, which only other stages' terms can change: its term need
+      // not bound `next` (see the comment above).
+      if (row(j + 1, r.toClass).empty())
+        continue;
+      double x = xfer[r.toClass != 0 ? 0 : 1];
+      if (base <= g) {
+        double t = std::max(b0[rho + base <= g ? 0 : 1], x);
+        if (t <= T)
+          r.mMax = 0;
+        else
+          r.blocked = t;
+        continue;
+      }
+      if (x > T || b0[1] > T) {
+        r.blocked = std::max(b0[1], x);
+        continue;
+      }
+      if (mMax == -2) {
+        int64_t lo = 0, hi = group.size - 1;
+        while (lo < hi) {
+          int64_t mid = (lo + hi + 1) / 2;
+          if (busy(i, j, group.first + mid, 1) <= T)
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        mMax = lo;
+        blockedBusy =
+            lo + 1 < group.size ? busy(i, j, group.first + lo + 1, 1) : kInf;
+      }
+      r.mMax = mMax;
+      r.blocked = blockedBusy;
+    }
+  }
+  return !(least > T);
+}
+
+/// The pointwise minimum of `runs` (any order, overlapping) as disjoint runs
+/// in increasing order, equal neighbours merged. The runs are bucketed by
+/// count and painted smallest count first, each offset once: `nextFree`
+/// skips painted offsets (a union-find with path halving), so the cost is
+/// linear in the runs plus the offsets they span.
+static void lowerEnvelope(const std::vector<ThresholdRun> &runs,
+                          EnvelopeScratch &s, std::vector<ThresholdRun> &out) {
+  out.clear();
+  if (runs.empty())
+    return;
+  int32_t qMin = runs[0].lo, qMax = runs[0].hi;
+  int32_t cMin = runs[0].count, cMax = runs[0].count;
+  for (const ThresholdRun &run : runs) {
+    qMin = std::min(qMin, run.lo);
+    qMax = std::max(qMax, run.hi);
+    cMin = std::min(cMin, run.count);
+    cMax = std::max(cMax, run.count);
+  }
+  // Counting sort by count.
+  s.histogram.assign(cMax - cMin + 2, 0);
+  for (const ThresholdRun &run : runs)
+    ++s.histogram[run.count - cMin + 1];
+  for (size_t c = 1; c < s.histogram.size(); ++c)
+    s.histogram[c] += s.histogram[c - 1];
+  s.sorted.resize(runs.size());
+  for (const ThresholdRun &run : runs)
+    s.sorted[s.histogram[run.count - cMin]++] = run;
+  int32_t width = qMax - qMin + 1;
+  s.paint.assign(width, -1);
+  s.nextFree.resize(width + 1);
+  for (int32_t x = 0; x <= width; ++x)
+    s.nextFree[x] = x;
+  auto find = [&](int32_t x) {
+    while (s.nextFree[x] != x) {
+      s.nextFree[x] = s.nextFree[s.nextFree[x]];
+      x = s.nextFree[x];
+    }
+    return x;
+  };
+  for (const ThresholdRun &run : s.sorted)
+    for (int32_t x = find(run.lo - qMin); x <= run.hi - qMin; x = find(x + 1)) {
+      s.paint[x] = run.count;
+      s.nextFree[x] = x + 1;
+    }
+  for (int32_t x = 0; x < width; ++x) {
+    int32_t count = s.paint[x];
+    if (count < 0)
+      continue;
+    if (!out.empty() && out.back().hi + 1 == x + qMin &&
+        out.back().count == count)
+      ++out.back().hi;
+    else
+      out.push_back({x + qMin, x + qMin, count});
+  }
+}
+
+void ThresholdSolver::solveRow(int64_t i, double T, int64_t maxCount,
+                               double &next) {
+  const double M = static_cast<double>(o.microBatches);
+  for (std::vector<Run> &p : pending)
+    p.clear();
+  std::vector<Reach> reaches;
+  for (int64_t j = i; j < numLayers; ++j) {
+    if (resident[j + 1] - resident[i] > cap)
+      break; // The memory only grows with j.
+    // Every term from here on is at least the compute of one micro-batch
+    // per replica, and the stages into empty rows do not count (reach).
+    double floor = (work[j + 1] - work[i]) / M;
+    if (floor > T) {
+      next = std::min(next, floor);
+      break;
+    }
+    if (!rowUsed[j + 1])
+      continue;
+    double least;
+    if (!reach(i, j, T, reaches, least)) {
+      next = std::min(next, least); // Bounds every term from here on.
+      break;
+    }
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const Group &group = groups[gi];
+      // The most stages from this one to the end its memory allows.
+      int64_t kMax = -1;
+      for (int64_t rho = 0; rho < g; ++rho) {
+        const Reach &r = reaches[gi * g + rho];
+        next = std::min(next, r.blocked);
+        if (r.mMax < 0)
+          continue;
+        if (kMax < 0)
+          kMax = maxStagesFitting(i, j, group.n, maxCount);
+        for (const Run &run : row(j + 1, r.toClass)) {
+          int64_t hi = run.hi - r.carry;
+          if (hi < 0)
+            continue;
+          int32_t k = run.count + 1;
+          if (k > kMax)
+            continue;
+          int64_t lo = std::max<int64_t>(0, run.lo - r.carry - r.mMax);
+          pending[rho].push_back(
+              {static_cast<int32_t>(lo), static_cast<int32_t>(hi), k});
+        }
+      }
+    }
+  }
+  rowUsed[i] = false;
+  for (int64_t rho = 0; rho < g; ++rho) {
+    lowerEnvelope(pending[rho], envelope, row(i, rho));
+    rowUsed[i] |= !row(i, rho).empty();
+  }
+}
+
+ThresholdSolver::Probe ThresholdSolver::probe(double T, int64_t maxCount) {
+  Probe p;
+  for (std::vector<Run> &r : rows)
+    r.clear();
+  int64_t D = devices;
+  row(numLayers, D % g)
+      .push_back({static_cast<int32_t>(D / g), static_cast<int32_t>(D / g), 0});
+  rowUsed.assign(numLayers + 1, false);
+  rowUsed[numLayers] = true;
+  for (int64_t i = numLayers - 1; i >= 0; --i)
+    solveRow(i, T, maxCount, p.next);
+  const std::vector<Run> &start = row(0, 0);
+  if (start.empty() || start.front().lo != 0)
+    return p;
+  p.stages = start.front().count;
+  [[maybe_unused]] bool complete = reconstruct(T, p);
+  assert(complete && "g(0, 0) = stages has a path of that many stages");
+  return p;
+}
+
+bool ThresholdSolver::reconstruct(double T, Probe &p) const {
+  int64_t i = 0, off = 0;
+  p.witness = 0;
+  std::vector<Reach> reaches;
+  for (int64_t k = p.stages; k >= 1; --k) {
+    int64_t rho = off % g, q = off / g;
+    double bestTerm = kInf;
+    int64_t bestJ = -1, bestC = -1;
+    for (int64_t j = i; j < numLayers; ++j) {
+      double least;
+      if (resident[j + 1] - resident[i] > cap ||
+          !reach(i, j, T, reaches, least))
+        break;
+      for (size_t gi = 0; gi < groups.size(); ++gi) {
+        const Group &group = groups[gi];
+        const Reach &r = reaches[gi * g + rho];
+        if (r.mMax < 0 || !fits(i, j, group.n, k))
+          continue;
+        // The smallest m (smallest term) whose suffix takes k - 1 stages.
+        const std::vector<Run> &runs = row(j + 1, r.toClass);
+        int64_t from = q + r.carry, to = from + r.mMax;
+        auto it = std::lower_bound(
+            runs.begin(), runs.end(), from,
+            [](const Run &run, int64_t x) { return run.hi < x; });
+        for (; it != runs.end() && it->lo <= to; ++it) {
+          if (it->count != k - 1)
+            continue;
+          int64_t c = group.first + std::max<int64_t>(it->lo, from) - from;
+          int64_t rr = candidates[c];
+          bool one = off % g + rr <= g;
+          double term = busy(i, j, c, one ? 0 : 1);
+          if (metric != Metric::Balance && j + 1 < numLayers)
+            term = std::max(
+                term, cutTransfers(topology, cuts[j])[r.toClass != 0 ? 0 : 1]);
+          if (term < bestTerm) {
+            bestTerm = term;
+            bestJ = j;
+            bestC = c;
+          }
+          break;
+        }
+      }
+    }
+    if (bestJ < 0)
+      return false; // Cannot happen: g(i, off) = k had a transition.
+    p.bounds.emplace_back(static_cast<unsigned>(i),
+                          static_cast<unsigned>(bestJ));
+    p.replicas.push_back(candidates[bestC]);
+    p.witness = std::max(p.witness, bestTerm);
+    i = bestJ + 1;
+    off += candidates[bestC];
+  }
+  return true;
+}
+
+/// The midpoint of [lo, hi) in the order of the doubles' bits (>= 0), so
+/// that bisection ends after at most 64 halvings.
+static double bitMidpoint(double lo, double hi) {
+  uint64_t a, b;
+  std::memcpy(&a, &lo, sizeof a);
+  std::memcpy(&b, &hi, sizeof b);
+  uint64_t m = a + (b - a) / 2;
+  double mid;
+  std::memcpy(&mid, &m, sizeof mid);
+  return mid;
+}
+
+int64_t
+ThresholdSolver::solve(double totalForward, double totalBackward,
+                       double hintValue, double hintScore, double &value,
+                       std::vector<std::pair<unsigned, unsigned>> &bounds,
+                       std::vector<int64_t> &replicas) {
+  const double M = static_cast<double>(o.microBatches);
+  auto score = [&](double v, int64_t s) {
+    return v * (M + bubbleSlots(o, s, totalForward, totalBackward));
+  };
+  // Until a probe finds a witness, the hint (an equal split's score, a hair
+  // above it so that rounding between its direct sums and the prefix sums
+  // cannot cut off the optimum) bounds the search.
+  Probe best;
+  double bestScore = hintScore < kInf ? hintScore * (1 + 1e-9) : kInf;
+  // An unknown interval [lo, hi) of thresholds; Smin >= stages inside, so
+  // nothing in it scores below `bound`.
+  struct Gap {
+    double bound, lo, hi;
+    int64_t stages;
+    bool operator>(const Gap &other) const {
+      return std::tie(bound, lo) > std::tie(other.bound, other.lo);
+    }
+  };
+  std::priority_queue<Gap, std::vector<Gap>, std::greater<>> gaps;
+  auto push = [&](double lo, double hi, int64_t stages) {
+    if (lo < hi)
+      gaps.push({score(lo, stages), lo, hi, stages});
+  };
+  push(lowerBound(), kInf, 1);
+  bool first = true;
+  while (!gaps.empty()) {
+    Gap gap = gaps.top();
+    gaps.pop();
+    // Nothing inside scores less, or ties with fewer stages.
+    if (gap.bound > bestScore ||
+        (gap.bound == bestScore && best.stages && gap.stages > best.stages))
+      continue;
+    // Stage counts past maxCount score more than the best at any T >= lo:
+    // the probe drops suffixes that need more.
+    int64_t maxCount = 1;
+    while (maxCount < numLayers && score(gap.lo, maxCount + 1) <= bestScore)
+      ++maxCount;
+    // Above bestScore / (M + slots(stages)) nothing can beat the best (a
+    // hair above it: only the probe point, not the pruning, depends on it).
+    double hi = std::min(
+        gap.hi,
+        bestScore /
+            (M + bubbleSlots(o, gap.stages, totalForward, totalBackward)) *
+            (1 + 1e-12));
+    // The top of the interval's useful part when it is narrow: if nothing
+    // there takes maxCount stages or fewer, nothing below does either and
+    // one probe closes it. Wide ones are halved.
+    double top =
+        hi < gap.hi ? std::max(hi, gap.lo) : std::nextafter(gap.hi, 0.0);
+    double T = top <= gap.lo * 1.02 ? top : bitMidpoint(gap.lo, top);
+    if (first && hintValue >= gap.lo && hintValue < kInf)
+      T = hintValue * (1 + 1e-9); // The equal split passes: a good start.
+    first = false;
+    Probe p = probe(T, maxCount);
+    if (p.stages == 0) {
+      // Infeasible, or more than maxCount stages, below p.next.
+      push(p.next, gap.hi, gap.stages);
+      continue;
+    }
+    double s = score(p.witness, p.stages);
+    push(gap.lo, p.witness, p.stages);
+    push(p.next, gap.hi, gap.stages);
+    // Equal scores: the fewer stages, then the smaller value (rounding can
+    // give two values of one stage count the same score).
+    if (s < bestScore ||
+        (s == bestScore &&
+         (!best.stages || p.stages < best.stages ||
+          (p.stages == best.stages && p.witness < best.witness)))) {
+      bestScore = s;
+      best = std::move(p);
+    }
+  }
+  if (!best.stages) {
+    // Only if the hint was below every partition's score after all.
+    if (hintScore < kInf)
+      return solve(totalForward, totalBackward, kInf, kInf, value, bounds,
+                   replicas);
+    return 0;
+  }
+  value = best.witness;
+  bounds = std::move(best.bounds);
+  replicas = std::move(best.replicas);
+  return best.stages;
 }
 
 /// `bytes` rounded up as an integer while int64_t holds it, else in
@@ -1103,13 +1668,15 @@ PartitionResult mlir::strata::evaluateGivenPartition(
 
 /// The score (value times M + bubble slots) of the best equal split
 /// (evenSplit) that fits, over stage counts spread across [1, maxStages]:
-/// an achievable bound for BoundedSolver; +inf when none fits.
+/// an achievable bound for the searches (its value in `value`); +inf when
+/// none fits.
 static double equalSplitIncumbent(const LayerGraph &graph,
                                   const PartitionTopology &topology,
                                   const PartitionOptions &o,
                                   const std::vector<int64_t> &candidates,
                                   int64_t fixedStages, int64_t maxStages,
-                                  double totalForward, double totalBackward) {
+                                  double totalForward, double totalBackward,
+                                  double *value = nullptr) {
   int64_t L = static_cast<int64_t>(graph.layers.size());
   double incumbent = kInf;
   // At most ~64 stage counts: evaluatePartition costs O(S * (L + edges)).
@@ -1123,16 +1690,21 @@ static double equalSplitIncumbent(const LayerGraph &graph,
         evaluatePartition(graph, topology, o, bounds, replicas);
     if (!e.fitsMemory)
       continue;
-    incumbent = std::min(incumbent,
-                         e.objective *
-                             (static_cast<double>(o.microBatches) +
-                              bubbleSlots(o, s, totalForward, totalBackward)));
+    double score =
+        e.objective * (static_cast<double>(o.microBatches) +
+                       bubbleSlots(o, s, totalForward, totalBackward));
+    if (score < incumbent) {
+      incumbent = score;
+      if (value)
+        *value = e.objective;
+    }
   }
   return incumbent;
 }
 
-/// partitionPipeline with the bounded search for the min-max objectives
-/// (`reference`: the exhaustive DP for every objective).
+/// partitionPipeline with the threshold search (or, with `stages=`, the
+/// bounded search) for the min-max objectives (`reference`: the exhaustive
+/// DP for every objective).
 static PartitionResult partition(const LayerGraph &graph,
                                  const PartitionTopology &topology,
                                  const PartitionOptions &options,
@@ -1164,6 +1736,28 @@ static PartitionResult partition(const LayerGraph &graph,
                               maxStages, result);
     if (chosen)
       solver.reconstruct(chosen, bounds, replicas);
+  } else if (o.stages == 0 || o.straight || o.replicas > 0) {
+    // The stage count is free, or the candidates force it (every partition
+    // of `straight` or `replicas=` has D / r stages): the threshold search.
+    double totalForward = 0, totalBackward = 0;
+    for (const PartitionLayer &layer : graph.layers) {
+      totalForward += layer.forwardSeconds;
+      totalBackward += layer.backwardSeconds;
+    }
+    ThresholdSolver solver(graph, topology, o, result.replicaCandidates, metric,
+                           o.memoryBytes);
+    double hintValue = kInf;
+    double hintScore = equalSplitIncumbent(
+        graph, topology, o, result.replicaCandidates, fixedStages, maxStages,
+        totalForward, totalBackward, &hintValue);
+    double value = kInf;
+    int64_t stages = solver.solve(totalForward, totalBackward, hintValue,
+                                  hintScore, value, bounds, replicas);
+    std::vector<double> values(maxStages + 1, kInf);
+    if (stages)
+      values[stages] = value;
+    chosen = chooseStageCount(graph, values, o, metric, fixedStages, maxStages,
+                              result);
   } else {
     double totalForward = 0, totalBackward = 0;
     for (const PartitionLayer &layer : graph.layers) {

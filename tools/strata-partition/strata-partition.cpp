@@ -72,7 +72,7 @@ static cl::opt<bool> timing("time",
                             cl::cat(category));
 static cl::opt<bool> reference(
     "reference",
-    cl::desc("Use the exhaustive DP for every objective (the bounded search's "
+    cl::desc("Use the exhaustive DP for every objective (the searches' "
              "reference; slow on large device counts)"),
     cl::cat(category));
 static cl::opt<std::string> evaluate(

@@ -42,16 +42,17 @@
 // The search. The chosen stage count S minimises (slowest stage) * (M +
 // slots(S)). The communication objective (a sum) runs the exhaustive DP
 // over (stages left k, first layer i, device offset o) x (last layer j,
-// replicas r). The min-max objectives run the same recurrence bounded by an
-// incumbent score Z (the equal split's, then each finished stage count's
-// exact optimum): a suffix state with k stages left can only belong to a
-// partition scoring <= Z if its value is <= Z / (M + slots(k)), so states,
-// stage terms and offsets that exceed it (with compute >= work / replicas,
-// a stage needs at least work / T devices) are dropped, and the j loop
-// stops where the stage's compute or memory, which grow with j, pass their
-// bounds. Every state of an optimal partition survives, so the optimum is
-// the exhaustive DP's (detail::partitionPipelineReference keeps that DP for
-// the tests); PipelinePartition.cpp spells out the argument.
+// replicas r). The min-max objectives with a free stage count (or one that
+// `straight` / `replicas=` force) run a threshold search: for a bound T on
+// every stage's term, a DP over (i, o) finds the fewest stages Smin(T) (the
+// fewest are also the best for the memory, which grows with the stages
+// after a stage), its rows kept as runs of equal counts per device offset
+// mod the node size; the optimum is min over T of T * (M + slots(Smin(T))),
+// reached where Smin steps down, and a branch and bound over the intervals
+// of T between the probed pieces finds it. With `stages=` fixed the bounded
+// search runs the DP's recurrence pruned by an incumbent score. Both give
+// the exhaustive DP's optimum (detail::partitionPipelineReference keeps that
+// DP for the tests); PipelinePartition.cpp spells out the arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,7 +203,8 @@ struct PartitionResult {
   PartitionOptions options;
   PartitionEvaluation best;
   /// The optimum per stage count (index S; +inf where none exists, and with
-  /// the bounded search also where S cannot beat the chosen partition).
+  /// the threshold or bounded search also where S cannot beat the chosen
+  /// partition: the threshold search gives only the chosen count's).
   std::vector<double> objectiveByStages;
   /// Equal layer counts with the same number of stages, replicas spread as
   /// evenly as the devices allow.
@@ -255,7 +257,7 @@ PartitionResult partitionPipeline(const LayerGraph &graph,
 namespace detail {
 /// partitionPipeline with the exhaustive DP for every objective (no bounds,
 /// every stage count's optimum in objectiveByStages): the reference the
-/// unit tests and bench/partition_scale.py compare the bounded search with.
+/// unit tests and bench/partition_scale.py compare the fast searches with.
 PartitionResult partitionPipelineReference(const LayerGraph &graph,
                                            const PartitionTopology &topology,
                                            const PartitionOptions &options);
