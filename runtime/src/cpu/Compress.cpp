@@ -170,49 +170,39 @@ STRATA_INLINE void unpackCodes(const uint8_t *src, C *codes) {
   }
 }
 
-/// packCodes / unpackCodes for a run-time width in 2..9 (bfp) or 4, 6, 8.
-template <int B, typename C>
-STRATA_INLINE void packAny(int bits, const C *codes, uint8_t *dst) {
+/// Calls fn(std::integral_constant<int, Bits>{}) for a run-time code width
+/// in 2..9 (bfp) or 4, 6, 8 (mx); 9 for anything wider.
+template <typename Fn> STRATA_INLINE void withBits(int bits, Fn &&fn) {
   switch (bits) {
   case 2:
-    return packCodes<2, B>(codes, dst);
+    return fn(std::integral_constant<int, 2>{});
   case 3:
-    return packCodes<3, B>(codes, dst);
+    return fn(std::integral_constant<int, 3>{});
   case 4:
-    return packCodes<4, B>(codes, dst);
+    return fn(std::integral_constant<int, 4>{});
   case 5:
-    return packCodes<5, B>(codes, dst);
+    return fn(std::integral_constant<int, 5>{});
   case 6:
-    return packCodes<6, B>(codes, dst);
+    return fn(std::integral_constant<int, 6>{});
   case 7:
-    return packCodes<7, B>(codes, dst);
+    return fn(std::integral_constant<int, 7>{});
   case 8:
-    return packCodes<8, B>(codes, dst);
+    return fn(std::integral_constant<int, 8>{});
   default:
-    return packCodes<9, B>(codes, dst);
+    return fn(std::integral_constant<int, 9>{});
   }
+}
+
+/// packCodes / unpackCodes for a run-time width.
+template <int B, typename C>
+STRATA_INLINE void packAny(int bits, const C *codes, uint8_t *dst) {
+  withBits(bits, [&](auto w) { packCodes<decltype(w)::value, B>(codes, dst); });
 }
 
 template <int B, typename C>
 STRATA_INLINE void unpackAny(int bits, const uint8_t *src, C *codes) {
-  switch (bits) {
-  case 2:
-    return unpackCodes<2, B>(src, codes);
-  case 3:
-    return unpackCodes<3, B>(src, codes);
-  case 4:
-    return unpackCodes<4, B>(src, codes);
-  case 5:
-    return unpackCodes<5, B>(src, codes);
-  case 6:
-    return unpackCodes<6, B>(src, codes);
-  case 7:
-    return unpackCodes<7, B>(src, codes);
-  case 8:
-    return unpackCodes<8, B>(src, codes);
-  default:
-    return unpackCodes<9, B>(src, codes);
-  }
+  withBits(bits,
+           [&](auto w) { unpackCodes<decltype(w)::value, B>(src, codes); });
 }
 
 /// Code bits of an MX element type, at compile time.
