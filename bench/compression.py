@@ -18,9 +18,9 @@ import json
 import os
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
+
+from benchutil import cpu_name, sh
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build")
@@ -57,13 +57,6 @@ MAIN_FORMATS = ["none", "mxfp8", "mxfp6", "mxfp4", "bfp:m=4", "bfp-nu:m=3",
 AUTO = "format=auto budget=0.05"
 
 
-def sh(cmd):
-    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("failed: %s\n%s" % (cmd, r.stderr[-2000:]))
-    return r
-
-
 def compile_step(tag, model, optimizer, fmt):
     base = os.path.join(TMP, tag)
     if not os.path.exists(base + ".mlir"):
@@ -84,7 +77,7 @@ def train(plan, name, data, steps):
         BIN, plan, steps, args.threads, log)
     if data:
         cmd += " --data " + data
-    out = sh(cmd).stdout
+    out = sh(cmd)
     records = [json.loads(line) for line in open(log)]
     losses = [r["loss"] for r in records]
     ms = [r["ms"] for r in records]
@@ -115,9 +108,10 @@ def svg(curves, path, title):
         smooth[name] = [sum(losses[max(0, i - k + 1):i + 1]) /
                         len(losses[max(0, i - k + 1):i + 1])
                         for i in range(len(losses))]
-    lo = min(min(v[10:]) for v in smooth.values())
-    hi = max(max(v[10:]) for v in smooth.values())
     n = max(len(v) for v in smooth.values())
+    skip = min(10, n // 10)  # The first steps' loss dwarfs the rest.
+    lo = min(min(v[skip:]) for v in smooth.values())
+    hi = max(max(v[skip:]) for v in smooth.values())
     colors = ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
               "#9467bd", "#8c564b", "#e377c2", "#17becf"]
     parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
@@ -148,7 +142,7 @@ def svg(curves, path, title):
     for k, (name, values) in enumerate(smooth.items()):
         color = colors[k % len(colors)]
         points = " ".join("%.1f,%.1f" % xy(i, v) for i, v in
-                          enumerate(values) if i >= 10)
+                          enumerate(values) if i >= skip)
         parts.append('<polyline fill="none" stroke="%s" stroke-width="1.2" '
                      'points="%s"/>' % (color, points))
         parts.append('<text x="%d" y="%d" fill="%s">%s</text>' %
@@ -158,7 +152,7 @@ def svg(curves, path, title):
 
 
 def main():
-    cpu = sh("lscpu | grep 'Model name'").stdout.split(":")[1].strip()
+    cpu = cpu_name()
     lines = ["# Activation compression", "",
              "`python3 bench/compression.py --steps %d --small-steps %d "
              "--threads %d` on this machine (%s, 2 cores; other engineers "

@@ -15,9 +15,9 @@ import argparse
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
+
+from benchutil import sh
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build")
@@ -27,13 +27,6 @@ BIN = os.path.join(args.build, "bin")
 TMP = tempfile.mkdtemp(prefix="compress-sens-")
 DATA = "/usr/share/common-licenses/GPL-3"
 MODEL = "gpt --preset gpt-tiny --hidden 128 --seq 64 --positions 64 --batch 32"
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("failed: %s\n%s" % (cmd, r.stderr[-2000:]))
-    return r
 
 
 def keep_f32(src, dst, kind):
@@ -83,7 +76,7 @@ def train(mlir, seed):
        "%s/strata-translate --export-plan -o %s" % (BIN, mlir, BIN, plan))
     log = mlir + ".%d.jsonl" % seed
     out = sh("%s/strata-run %s --data %s --steps %d --threads 1 --seed %d "
-             "--log-json %s" % (BIN, plan, DATA, args.steps, seed, log)).stdout
+             "--log-json %s" % (BIN, plan, DATA, args.steps, seed, log))
     losses = [json.loads(line)["loss"] for line in open(log)]
     saved = re.search(r"^compressed activations: (\d+) tensors, (\d+) bytes "
                       r"\((\d+) as f32", out, re.M)

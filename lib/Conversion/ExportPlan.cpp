@@ -12,8 +12,6 @@
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 
-#include "strata-rt/ActivationFormat.h"
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -53,13 +51,6 @@ const char *getDType(Type type) {
   if (element.isInteger(8))
     return "i8";
   return "unknown";
-}
-
-/// The plan code of a verified activation format.
-int64_t getActFormatCode(ActFormatAttr attr) {
-  strata_plan::ActFormat format;
-  (void)strata_plan::parseActFormat(attr.getName().str(), format);
-  return strata_plan::encodeActFormat(format);
 }
 
 class PlanWriter {
@@ -291,14 +282,14 @@ FailureOr<llvm::json::Object> PlanWriter::buildAttrs(Operation *op) {
       continue; // Discardable annotations, not semantics.
     // Activation formats become their plan codes (ActivationFormat.h).
     if (auto format = dyn_cast<ActFormatAttr>(value)) {
-      attrs[name] = getActFormatCode(format);
+      attrs[name] = format.getCode();
       continue;
     }
     if (auto formats = dyn_cast<ArrayAttr>(value);
         formats && llvm::all_of(formats, llvm::IsaPred<ActFormatAttr>)) {
       llvm::json::Array codes;
       for (Attribute format : formats)
-        codes.push_back(getActFormatCode(cast<ActFormatAttr>(format)));
+        codes.push_back(cast<ActFormatAttr>(format).getCode());
       attrs[name] = std::move(codes);
       continue;
     }

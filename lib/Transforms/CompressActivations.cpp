@@ -55,13 +55,6 @@ FailureOr<ActFormatAttr> parseFormat(MLIRContext *context, Location loc,
   return ActFormatAttr::get(context, strata_plan::actFormatName(format));
 }
 
-/// Bytes a tensor of `numel` elements takes in `format`.
-int64_t packedBytes(ActFormatAttr format, int64_t numel) {
-  strata_plan::ActFormat parsed;
-  (void)strata_plan::parseActFormat(format.getName().str(), parsed);
-  return strata_plan::actPackedBytes(parsed, numel);
-}
-
 /// Whether a forward op reduces `value` to the step's loss (a rank-0
 /// result): the loss gradient exponentiates an error in its input (a
 /// softmax's logits), so a loss's inputs stay f32.
@@ -108,7 +101,7 @@ CompressOp compressValue(Value value, ArrayRef<Operation *> users,
   auto type = cast<RankedTensorType>(value.getType());
   int64_t bytes = 0;
   for (ActFormatAttr format : choice.candidates)
-    bytes = std::max(bytes, packedBytes(format, type.getNumElements()));
+    bytes = std::max(bytes, format.getPackedBytes(type.getNumElements()));
   MLIRContext *context = value.getContext();
   OpBuilder builder(context);
   builder.setInsertionPointAfterValue(value);
@@ -266,7 +259,7 @@ CompressActivationsPass::resolveChoice(ModuleOp module) {
   if (isAuto)
     choice.initial = *llvm::max_element(
         choice.candidates, [](ActFormatAttr a, ActFormatAttr b) {
-          return packedBytes(a, 1 << 20) < packedBytes(b, 1 << 20);
+          return a.getPackedBytes(1 << 20) < b.getPackedBytes(1 << 20);
         });
   return choice;
 }

@@ -91,24 +91,27 @@ bool f32Operand(Verifier &v, Operand op) {
   return true;
 }
 
+/// compress (`packs`: f32 in, packed bytes out) or decompress (the
+/// reverse): the element count is the f32 operand's.
+std::string verifyCodec(const Descs &inputs, const Descs &outputs,
+                        const Attrs &attrs, bool packs) {
+  Verifier v(inputs, outputs, attrs);
+  Operand values = packs ? in(0) : out(0), packed = packs ? out(0) : in(0);
+  int64_t bytes = 0;
+  if (v.counts(1, 1) && f32Operand(v, values) &&
+      verifyFormats(v, attrs, v.desc(values).numel(), bytes))
+    packedOperand(v, packed, bytes);
+  return v.error();
+}
+
 std::string verifyCompress(const Descs &inputs, const Descs &outputs,
                            const Attrs &attrs) {
-  Verifier v(inputs, outputs, attrs);
-  int64_t bytes = 0;
-  if (v.counts(1, 1) && f32Operand(v, in(0)) &&
-      verifyFormats(v, attrs, inputs[0].numel(), bytes))
-    packedOperand(v, out(0), bytes);
-  return v.error();
+  return verifyCodec(inputs, outputs, attrs, /*packs=*/true);
 }
 
 std::string verifyDecompress(const Descs &inputs, const Descs &outputs,
                              const Attrs &attrs) {
-  Verifier v(inputs, outputs, attrs);
-  int64_t bytes = 0;
-  if (v.counts(1, 1) && f32Operand(v, out(0)) &&
-      verifyFormats(v, attrs, outputs[0].numel(), bytes))
-    packedOperand(v, in(0), bytes);
-  return v.error();
+  return verifyCodec(inputs, outputs, attrs, /*packs=*/false);
 }
 
 CompressionSite &siteOf(KernelContext &ctx, const OpAttrs &attrs,

@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "strata-rt/ActivationFormat.h"
+
 #include "strata/Dialect/Strata/StrataEnums.h.inc"
 
 namespace mlir::strata::detail {

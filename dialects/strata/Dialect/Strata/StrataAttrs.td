@@ -227,6 +227,14 @@ def Strata_ActFormatAttr : Strata_Attr<"ActFormat", "act_format"> {
   let parameters = (ins StringRefParameter<"canonical format name">:$name);
   let assemblyFormat = "`<` $name `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The format the (verified) name spells.
+    ::strata_plan::ActFormat getFormat() const;
+    /// Its code in a plan (encodeActFormat).
+    int64_t getCode() const;
+    /// Bytes `numel` f32 values take in it (actPackedBytes).
+    int64_t getPackedBytes(int64_t numel) const;
+  }];
 }
 
 def Strata_CostAttr : Strata_Attr<"Cost", "cost"> {

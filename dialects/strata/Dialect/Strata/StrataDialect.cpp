@@ -54,6 +54,20 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+strata_plan::ActFormat ActFormatAttr::getFormat() const {
+  strata_plan::ActFormat format;
+  (void)strata_plan::parseActFormat(getName().str(), format);
+  return format;
+}
+
+int64_t ActFormatAttr::getCode() const {
+  return strata_plan::encodeActFormat(getFormat());
+}
+
+int64_t ActFormatAttr::getPackedBytes(int64_t numel) const {
+  return strata_plan::actPackedBytes(getFormat(), numel);
+}
+
 LogicalResult
 ActFormatAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       StringRef name) {

@@ -11,8 +11,6 @@
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Target/TargetDescription.h"
 
-#include "strata-rt/ActivationFormat.h"
-
 #include <cmath>
 
 using namespace mlir;
@@ -127,13 +125,6 @@ double SwapInWaitOp::estimateSeconds(const TargetDescription &) { return 0; }
 // CompressOp / DecompressOp
 //===----------------------------------------------------------------------===//
 
-/// The format of a verified act_format attribute.
-static strata_plan::ActFormat parsedFormat(ActFormatAttr attr) {
-  strata_plan::ActFormat format;
-  (void)strata_plan::parseActFormat(attr.getName().str(), format);
-  return format;
-}
-
 SmallVector<ActFormatAttr> CompressOp::getCandidateFormats() {
   SmallVector<ActFormatAttr> formats;
   if (std::optional<ArrayAttr> candidates = getCandidates())
@@ -149,8 +140,7 @@ LogicalResult CompressOp::verify() {
   int64_t widest = 0;
   bool listed = false;
   for (ActFormatAttr format : getCandidateFormats()) {
-    widest = std::max(widest,
-                      strata_plan::actPackedBytes(parsedFormat(format), numel));
+    widest = std::max(widest, format.getPackedBytes(numel));
     listed |= format == getFormat();
   }
   if (!listed)
