@@ -88,6 +88,7 @@ PartitionTopology PartitionTopology::fromTarget(const TargetDescription &t) {
   topo.interBandwidth = t.interNode.bandwidth();
   topo.interLatency = t.interNode.latency();
   topo.memoryBytes = t.memoryCapacity();
+  topo.allReduceFactor = t.allReduceVolumeFactor;
   return topo;
 }
 
@@ -113,6 +114,10 @@ const char *mlir::strata::stringifySchedule(PipelineSchedule schedule) {
     return "interleaved";
   case PipelineSchedule::ZeroBubbleH1:
     return "zb-h1";
+  case PipelineSchedule::PipeDream:
+    return "pipedream";
+  case PipelineSchedule::TwoBW:
+    return "2bw";
   }
   return "1f1b";
 }
@@ -133,12 +138,92 @@ bool mlir::strata::parseSchedule(const std::string &name,
                                  PipelineSchedule &schedule) {
   for (PipelineSchedule s :
        {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB,
-        PipelineSchedule::Interleaved, PipelineSchedule::ZeroBubbleH1})
+        PipelineSchedule::Interleaved, PipelineSchedule::ZeroBubbleH1,
+        PipelineSchedule::PipeDream, PipelineSchedule::TwoBW})
     if (name == stringifySchedule(s)) {
       schedule = s;
       return true;
     }
   return false;
+}
+
+static const char *stringifyTransfers(TransferModel transfers) {
+  switch (transfers) {
+  case TransferModel::PerCut:
+    return "per-cut";
+  case TransferModel::PerReplica:
+    return "per-replica";
+  case TransferModel::None:
+    return "none";
+  }
+  return "per-cut";
+}
+
+bool mlir::strata::parseCostTerms(llvm::StringRef spec, CostTerms &terms,
+                                  std::string &error) {
+  spec = spec.trim();
+  if (spec == "strata") {
+    terms = CostTerms();
+    return true;
+  }
+  if (spec == "pipedream") {
+    terms = CostTerms();
+    terms.allReduceFactor = 4.0;
+    terms.evenShares = true;
+    terms.transfers = TransferModel::None;
+    terms.allReplicaCounts = true;
+    return true;
+  }
+  llvm::SmallVector<llvm::StringRef> parts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  if (parts.empty()) {
+    error = "expected 'strata', 'pipedream' or key=value terms";
+    return false;
+  }
+  for (llvm::StringRef part : parts) {
+    auto [key, value] = part.trim().split('=');
+    key = key.trim();
+    value = value.trim();
+    if (key == "allreduce") {
+      double f;
+      if (value.getAsDouble(f) || !(f > 0 && f <= 16)) {
+        error =
+            ("allreduce='" + value + "': expected a number in (0, 16]").str();
+        return false;
+      }
+      terms.allReduceFactor = f;
+    } else if (key == "shares" && (value == "whole" || value == "even")) {
+      terms.evenShares = value == "even";
+    } else if (key == "transfers" &&
+               (value == "per-cut" || value == "per-replica" ||
+                value == "none")) {
+      terms.transfers = value == "per-cut"       ? TransferModel::PerCut
+                        : value == "per-replica" ? TransferModel::PerReplica
+                                                 : TransferModel::None;
+    } else if (key == "replicas" && (value == "nodes" || value == "all")) {
+      terms.allReplicaCounts = value == "all";
+    } else {
+      error = ("unknown cost term '" + part.trim() +
+               "' (allreduce=F, shares=whole|even, "
+               "transfers=per-cut|per-replica|none, replicas=nodes|all)")
+                  .str();
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string mlir::strata::stringifyCostTerms(const CostTerms &terms) {
+  std::ostringstream os;
+  os << "allreduce=";
+  if (terms.allReduceFactor == 0)
+    os << "target";
+  else
+    os << terms.allReduceFactor;
+  os << ",shares=" << (terms.evenShares ? "even" : "whole")
+     << ",transfers=" << stringifyTransfers(terms.transfers)
+     << ",replicas=" << (terms.allReplicaCounts ? "all" : "nodes");
+  return os.str();
 }
 
 PartitionOptions mlir::strata::resolveOptions(const PartitionTopology &topology,
@@ -152,6 +237,8 @@ PartitionOptions mlir::strata::resolveOptions(const PartitionTopology &topology,
     resolved.memoryBytes = topology.memoryBytes;
   if (resolved.virtualStages < 1)
     resolved.virtualStages = 1;
+  if (resolved.terms.allReduceFactor == 0)
+    resolved.terms.allReduceFactor = topology.allReduceFactor;
   return resolved;
 }
 
@@ -163,8 +250,13 @@ mlir::strata::replicaCandidates(const PartitionTopology &topology,
     return {1};
   if (resolved.replicas > 0)
     return {resolved.replicas};
-  int64_t g = std::max<int64_t>(topology.devicesPerNode, 1);
   std::vector<int64_t> candidates;
+  if (resolved.terms.allReplicaCounts) {
+    for (int64_t r = 1; r <= devices; ++r)
+      candidates.push_back(r);
+    return candidates;
+  }
+  int64_t g = std::max<int64_t>(topology.devicesPerNode, 1);
   for (int64_t r = 1; r <= std::min(g, devices); ++r)
     candidates.push_back(r);
   for (int64_t r = 2 * g; r <= devices; r += g)
@@ -189,6 +281,8 @@ static int64_t inFlight(const PartitionOptions &o, int64_t k, int64_t n) {
     return n;
   case PipelineSchedule::OneFOneB:
   case PipelineSchedule::ZeroBubbleH1:
+  case PipelineSchedule::PipeDream:
+  case PipelineSchedule::TwoBW:
     return std::min(k, n);
   case PipelineSchedule::Interleaved: {
     int64_t v = o.virtualStages;
@@ -200,11 +294,34 @@ static int64_t inFlight(const PartitionOptions &o, int64_t k, int64_t n) {
 
 /// Bytes one device of a stage holds: `resident` (parameters, gradients,
 /// optimizer state) plus what it keeps for `inFlight` micro-batches: all of
-/// `stash` each, or with recompute only its `input` each and `stash` once.
+/// `stash` each, or with recompute only its `input` each and `stash` once;
+/// plus the weight versions the asynchronous schedules stash (`params`
+/// bytes each beyond the first).
 static double stageMemory(const PartitionOptions &o, double resident,
-                          double stash, double input, int64_t inFlight) {
+                          double stash, double input, int64_t inFlight,
+                          double params) {
   double k = static_cast<double>(inFlight);
-  return o.recompute ? resident + input * k + stash : resident + stash * k;
+  double memory =
+      o.recompute ? resident + input * k + stash : resident + stash * k;
+  if (o.schedule == PipelineSchedule::PipeDream && inFlight > 1)
+    memory += params * (k - 1.0);
+  else if (o.schedule == PipelineSchedule::TwoBW)
+    memory += params;
+  return memory;
+}
+
+/// Micro-batches one of `r` replicas runs per step: whole ones, or M / r
+/// with even shares.
+static double replicaShare(const PartitionOptions &o, int64_t r) {
+  return o.terms.evenShares
+             ? static_cast<double>(o.microBatches) / static_cast<double>(r)
+             : static_cast<double>(ceilDiv(o.microBatches, r));
+}
+
+/// All-reduces a replica runs per step: one per micro-batch it runs
+/// (`pipedream`), else one.
+static double syncsPerStep(const PartitionOptions &o, double share) {
+  return o.schedule == PipelineSchedule::PipeDream ? share : 1.0;
 }
 
 /// Seconds of one micro-batch on a stage: forward and backward, plus the
@@ -226,16 +343,21 @@ static double bubbleSlots(const PartitionOptions &o, int64_t stages,
     return s / static_cast<double>(o.virtualStages);
   case PipelineSchedule::ZeroBubbleH1:
     return forward + backward > 0 ? s * forward / (forward + backward) : 0.0;
+  case PipelineSchedule::PipeDream:
+  case PipelineSchedule::TwoBW:
+    return 0.0;
   }
   return s;
 }
 
-static double ringAllReduce(double bytes, int64_t r, double bandwidth,
-                            double latency) {
+/// An all-reduce of `bytes` over `r` replicas with volume factor `factor`
+/// (2: a ring).
+static double allReduce(double factor, double bytes, int64_t r,
+                        double bandwidth, double latency) {
   if (r <= 1)
     return 0.0;
   double p = static_cast<double>(r);
-  return 2.0 * (p - 1.0) / p * bytes / bandwidth + 2.0 * (p - 1.0) * latency;
+  return factor * (p - 1.0) / p * bytes / bandwidth + 2.0 * (p - 1.0) * latency;
 }
 
 static double transfer(double bytes, double bandwidth, double latency) {
@@ -248,6 +370,21 @@ static std::array<double, 2> cutTransfers(const PartitionTopology &topology,
                                           double bytes) {
   return {transfer(bytes, topology.intraBandwidth, topology.intraLatency),
           transfer(bytes, topology.interBandwidth, topology.interLatency)};
+}
+
+/// The transfer term of a stage on `r` replicas whose outgoing cut takes
+/// `out` and incoming cut `in` seconds (evaluatePartition spells it out).
+static double stageTransfer(TransferModel transfers, int64_t r, double out,
+                            double in) {
+  switch (transfers) {
+  case TransferModel::PerCut:
+    return out;
+  case TransferModel::PerReplica:
+    return std::max(in, out) / static_cast<double>(r);
+  case TransferModel::None:
+    return 0.0;
+  }
+  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -291,16 +428,23 @@ PartitionEvaluation mlir::strata::evaluatePartition(
     }
     double work = stageWork(o, forward, backward);
     int64_t n = ceilDiv(o.microBatches, r);
-    stage.computeSeconds = work * static_cast<double>(n) / M;
+    double share = replicaShare(o, r);
+    double syncs = syncsPerStep(o, share);
+    double factor = o.terms.allReduceFactor;
+    stage.computeSeconds = work * share / M;
     bool oneNode = device / g == (device + r - 1) / g;
     stage.syncSeconds =
-        ringAllReduce(params, r,
-                      oneNode ? topology.intraBandwidth
-                              : topology.interBandwidth,
-                      oneNode ? topology.intraLatency : topology.interLatency) /
+        syncs *
+        allReduce(factor, params, r,
+                  oneNode ? topology.intraBandwidth : topology.interBandwidth,
+                  oneNode ? topology.intraLatency : topology.interLatency) /
         M;
     stage.updateSeconds = update / M;
-    stage.commBytes = 2.0 * static_cast<double>(r - 1) * params;
+    stage.commBytes = factor * static_cast<double>(r - 1) * params * syncs;
+    double input = 0;
+    for (const PartitionEdge &edge : graph.edges)
+      if (edge.from < first && edge.to >= first)
+        input += edge.bytes;
     if (s + 1 < stages) {
       double crossing = 0;
       for (const PartitionEdge &edge : graph.edges)
@@ -314,16 +458,26 @@ PartitionEvaluation mlir::strata::evaluatePartition(
                    sameNode ? topology.intraLatency : topology.interLatency);
       stage.commBytes += 2.0 * crossing * M;
     }
+    if (o.terms.transfers == TransferModel::None) {
+      stage.transferSeconds = 0;
+    } else if (o.terms.transfers == TransferModel::PerReplica) {
+      // Both cuts of the stage, each divided over its replicas.
+      bool prevSameNode = device % g != 0;
+      double in = s > 0 ? transfer(input,
+                                   prevSameNode ? topology.intraBandwidth
+                                                : topology.interBandwidth,
+                                   prevSameNode ? topology.intraLatency
+                                                : topology.interLatency)
+                        : 0.0;
+      stage.transferSeconds =
+          std::max(in, stage.transferSeconds) / static_cast<double>(r);
+    }
     stage.seconds =
         std::max(stage.computeSeconds + stage.syncSeconds + stage.updateSeconds,
                  stage.transferSeconds);
     stage.inFlight = inFlight(o, stages - s, n);
-    double input = 0;
-    for (const PartitionEdge &edge : graph.edges)
-      if (edge.from < first && edge.to >= first)
-        input += edge.bytes;
-    stage.memoryBytes =
-        stageMemory(o, 2.0 * params + optimizer, stash, input, stage.inFlight);
+    stage.memoryBytes = stageMemory(o, 2.0 * params + optimizer, stash, input,
+                                    stage.inFlight, params);
     if (stage.memoryBytes > o.memoryBytes)
       eval.fitsMemory = false;
     eval.peakMemoryBytes = std::max(eval.peakMemoryBytes, stage.memoryBytes);
@@ -367,9 +521,11 @@ struct CostTables {
   std::vector<int64_t> candidates;
   int64_t numLayers = 0, devices = 0, g = 1;
   std::vector<double> work, update, params, resident, stash, cuts;
-  /// Per candidate: micro-batches per replica and the all-reduce cost
-  /// a * bytes + b on the intra-node (0) and inter-node (1) link.
+  /// Per candidate: whole micro-batches per replica (the in-flight bound),
+  /// the share each replica runs (replicaShare), and the all-reduce cost
+  /// per step a * bytes + b on the intra-node (0) and inter-node (1) link.
   std::vector<int64_t> perReplica;
+  std::vector<double> share;
   std::vector<double> arScale[2], arFixed[2];
 };
 
@@ -425,6 +581,7 @@ CostTables::CostTables(const LayerGraph &graph,
   cuts = graph.cutBytes();
   size_t numCandidates = this->candidates.size();
   perReplica.resize(numCandidates);
+  share.resize(numCandidates);
   for (int link = 0; link < 2; ++link) {
     arScale[link].resize(numCandidates);
     arFixed[link].resize(numCandidates);
@@ -432,11 +589,18 @@ CostTables::CostTables(const LayerGraph &graph,
   for (size_t c = 0; c < numCandidates; ++c) {
     int64_t r = this->candidates[c];
     perReplica[c] = ceilDiv(o.microBatches, r);
+    share[c] = replicaShare(o, r);
     double p = static_cast<double>(r);
-    arScale[0][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.intraBandwidth : 0;
-    arFixed[0][c] = r > 1 ? 2.0 * (p - 1.0) * topology.intraLatency : 0;
-    arScale[1][c] = r > 1 ? 2.0 * (p - 1.0) / p / topology.interBandwidth : 0;
-    arFixed[1][c] = r > 1 ? 2.0 * (p - 1.0) * topology.interLatency : 0;
+    double f = o.terms.allReduceFactor;
+    double syncs = syncsPerStep(o, share[c]);
+    arScale[0][c] =
+        r > 1 ? syncs * (f * (p - 1.0) / p / topology.intraBandwidth) : 0;
+    arFixed[0][c] =
+        r > 1 ? syncs * (2.0 * (p - 1.0) * topology.intraLatency) : 0;
+    arScale[1][c] =
+        r > 1 ? syncs * (f * (p - 1.0) / p / topology.interBandwidth) : 0;
+    arFixed[1][c] =
+        r > 1 ? syncs * (2.0 * (p - 1.0) * topology.interLatency) : 0;
   }
 }
 
@@ -483,6 +647,8 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
         bool hasNext = j + 1 < L;
         double cut = hasNext ? cuts[j] : 0.0;
         std::array<double, 2> xfer = cutTransfers(topology, cut);
+        std::array<double, 2> xferIn =
+            cutTransfers(topology, i > 0 ? cuts[i - 1] : 0.0);
         const double *restRow = &prev[index(j + 1, 0)];
         for (int64_t c = 0; c < numCandidates; ++c) {
           int64_t r = candidates[c];
@@ -502,35 +668,42 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
           if (hi < lo)
             continue;
           int64_t n = perReplica[c];
-          double memory =
-              stageMemory(o, residentBytes, stageStash,
-                          i > 0 ? cuts[i - 1] : 0.0, inFlight(o, k, n));
+          double memory = stageMemory(o, residentBytes, stageStash,
+                                      i > 0 ? cuts[i - 1] : 0.0,
+                                      inFlight(o, k, n), stageParams);
           if (memory > cap)
             continue;
-          // term[oneNode][sameNode]: the stage's value by where it lies.
-          double term[2][2];
+          // term[oneNode][sameNode][prevSameNode]: the stage's value by where
+          // it lies (whether it fits one node, whether the device after it
+          // and the one before it share its first/last device's node).
+          double term[2][2][2];
+          double *flat = &term[0][0][0];
           switch (metric) {
           case Metric::Memory:
-            term[0][0] = term[0][1] = term[1][0] = term[1][1] = memory;
+            std::fill(flat, flat + 8, memory);
             break;
           case Metric::Balance:
-            term[0][0] = term[0][1] = term[1][0] = term[1][1] =
-                stageWork * static_cast<double>(n) / M;
+            std::fill(flat, flat + 8, stageWork * share[c] / M);
             break;
           case Metric::Communication:
-            term[0][0] = term[0][1] = term[1][0] = term[1][1] =
-                2.0 * static_cast<double>(r - 1) * stageParams +
-                (hasNext ? 2.0 * cut * M : 0.0);
+            std::fill(flat, flat + 8,
+                      o.terms.allReduceFactor * static_cast<double>(r - 1) *
+                              stageParams * syncsPerStep(o, share[c]) +
+                          (hasNext ? 2.0 * cut * M : 0.0));
             break;
           case Metric::Throughput:
             for (int one = 0; one < 2; ++one) {
               int link = one ? 0 : 1;
-              double busy = stageWork * static_cast<double>(n) / M +
-                            (arScale[link][c] * stageParams + arFixed[link][c] +
-                             stageUpdate) /
-                                M;
-              term[one][1] = std::max(busy, xfer[0]);
-              term[one][0] = std::max(busy, xfer[1]);
+              double busy =
+                  stageWork * share[c] / M + (arScale[link][c] * stageParams +
+                                              arFixed[link][c] + stageUpdate) /
+                                                 M;
+              for (int same = 0; same < 2; ++same)
+                for (int prevSame = 0; prevSame < 2; ++prevSame)
+                  term[one][same][prevSame] =
+                      std::max(busy, stageTransfer(o.terms.transfers, r,
+                                                   xfer[same ? 0 : 1],
+                                                   xferIn[prevSame ? 0 : 1]));
             }
             break;
           }
@@ -540,7 +713,7 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
           for (int64_t off = lo; off <= hi; ++off) {
             double rest = restRow[off + r];
             if (rest != kInf) {
-              double t = term[inNode + r <= g][nextInNode != 0];
+              double t = term[inNode + r <= g][nextInNode != 0][inNode != 0];
               double v = sum ? t + rest : std::max(t, rest);
               size_t cell = index(i, off);
               if (v < cur[cell]) {
@@ -696,7 +869,7 @@ void BoundedSolver::solveRow(const LevelInfo &level, int64_t i,
          j <= lastJ; ++j) {
       double residentBytes = resident[j + 1] - resident[i];
       double memory = stageMemory(o, residentBytes, stash[j + 1] - stash[i],
-                                  input, inflight);
+                                  input, inflight, params[j + 1] - params[i]);
       if (memory > cap)
         break; // Grows with j.
       double stageWorkS = work[j + 1] - work[i];
@@ -999,9 +1172,9 @@ double ThresholdSolver::busy(int64_t i, int64_t j, int64_t c, int link) const {
 }
 
 bool ThresholdSolver::fits(int64_t i, int64_t j, int64_t n, int64_t k) const {
-  double memory =
-      stageMemory(o, resident[j + 1] - resident[i], stash[j + 1] - stash[i],
-                  i > 0 ? cuts[i - 1] : 0.0, inFlight(o, k, n));
+  double memory = stageMemory(
+      o, resident[j + 1] - resident[i], stash[j + 1] - stash[i],
+      i > 0 ? cuts[i - 1] : 0.0, inFlight(o, k, n), params[j + 1] - params[i]);
   return !(memory > cap);
 }
 
@@ -1448,6 +1621,11 @@ static std::string checkOptions(const PartitionOptions &o, int64_t layers,
   }
   if (o.stages < 0 || o.replicas < 0)
     return "stages and replicas must not be negative";
+  if (!(o.terms.allReduceFactor > 0 && o.terms.allReduceFactor <= 16)) {
+    os << "the all-reduce volume factor must be in (0, 16], got "
+       << o.terms.allReduceFactor;
+    return os.str();
+  }
   if (o.straight && o.replicas > 1) {
     os << "a straight pipeline has one replica per stage, but replicas="
        << o.replicas << " was given";
@@ -1729,7 +1907,12 @@ static PartitionResult partition(const LayerGraph &graph,
   std::vector<std::pair<unsigned, unsigned>> bounds;
   std::vector<int64_t> replicas;
   int64_t chosen = 0;
-  if (reference || metric == Metric::Communication) {
+  // The fast searches assume whole shares, per-cut transfers and the
+  // node-aligned replica counts; other cost terms take the exhaustive DP.
+  bool exhaustive = o.terms.evenShares ||
+                    o.terms.transfers != TransferModel::PerCut ||
+                    o.terms.allReplicaCounts;
+  if (reference || exhaustive || metric == Metric::Communication) {
     Solver solver(graph, topology, o, result.replicaCandidates);
     solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
     chosen = chooseStageCount(graph, solver.values(), o, metric, fixedStages,

@@ -419,6 +419,10 @@ void mlir::strata::printPartitionReport(raw_ostream &os,
      << ", schedule " << stringifySchedule(o.schedule) << ", " << o.microBatches
      << " micro-batches, " << format("%.3f", gib(o.memoryBytes))
      << " GiB per device\n";
+  CostTerms defaults;
+  defaults.allReduceFactor = 2.0;
+  if (stringifyCostTerms(o.terms) != stringifyCostTerms(defaults))
+    os << "cost terms: " << stringifyCostTerms(o.terms) << "\n";
   printStages(os, graph, result.best);
   printSummary(os, result.best, result.dataParallel.stepSeconds);
   os << "uniform partition (equal layer counts, "
@@ -463,6 +467,7 @@ json::Value mlir::strata::partitionReportToJSON(const LayerGraph &graph,
       {"devices", o.devices},
       {"objective", stringifyObjective(o.objective)},
       {"schedule", stringifySchedule(o.schedule)},
+      {"cost_terms", stringifyCostTerms(o.terms)},
       {"micro_batches", o.microBatches},
       {"memory_bytes_per_device", o.memoryBytes},
       {"partition", evaluationToJSON(graph, result.best)},

@@ -306,10 +306,11 @@ Expected<TargetDescription> TargetReader::read(const json::Value &root) {
   const json::Object *object = root.getAsObject();
   if (!object)
     return error("expected a JSON object at the top level");
-  if (Error err = checkKnownKeys(
-          *object, "",
-          {"name", "description", "nodes", "devices_per_node", "device",
-           "intra_node_link", "inter_node_link", "host_link"}))
+  if (Error err =
+          checkKnownKeys(*object, "",
+                         {"name", "description", "nodes", "devices_per_node",
+                          "device", "intra_node_link", "inter_node_link",
+                          "host_link", "all_reduce_volume_factor"}))
     return err;
 
   TargetDescription target;
@@ -330,6 +331,15 @@ Expected<TargetDescription> TargetReader::read(const json::Value &root) {
     return err;
   if (Error err = readLink(*object, "host_link", target.host))
     return err;
+  if (const json::Value *factor = object->get("all_reduce_volume_factor")) {
+    if (Error err =
+            readNumber(*factor, "all_reduce_volume_factor",
+                       /*allowZero=*/false, target.allReduceVolumeFactor))
+      return err;
+    if (target.allReduceVolumeFactor > 16)
+      return fieldError("all_reduce_volume_factor",
+                        "expected a number in (0, 16]");
+  }
   return target;
 }
 

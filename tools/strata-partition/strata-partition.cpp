@@ -54,9 +54,18 @@ static cl::opt<std::string>
 static cl::opt<int64_t>
     microBatches("micro-batches", cl::desc("Micro-batches (0: 4 per device)"),
                  cl::init(0), cl::cat(category));
-static cl::opt<std::string>
-    schedule("schedule", cl::desc("gpipe, 1f1b, interleaved or zb-h1"),
-             cl::init("1f1b"), cl::cat(category));
+static cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("gpipe, 1f1b, interleaved, zb-h1, or the asynchronous "
+             "pipedream and 2bw (priced only: not yet scheduled or run)"),
+    cl::init("1f1b"), cl::cat(category));
+static cl::opt<std::string> costModel(
+    "cost-model",
+    cl::desc("Cost terms: strata (default), pipedream (PipeDream's "
+             "optimizer's terms), or key=value overrides: allreduce=F, "
+             "shares=whole|even, transfers=per-cut|per-replica|none, "
+             "replicas=nodes|all"),
+    cl::init("strata"), cl::cat(category));
 static cl::opt<double>
     memoryBytes("memory-bytes",
                 cl::desc("Memory per device in bytes (0: the target's)"),
@@ -124,6 +133,8 @@ int main(int argc, char **argv) {
     return fail("unknown objective '" + objective + "'");
   if (!parseSchedule(schedule, options.schedule))
     return fail("unknown schedule '" + schedule + "'");
+  if (std::string error; !parseCostTerms(costModel, options.terms, error))
+    return fail("--cost-model: " + error);
   if (stages != "auto" && (StringRef(stages).getAsInteger(10, options.stages) ||
                            options.stages < 1))
     return fail("--stages must be auto or a positive number");

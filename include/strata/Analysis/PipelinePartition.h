@@ -39,6 +39,30 @@
 //   only the forward part of a warm-up slot stays idle). Bubble fraction =
 //   slots / (M + slots).
 //
+// The asynchronous schedules (seed 002's PipeDream patent; priced here, not
+// yet scheduled or run): `pipedream` (1F1B without a flush, weight
+// stashing) and `2bw` (PipeDream-2BW, two weight versions) have no bubble
+// (slots 0) and keep min(k, n) micro-batches in flight like 1f1b. A
+// `pipedream` replica syncs its stage's weights after each of its
+// micro-batches (sync = n * allreduce(P, r) / M) and stashes one weight
+// version per micro-batch in flight (memory + P * (inflight - 1)); `2bw`
+// syncs once per step and keeps one extra version (memory + P).
+//
+// CostTerms switch the terms that differ from PipeDream's optimizer
+// (`pipedream` preset: all four as PipeDream has them):
+//   * all-reduce volume factor f: f (r - 1) / r * P / bw instead of the
+//     ring's 2 (the target's `all_reduce_volume_factor`; PipeDream: 4);
+//   * shares: each replica runs M / r micro-batches (even) instead of
+//     ceil(M / r) whole ones (the in-flight count stays whole);
+//   * transfers: per cut as above; per replica (a stage's incoming and
+//     outgoing cut, each 2 (latency + C / bw) / r, as PipeDream divides a
+//     cut over the replicas that send or receive it); or none (PipeDream's
+//     optimizer counts them only with an activation compression ratio);
+//   * replica counts: every count 1..devices (placed node-aware: a stage
+//     inside one node uses the intra-node link) instead of 1..g and whole
+//     nodes.
+// Any non-default term makes the search use the exhaustive DP.
+//
 // The search. The chosen stage count S minimises (slowest stage) * (M +
 // slots(S)). The communication objective (a sum) runs the exhaustive DP
 // over (stages left k, first layer i, device offset o) x (last layer j,
@@ -116,6 +140,8 @@ struct PartitionTopology {
   double interLatency = 0;
   /// Memory of one device in bytes.
   double memoryBytes = 0;
+  /// The all-reduce volume factor (TargetDescription).
+  double allReduceFactor = 2.0;
 
   static PartitionTopology fromTarget(const TargetDescription &target);
   int64_t numDevices() const { return devicesPerNode * nodes; }
@@ -130,11 +156,50 @@ enum class PartitionObjective {
   Communication,
 };
 
-enum class PipelineSchedule { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+enum class PipelineSchedule {
+  GPipe,
+  OneFOneB,
+  Interleaved,
+  ZeroBubbleH1,
+  /// Asynchronous 1F1B with weight stashing (priced only).
+  PipeDream,
+  /// PipeDream-2BW (priced only).
+  TwoBW
+};
+
+/// How activation transfers between stages are charged (see the file
+/// comment).
+enum class TransferModel { PerCut, PerReplica, None };
+
+/// The cost terms that differ between Strata's model and PipeDream's
+/// optimizer (see the file comment). The defaults are Strata's.
+struct CostTerms {
+  /// All-reduce volume factor (0: the topology's, from the target).
+  double allReduceFactor = 0;
+  /// M / r micro-batches per replica instead of ceil(M / r).
+  bool evenShares = false;
+  TransferModel transfers = TransferModel::PerCut;
+  /// Every replica count 1..devices.
+  bool allReplicaCounts = false;
+
+  bool isDefault() const {
+    return allReduceFactor == 0 && !evenShares &&
+           transfers == TransferModel::PerCut && !allReplicaCounts;
+  }
+};
+
+/// Parses "strata", "pipedream", or comma-separated
+/// `allreduce=F,shares=whole|even,transfers=per-cut|per-replica|none,
+/// replicas=nodes|all` applied over the defaults; the error says which part
+/// is wrong.
+bool parseCostTerms(llvm::StringRef spec, CostTerms &terms, std::string &error);
+/// The canonical key=value form of `terms`.
+std::string stringifyCostTerms(const CostTerms &terms);
 
 const char *stringifyObjective(PartitionObjective objective);
 const char *stringifySchedule(PipelineSchedule schedule);
-/// Parse "throughput|balance|communication" / "gpipe|1f1b|interleaved|zb-h1";
+/// Parse "throughput|balance|communication" /
+/// "gpipe|1f1b|interleaved|zb-h1|pipedream|2bw";
 /// false on an unknown name.
 bool parseObjective(const std::string &name, PartitionObjective &objective);
 bool parseSchedule(const std::string &name, PipelineSchedule &schedule);
@@ -158,6 +223,7 @@ struct PartitionOptions {
   double memoryBytes = 0;
   /// Recompute activations: see the file comment.
   bool recompute = false;
+  CostTerms terms;
 };
 
 /// One stage of a partition with its predicted costs.
@@ -224,8 +290,9 @@ PartitionOptions resolveOptions(const PartitionTopology &topology,
                                 const PartitionOptions &options);
 
 /// Replication factors a stage may take: 1 .. devicesPerNode, then multiples
-/// of devicesPerNode (whole nodes), up to `devices`; or just the one of
-/// `replicas=` / `straight`.
+/// of devicesPerNode (whole nodes), up to `devices` (every count with
+/// CostTerms::allReplicaCounts); or just the one of `replicas=` /
+/// `straight`.
 std::vector<int64_t> replicaCandidates(const PartitionTopology &topology,
                                        const PartitionOptions &resolved);
 

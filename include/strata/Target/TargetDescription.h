@@ -83,6 +83,11 @@ struct TargetDescription {
   LinkDescription interNode;
   /// Device to host memory.
   LinkDescription host;
+  /// Bytes one replica sends (and receives) in an all-reduce of B bytes over
+  /// r replicas, as a multiple of (r - 1) / r * B: 2 for a ring (the
+  /// default; `all_reduce_volume_factor`), 4 as PipeDream's optimizer
+  /// charges a parameter server. Which is right for a link is measured.
+  double allReduceVolumeFactor = 2.0;
 
   /// Total number of devices in the cluster.
   int64_t numDevices() const;

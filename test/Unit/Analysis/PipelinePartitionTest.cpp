@@ -103,6 +103,9 @@ double bubbleScore(const PartitionOptions &o, const LayerGraph &graph,
     slots = s / o.virtualStages;
   if (o.schedule == PipelineSchedule::ZeroBubbleH1)
     slots = f + b > 0 ? s * f / (f + b) : 0;
+  if (o.schedule == PipelineSchedule::PipeDream ||
+      o.schedule == PipelineSchedule::TwoBW)
+    slots = 0;
   return value * (o.microBatches + slots);
 }
 
@@ -295,6 +298,112 @@ TEST(PipelinePartition, MatchesBruteForceOnChains) {
 
 TEST(PipelinePartition, MatchesBruteForceOnDAGs) {
   EXPECT_GT(bruteForceTrials(99, {3, 7}, {1, 5}, /*dag=*/true, "dag"), 1000);
+}
+
+TEST(PipelinePartition, MatchesBruteForceWithCostTermsAndAsyncSchedules) {
+  // Every schedule (the asynchronous ones too) with random cost terms: the
+  // exhaustive DP (or, for default terms, the fast searches) against the
+  // brute force over the same candidates.
+  std::mt19937 rng(4242);
+  std::uniform_int_distribution<int> pick(0, 5), coin(0, 1), xfer(0, 2);
+  int found = 0, nonDefault = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    unsigned L = std::uniform_int_distribution<unsigned>(1, 6)(rng);
+    int64_t D = std::uniform_int_distribution<int64_t>(1, 6)(rng);
+    LayerGraph graph = randomGraph(rng, L, trial % 3 == 0);
+    PartitionTopology topo = randomTopology(rng, D);
+    PartitionOptions o = randomOptions(rng, D, L);
+    o.schedule = static_cast<PipelineSchedule>(pick(rng));
+    o.terms.allReduceFactor = coin(rng) ? 4.0 : 0.0;
+    o.terms.evenShares = coin(rng);
+    o.terms.transfers = static_cast<TransferModel>(xfer(rng));
+    o.terms.allReplicaCounts = coin(rng);
+    if (trial % 4 == 0) // Memory that binds.
+      o.memoryBytes = std::uniform_real_distribution<double>(100, 600)(rng);
+    nonDefault += o.terms.evenShares || o.terms.allReplicaCounts ||
+                  o.terms.transfers != TransferModel::PerCut;
+    found += checkAgainstBruteForce(graph, topo, o,
+                                    "terms trial " + std::to_string(trial));
+  }
+  EXPECT_GT(found, 900);
+  EXPECT_GT(nonDefault, 1000);
+}
+
+TEST(PipelinePartition, PipeDreamTermsPriceAsPipeDreamsOptimizer) {
+  // Two layers on three devices, 1 GB/s, no latency: PipeDream's optimizer
+  // prices a stage of compute W and parameters P on m replicas at
+  // (W + 4 (m - 1) P / (B m)) / m per minibatch, and data parallelism on n
+  // machines at (W + 4 (n - 1) P / (B n)) / n, with no bubble.
+  LayerGraph graph;
+  PartitionLayer a, b;
+  a.forwardSeconds = 1.0;
+  a.backwardSeconds = 2.0;
+  a.paramBytes = 1e9;
+  a.stashBytes = 10;
+  b.forwardSeconds = 0.25;
+  b.backwardSeconds = 0.75;
+  graph.layers = {a, b};
+  graph.edges = {{0, 1, 5e8}};
+  PartitionTopology topo;
+  topo.devicesPerNode = 1;
+  topo.nodes = 3;
+  topo.intraBandwidth = topo.interBandwidth = 1e9;
+  topo.memoryBytes = 1e30;
+  PartitionOptions o;
+  o.devices = 3;
+  o.microBatches = 3;
+  o.schedule = PipelineSchedule::PipeDream;
+  std::string error;
+  ASSERT_TRUE(parseCostTerms("pipedream", o.terms, error)) << error;
+  PartitionResult r = evaluateGivenPartition(graph, topo, o, "0..0:2,1..1:1");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NEAR(r.best.stages[0].seconds, (3.0 + 4.0 * 1 * 1e9 / 2e9) / 2, 1e-12);
+  EXPECT_NEAR(r.best.stages[1].seconds, 1.0, 1e-12);
+  EXPECT_EQ(r.best.bubbleFraction, 0.0);
+  EXPECT_NEAR(r.best.stepSeconds, 2.5 * 3, 1e-12);
+  EXPECT_NEAR(r.dataParallel.stepSeconds / 3, (4.0 + 4.0 * 2 * 1e9 / 3e9) / 3,
+              1e-12);
+  // Weight stashing: the first stage (two stages from the end) keeps
+  // min(2, ceil(3 / 2)) = 2 micro-batches and so one extra weight version.
+  EXPECT_EQ(r.best.stages[0].inFlight, 2);
+  // 2 P (weights, gradients) + 2 stashes + one more weight version.
+  EXPECT_NEAR(r.best.stages[0].memoryBytes, 2e9 + 2 * 10 + 1e9, 1e-3);
+  // The search finds this partition or a better one, and 2-1 beats the
+  // flushed 1F1B under the same terms (no bubble).
+  PartitionResult searched = partitionPipeline(graph, topo, o);
+  ASSERT_TRUE(searched.ok()) << searched.error;
+  EXPECT_LE(searched.best.stepSeconds, r.best.stepSeconds * (1 + 1e-12));
+  o.schedule = PipelineSchedule::OneFOneB;
+  PartitionResult flushed =
+      evaluateGivenPartition(graph, topo, o, "0..0:2,1..1:1");
+  EXPECT_GT(flushed.best.stepSeconds, r.best.stepSeconds);
+  // Per-replica transfers: the cut (0.5 GB each way) is divided over the
+  // replicas on each side: max(2 * 0.5 / 2, 2 * 0.5 / 1) on the second stage.
+  o.schedule = PipelineSchedule::PipeDream;
+  o.terms.transfers = TransferModel::PerReplica;
+  PartitionResult xfer =
+      evaluateGivenPartition(graph, topo, o, "0..0:2,1..1:1");
+  EXPECT_NEAR(xfer.best.stages[0].transferSeconds, 0.5, 1e-12);
+  EXPECT_NEAR(xfer.best.stages[1].transferSeconds, 1.0, 1e-12);
+}
+
+TEST(PipelinePartition, CostTermsParse) {
+  CostTerms t;
+  std::string error;
+  EXPECT_TRUE(parseCostTerms("allreduce=3,shares=even", t, error));
+  EXPECT_EQ(t.allReduceFactor, 3.0);
+  EXPECT_TRUE(t.evenShares);
+  EXPECT_EQ(stringifyCostTerms(t),
+            "allreduce=3,shares=even,transfers=per-cut,replicas=nodes");
+  EXPECT_TRUE(parseCostTerms("strata", t, error));
+  EXPECT_EQ(stringifyCostTerms(t),
+            "allreduce=target,shares=whole,transfers=per-cut,replicas=nodes");
+  EXPECT_FALSE(parseCostTerms("allreduce=0", t, error));
+  EXPECT_EQ(error, "allreduce='0': expected a number in (0, 16]");
+  EXPECT_FALSE(parseCostTerms("allreduce=nan", t, error));
+  EXPECT_FALSE(parseCostTerms("shares=half", t, error));
+  EXPECT_NE(error.find("unknown cost term 'shares=half'"), std::string::npos);
+  EXPECT_FALSE(parseCostTerms("", t, error));
 }
 
 TEST(PipelinePartition, MatchesBruteForceUnderMemoryPressure) {
