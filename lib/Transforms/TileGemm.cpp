@@ -25,7 +25,10 @@ GemmKey mlir::strata::getGemmKey(MatmulOp op) {
   auto rhs = cast<RankedTensorType>(op.getRhs().getType());
   std::string dtype;
   llvm::raw_string_ostream os(dtype);
-  rhs.getElementType().print(os);
+  if (op.getBf16())
+    os << "bf16"; // The arithmetic, not the tensors' type.
+  else
+    rhs.getElementType().print(os);
   return gemmKeyFor(dtype, batch, m, n, k, op.getTransposeA(),
                     op.getTransposeB(), rhs.getRank() == 2);
 }
@@ -91,6 +94,11 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
     }
 
     auto walked = module.walk([&](MatmulOp op) -> WalkResult {
+      // The bf16 GEMM has its own blocking; the tilings are the f32 GEMM's.
+      if (op.getBf16()) {
+        op->removeAttr(StrataDialect::getGemmTilingAttrName());
+        return WalkResult::advance();
+      }
       GemmKey key = getGemmKey(op);
       GemmTilingAttr tiling;
       if (const TuningEntry *entry = db ? db->find(key) : nullptr) {

@@ -2,10 +2,10 @@
 //
 // --strata-train-pipeline: a model (forward graph + loss) to a planned
 // training step, in the order of DESIGN.md, with one option set: autodiff,
-// cost annotation (with a target), data parallelism and bucketed gradient
-// sync (replicas > 1), checkpoint / swap / recompute (remat-budget),
-// activation compression (compress=), and buffer planning. Embedders (the C
-// API, the Python module) run it by name.
+// mixed precision (mixed-precision=bf16), cost annotation (with a target),
+// data parallelism and bucketed gradient sync (replicas > 1), checkpoint /
+// swap / recompute (remat-budget), activation compression (compress=), and
+// buffer planning. Embedders (the C API, the Python module) run it by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,13 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   PassOptions::Option<double> weightDecay{*this, "weight-decay",
                                           llvm::cl::desc("Weight decay"),
                                           llvm::cl::init(0.0)};
+  PassOptions::Option<ComputePrecision> mixedPrecision{
+      *this, "mixed-precision",
+      llvm::cl::desc("Matmul arithmetic (--strata-mixed-precision): f32, or "
+                     "bf16 with f32 accumulation"),
+      llvm::cl::init(ComputePrecision::F32),
+      llvm::cl::values(clEnumValN(ComputePrecision::F32, "f32", ""),
+                       clEnumValN(ComputePrecision::BF16, "bf16", ""))};
   PassOptions::Option<std::string> target{
       *this, "target",
       llvm::cl::desc("Target (name or JSON file): annotates costs and sizes "
@@ -83,6 +90,11 @@ void buildTrainPipeline(OpPassManager &pm,
   autodiff.momentum = options.momentum;
   autodiff.weightDecay = options.weightDecay;
   pm.addPass(createAutodiffPass(autodiff));
+  if (options.mixedPrecision == ComputePrecision::BF16) {
+    MixedPrecisionPassOptions mixed;
+    mixed.compute = ComputePrecision::BF16;
+    pm.addPass(createMixedPrecisionPass(mixed));
+  }
   if (!options.target.empty()) {
     AnnotateCostsPassOptions costs;
     costs.targetName = options.target;
@@ -120,7 +132,8 @@ void buildTrainPipeline(OpPassManager &pm,
 void mlir::strata::registerStrataPipelines() {
   PassPipelineRegistration<TrainPipelineOptions>(
       "strata-train-pipeline",
-      "A model to a planned training step: autodiff, costs (target=), data "
+      "A model to a planned training step: autodiff, mixed precision "
+      "(mixed-precision=), costs (target=), data "
       "parallelism and gradient sync (replicas=), remat (remat-budget=), "
       "activation compression (compress=), buffer planning",
       buildTrainPipeline);

@@ -516,7 +516,8 @@ def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
     kc = 256 clamped to the problem, and the register tile among 12x32, 8x32,
     4x32, 8x16, 4x16 that wastes the least padded work), or is an error at
     the matmul with `fallback=none`. Without `db`, every matmul gets the
-    analytic tiling. A database that cannot be read, is malformed, or holds
+    analytic tiling. A `bf16` matmul (`--strata-mixed-precision`) gets none
+    (and loses one it had): the runtime's bf16 GEMM has its own blocking. A database that cannot be read, is malformed, or holds
     GPU tilings is an error.
 
     Example:
@@ -635,6 +636,46 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
            "module's strata.target; none: no prediction)">,
     Option<"tracePath", "trace", "std::string", /*default=*/"\"\"",
            "Write the predicted timeline here (Chrome trace-event JSON)">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
+def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Compute every matmul in bf16 with f32 accumulation";
+  let description = [{
+    Mixed precision as every modern trainer does it: with `compute=bf16`
+    (the default) every `strata.matmul` of the module gets `bf16`, so its
+    operands are rounded to bfloat16 (to nearest even) and their products
+    summed in f32. Tensors stay f32: parameters are the f32 master weights
+    the optimizer updates, and gradients, optimizer state, layer norm,
+    softmax, losses and every element-wise op stay f32. The rounding happens
+    where the GEMM packs its operands (the runtime's CPU bf16 GEMM, cuBLAS's
+    bf16 tensor-core mode on a GPU), so a weight is not copied to bf16 in
+    memory. bf16 keeps f32's exponent range, so no loss scaling is needed.
+    Convolutions stay f32. `compute=f32` removes the marks.
+
+    Run it after `--strata-autodiff` (it marks the gradient products too;
+    marked before autodiff, a matmul's gradient products inherit the mark).
+    `--strata-tile-gemm` leaves `bf16` matmuls alone: the bf16 GEMM has its
+    own blocking.
+
+    ```
+    strata-opt step.mlir --strata-mixed-precision
+    strata-opt model.mlir --strata-train-pipeline="mixed-precision=bf16"
+    ```
+  }];
+  let options = [
+    Option<"compute", "compute", "::mlir::strata::ComputePrecision",
+           /*default=*/"::mlir::strata::ComputePrecision::BF16",
+           "Arithmetic of the matmuls: bf16 or f32",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::ComputePrecision::BF16, "bf16",
+                        "bf16 operands, f32 accumulation"),
+             clEnumValN(::mlir::strata::ComputePrecision::F32, "f32",
+                        "f32 throughout"))}]>,
+  ];
+  let statistics = [
+    Statistic<"numMarked", "bf16-matmuls", "Matmuls computing in bf16">,
   ];
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }

@@ -59,6 +59,8 @@ func.func @attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>,
   %sm2 = strata.softmax %sm : tensor<2x4x16x16xf32>
   // CHECK: strata.matmul %{{.+}}, %{{.+}} transpose_a transpose_b : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
   %a = strata.matmul %sm2, %qt transpose_a transpose_b : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  // CHECK: strata.matmul %{{.+}}, %{{.+}} transpose_b bf16 : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  %abf = strata.matmul %sm2, %qt transpose_b bf16 : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
   // CHECK: strata.add %{{.+}}, %{{.+}} : tensor<2x16x64xf32>
   %r = strata.add %p, %q : tensor<2x16x64xf32>
   %ab = strata.reshape %a : tensor<2x4x16x16xf32> -> tensor<2x16x64xf32>

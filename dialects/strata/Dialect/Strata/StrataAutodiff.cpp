@@ -50,42 +50,49 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b,
   Value dc = resultGrads[0], a = getLhs(), bm = getRhs();
   bool ta = getTransposeA(), tb = getTransposeB();
   bool broadcast = tensorType(bm).getRank() == 2 && tensorType(a).getRank() > 2;
+  // The gradient products compute in the forward product's precision.
+  auto matmul = [&, bf16 = getBf16()](Value lhs, Value rhs, bool transA,
+                                      bool transB) -> Value {
+    auto product = MatmulOp::create(b, loc, lhs, rhs, transA, transB);
+    product.setBf16(bf16);
+    return product.getResult();
+  };
 
   // dA: op(A) gradient is dC op(B)^T, transposed back when A was transposed.
   Value da;
   if (!ta) {
-    da = MatmulOp::create(b, loc, dc, bm, /*transpose_a=*/false,
-                          /*transpose_b=*/!tb);
+    da = matmul(dc, bm, /*transpose_a=*/false,
+                /*transpose_b=*/!tb);
   } else if (!broadcast) {
     // A^T gradient is dC op(B)^T, so A's is op(B) dC^T.
-    da = MatmulOp::create(b, loc, bm, dc, /*transpose_a=*/tb,
-                          /*transpose_b=*/true);
+    da = matmul(bm, dc, /*transpose_a=*/tb,
+                /*transpose_b=*/true);
   } else {
     // A rank-2 B cannot stand on the left of a batched product: transpose
     // dC op(B)^T instead.
     da = transposeLastTwo(b, loc,
-                          MatmulOp::create(b, loc, dc, bm,
-                                           /*transpose_a=*/false,
-                                           /*transpose_b=*/!tb));
+                          matmul(dc, bm,
+                                 /*transpose_a=*/false,
+                                 /*transpose_b=*/!tb));
   }
 
   // dB: op(B) gradient is op(A)^T dC.
   Value db;
   if (!broadcast) {
-    db = tb ? MatmulOp::create(b, loc, dc, a, /*transpose_a=*/true,
-                               /*transpose_b=*/ta)
-            : MatmulOp::create(b, loc, a, dc, /*transpose_a=*/!ta,
-                               /*transpose_b=*/false);
+    db = tb ? matmul(dc, a, /*transpose_a=*/true,
+                     /*transpose_b=*/ta)
+            : matmul(a, dc, /*transpose_a=*/!ta,
+                     /*transpose_b=*/false);
   } else {
     // The same B multiplies every batch element: sum over the batch by
     // collapsing it into the rows of one product.
     Value opA = ta ? transposeLastTwo(b, loc, a) : a;
     Value a2 = collapseBatch(b, loc, opA);
     Value dc2 = collapseBatch(b, loc, dc);
-    db = tb ? MatmulOp::create(b, loc, dc2, a2, /*transpose_a=*/true,
-                               /*transpose_b=*/false)
-            : MatmulOp::create(b, loc, a2, dc2, /*transpose_a=*/true,
-                               /*transpose_b=*/false);
+    db = tb ? matmul(dc2, a2, /*transpose_a=*/true,
+                     /*transpose_b=*/false)
+            : matmul(a2, dc2, /*transpose_a=*/true,
+                     /*transpose_b=*/false);
   }
   operandGrads.append({da, db});
   return success();

@@ -78,7 +78,14 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable]> {
     (`[K, N]`), in which case the same matrix multiplies every batch element
     (a linear layer applied to every token). The result is `[b..., M, N]`.
 
-    Cost: `2 · batch · M · N · K` FLOPs.
+    With `bf16` (set by `--strata-mixed-precision`), both operands are
+    rounded to bfloat16 (to nearest even) and the products are summed in f32:
+    the operands and the result stay f32 tensors, so only the arithmetic
+    changes (as `torch.autocast` computes a matmul, except that the result is
+    not rounded). The gradient products of a `bf16` matmul are `bf16` too.
+
+    Cost: `2 · batch · M · N · K` FLOPs (at the target's bf16 peak with
+    `bf16`).
 
     ```mlir
     %y = strata.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
@@ -86,7 +93,8 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable]> {
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$lhs, Strata_FloatTensor:$rhs,
-                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$bf16);
   let builders = [
     OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs), [{
       build($_builder, $_state, lhs, rhs, /*transpose_a=*/false,
@@ -96,7 +104,7 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable]> {
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
-    attr-dict `:` functional-type(operands, results)
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     /// Returns (batch, M, N, K) of the product.
