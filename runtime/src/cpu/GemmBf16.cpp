@@ -143,15 +143,37 @@ struct alignas(64) TileConfig {
 };
 
 /// AMX: 32 x 32 (2 x 2 tiles of 16 x 16 f32); `a` is [kc/32][32][32],
-/// `b` [kc/2][32][2]. The tile configuration must be loaded.
+/// `b` [kc/2][32][2]. The tile configuration must be loaded. With alpha == 1
+/// and beta 0 or 1 the tiles start from zero or from C and are stored straight
+/// into C; otherwise through a buffer.
 __attribute__((target("amx-tile,amx-bf16,avx512f"))) void
 microAmx(int64_t kc, const uint16_t *__restrict a, const uint16_t *__restrict b,
          float *c, int64_t ldc, float alpha, float beta) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  const bool direct = alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
+  const int64_t cStride = ldc * int64_t(sizeof(float));
+  if (direct && beta == 1.0f) {
+    _tile_loadd(0, c, cStride);
+    _tile_loadd(1, c + 16, cStride);
+    _tile_loadd(2, c + 16 * ldc, cStride);
+    _tile_loadd(3, c + 16 * ldc + 16, cStride);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  // The next tile of the row-panel loop is 32 rows down: bring its C rows
+  // towards the core, two per k block.
+  const float *next = c + 32 * ldc;
   for (int64_t kb = 0; kb < kc / 32; ++kb) {
+    if (kb < 16) {
+      for (int64_t r = 2 * kb; r < 2 * kb + 2; ++r) {
+        _mm_prefetch(reinterpret_cast<const char *>(next + r * ldc),
+                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(next + r * ldc + 16),
+                     _MM_HINT_T0);
+      }
+    }
     const uint16_t *ak = a + kb * 32 * 32;
     const uint16_t *bk = b + kb * 32 * kNr;
     _tile_loadd(4, ak, 64);
@@ -162,6 +184,13 @@ microAmx(int64_t kc, const uint16_t *__restrict a, const uint16_t *__restrict b,
     _tile_loadd(5, ak + 16 * 32, 64);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
+  }
+  if (direct) {
+    _tile_stored(0, c, cStride);
+    _tile_stored(1, c + 16, cStride);
+    _tile_stored(2, c + 16 * ldc, cStride);
+    _tile_stored(3, c + 16 * ldc + 16, cStride);
+    return;
   }
   alignas(64) float acc[32 * kNr];
   _tile_stored(0, acc, kNr * 4);
@@ -279,6 +308,99 @@ void packBPanel(const void *data, int64_t ldb, bool transB, int64_t p0,
       d[2 * j] = toBf16(src[j]);
   }
 }
+
+/// Packs columns [j0, j0 + cols) of the kc rows from p0 of op(B) as
+/// consecutive micro-panels (the last one zero padded).
+template <typename T>
+void packBPanels(const void *data, int64_t ldb, bool transB, int64_t p0,
+                 int64_t kc, int64_t kcPad, int64_t j0, int64_t cols,
+                 uint16_t *dst) {
+  for (int64_t j = 0; j < cols; j += kNr)
+    packBPanel<T>(data, ldb, transB, p0, kc, kcPad, j0 + j,
+                  std::min(kNr, cols - j), dst + j * kcPad);
+}
+
+#if STRATA_BF16_X86
+
+/// packAPanel<G, uint16_t> for an untransposed A: whole k groups are copied
+/// row by row (64 bytes for AMX, 4 for AVX512-BF16).
+template <int G>
+void packAPanelBf16(const void *data, int64_t lda, bool transA, int64_t i0,
+                    int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,
+                    int64_t mr, uint16_t *dst) {
+  if (transA || kc % G != 0) {
+    packAPanel<G, uint16_t>(data, lda, transA, i0, rows, p0, kc, kcPad, mr,
+                            dst);
+    return;
+  }
+  const uint16_t *a = static_cast<const uint16_t *>(data);
+  if (rows < mr)
+    std::memset(dst, 0, sizeof(uint16_t) * mr * kcPad);
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint16_t *src = a + (i0 + i) * lda + p0;
+    uint16_t *d = dst + i * G;
+    for (int64_t pg = 0; pg < kc; pg += G)
+      std::memcpy(d + pg * mr, src + pg, G * sizeof(uint16_t));
+  }
+}
+
+/// Interleaves two rows of 32 bf16 values into 32 pairs.
+__attribute__((target("avx512f,avx512bw"))) inline void
+interleaveRows(const uint16_t *r0, const uint16_t *r1, uint16_t *dst) {
+  alignas(64) static const uint16_t lo[32] = {
+      0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static const uint16_t hi[32] = {
+      16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+      24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  __m512i x = _mm512_loadu_si512(r0), y = _mm512_loadu_si512(r1);
+  _mm512_storeu_si512(dst,
+                      _mm512_permutex2var_epi16(x, _mm512_load_si512(lo), y));
+  _mm512_storeu_si512(dst + 32,
+                      _mm512_permutex2var_epi16(x, _mm512_load_si512(hi), y));
+}
+
+/// packBPanels<uint16_t> with AVX-512: untransposed B is read a pair of rows
+/// at a time across all the panels (sequential reads), each 32-column piece
+/// interleaved by permutes; transposed B is copied a k pair (32 bits) at a
+/// time. Partial panels and odd kc take the generic route.
+__attribute__((target("avx512f,avx512bw"))) void
+packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
+                int64_t kc, int64_t kcPad, int64_t j0, int64_t cols,
+                uint16_t *dst) {
+  const int64_t full = kc % 2 == 0 ? cols / kNr : 0;
+  const uint16_t *b = static_cast<const uint16_t *>(data);
+  if (kc < kcPad)
+    for (int64_t jp = 0; jp < full; ++jp)
+      std::memset(dst + jp * kNr * kcPad + kc * kNr, 0,
+                  sizeof(uint16_t) * kNr * (kcPad - kc));
+  if (!transB) {
+    // Groups of 8 panels: 512-byte row pieces, 8 write streams.
+    for (int64_t g = 0; g < full; g += 8) {
+      int64_t ge = std::min(full, g + 8);
+      for (int64_t p = 0; p < kc; p += 2) {
+        const uint16_t *src = b + (p0 + p) * ldb + j0;
+        for (int64_t jp = g; jp < ge; ++jp)
+          interleaveRows(src + jp * kNr, src + ldb + jp * kNr,
+                         dst + jp * kNr * kcPad + p * kNr);
+      }
+    }
+  } else {
+    for (int64_t jp = 0; jp < full; ++jp) {
+      uint16_t *d = dst + jp * kNr * kcPad;
+      for (int64_t j = 0; j < kNr; ++j) {
+        const uint16_t *src = b + (j0 + jp * kNr + j) * ldb + p0;
+        for (int64_t p = 0; p < kc; p += 2)
+          std::memcpy(d + p * kNr + 2 * j, src + p, 2 * sizeof(uint16_t));
+      }
+    }
+  }
+  if (full * kNr < cols)
+    packBPanels<uint16_t>(data, ldb, transB, p0, kc, kcPad, j0 + full * kNr,
+                          cols - full * kNr, dst + full * kNr * kcPad);
+}
+
+#endif // STRATA_BF16_X86
 
 using PackA = void (*)(const void *, int64_t, bool, int64_t, int64_t, int64_t,
                        int64_t, int64_t, int64_t, uint16_t *);
@@ -405,7 +527,7 @@ void gemmFallback(ThreadPool *pool, bool transA, bool transB, int64_t m,
 Path pathFor(Bf16Isa isa) {
 #if STRATA_BF16_X86
   if (isa == Bf16Isa::Amx)
-    return Path{microAmx, 32, 32, 256, 2048, 512, true};
+    return Path{microAmx, 32, 32, 256, 2048, 1024, true};
   return Path{microAvx512Bf16<12>, 12, 2, 96, 2048, 512, false};
 #else
   (void)isa;
@@ -414,7 +536,19 @@ Path pathFor(Bf16Isa isa) {
 }
 
 template <int G> PackA packAFor(bool isF32) {
+#if STRATA_BF16_X86
+  return isF32 ? packAPanel<G, float> : packAPanelBf16<G>;
+#else
   return isF32 ? packAPanel<G, float> : packAPanel<G, uint16_t>;
+#endif
+}
+
+PackB packBFor(bool isF32) {
+#if STRATA_BF16_X86
+  return isF32 ? packBPanels<float> : packBPanelsBf16;
+#else
+  return isF32 ? packBPanels<float> : packBPanels<uint16_t>;
+#endif
 }
 
 /// The blocked driver for the AMX and AVX512-BF16 paths.
@@ -425,7 +559,7 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
   Path path = pathFor(isa);
   Problem P{path,
             path.kGroup == 32 ? packAFor<32>(a.isF32) : packAFor<2>(a.isF32),
-            b.isF32 ? packBPanel<float> : packBPanel<uint16_t>,
+            packBFor(b.isF32),
             transA,
             transB,
             m,
@@ -454,11 +588,9 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
       int64_t kcPad = roundUp(kcur, path.kGroup);
       float betaNow = pc == 0 ? beta : 1.0f;
       auto packB = [&](int64_t begin, int64_t end) {
-        for (int64_t jp = begin; jp < end; ++jp) {
-          int64_t j0 = jp * kNr;
-          P.packB(b.data, b.ld, transB, pc, kcur, kcPad, jc + j0,
-                  std::min(kNr, ncur - j0), packedB + jp * kNr * kcPad);
-        }
+        int64_t j0 = begin * kNr;
+        P.packB(b.data, b.ld, transB, pc, kcur, kcPad, jc + j0,
+                std::min(end * kNr, ncur) - j0, packedB + begin * kNr * kcPad);
       };
       auto computeRows = [&](int64_t begin, int64_t end) {
         computeBlock(P, packedB, jc, ncur, pc, kcur, kcPad, betaNow, begin, end,
@@ -490,7 +622,8 @@ bool amxGranted() {
   static const bool granted = [] {
     if (!__builtin_cpu_supports("amx-tile") ||
         !__builtin_cpu_supports("amx-bf16") ||
-        !__builtin_cpu_supports("avx512f"))
+        !__builtin_cpu_supports("avx512f") ||
+        !__builtin_cpu_supports("avx512bw"))
       return false;
     constexpr long kArchReqXcompPerm = 0x1023;
     constexpr long kXfeatureXtiledata = 18;
@@ -523,6 +656,7 @@ bool bf16IsaSupported(Bf16Isa isa) {
     return true;
   case Bf16Isa::Avx512Bf16:
     return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512bf16");
   case Bf16Isa::Amx:
     return amxGranted();
