@@ -362,13 +362,15 @@ interleaveRows(const uint16_t *r0, const uint16_t *r1, uint16_t *dst) {
 
 /// packBPanels<uint16_t> with AVX-512: untransposed B is read a pair of rows
 /// at a time across all the panels (sequential reads), each 32-column piece
-/// interleaved by permutes; transposed B is copied a k pair (32 bits) at a
-/// time. Partial panels and odd kc take the generic route.
+/// interleaved by permutes; transposed B is gathered a k pair (32 bits) of
+/// 16 columns at a time. Partial panels and odd kc take the generic route.
 __attribute__((target("avx512f,avx512bw"))) void
 packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
                 int64_t kc, int64_t kcPad, int64_t j0, int64_t cols,
                 uint16_t *dst) {
-  const int64_t full = kc % 2 == 0 ? cols / kNr : 0;
+  // Gather offsets (15 ldb) must fit in 32 bits.
+  const bool ok = kc % 2 == 0 && ldb < (int64_t(1) << 27);
+  const int64_t full = ok ? cols / kNr : 0;
   const uint16_t *b = static_cast<const uint16_t *>(data);
   if (kc < kcPad)
     for (int64_t jp = 0; jp < full; ++jp)
@@ -386,12 +388,17 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
       }
     }
   } else {
+    // Each k pair of 16 columns is one gather (offsets in bf16 units).
+    __m512i rows = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32(int32_t(ldb)));
     for (int64_t jp = 0; jp < full; ++jp) {
       uint16_t *d = dst + jp * kNr * kcPad;
-      for (int64_t j = 0; j < kNr; ++j) {
-        const uint16_t *src = b + (j0 + jp * kNr + j) * ldb + p0;
+      for (int64_t half = 0; half < 2; ++half) {
+        const uint16_t *src = b + (j0 + jp * kNr + 16 * half) * ldb + p0;
         for (int64_t p = 0; p < kc; p += 2)
-          std::memcpy(d + p * kNr + 2 * j, src + p, 2 * sizeof(uint16_t));
+          _mm512_storeu_si512(d + p * kNr + 32 * half,
+                              _mm512_i32gather_epi32(rows, src + p, 2));
       }
     }
   }

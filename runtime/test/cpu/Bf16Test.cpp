@@ -355,7 +355,7 @@ TEST(GemmBf16, Paths) {
 }
 
 TEST(GemmBf16, OddShapesAndTransposes) {
-  const int64_t sizes[] = {1, 17, 33, 255};
+  const int64_t sizes[] = {1, 17, 33, 64, 255};
   Random rng(21);
   int index = 0;
   for (Bf16Isa isa : gemmIsas())
