@@ -162,17 +162,16 @@ microAmx(int64_t kc, const uint16_t *__restrict a, const uint16_t *__restrict b,
     _tile_zero(2);
     _tile_zero(3);
   }
-  // The next tile of the row-panel loop is 32 rows down: bring its C rows
-  // towards the core, two per k block.
+  // The next tile of the row-panel loop is 32 rows down: bring its 32 C rows
+  // into the cache for writing, spread over the k blocks.
   const float *next = c + 32 * ldc;
-  for (int64_t kb = 0; kb < kc / 32; ++kb) {
-    if (kb < 16) {
-      for (int64_t r = 2 * kb; r < 2 * kb + 2; ++r) {
-        _mm_prefetch(reinterpret_cast<const char *>(next + r * ldc),
-                     _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char *>(next + r * ldc + 16),
-                     _MM_HINT_T0);
-      }
+  const int64_t blocks = kc / 32;
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    for (int64_t r = kb * 32 / blocks; r < (kb + 1) * 32 / blocks; ++r) {
+      _mm_prefetch(reinterpret_cast<const char *>(next + r * ldc),
+                   _MM_HINT_ET0);
+      _mm_prefetch(reinterpret_cast<const char *>(next + r * ldc + 16),
+                   _MM_HINT_ET0);
     }
     const uint16_t *ak = a + kb * 32 * 32;
     const uint16_t *bk = b + kb * 32 * kNr;
