@@ -18,6 +18,8 @@ strata_add_cpu_test(StrataCpuSupportTests
   ${CMAKE_CURRENT_LIST_DIR}/ThreadPoolTest.cpp)
 strata_add_cpu_test(StrataGemmTests
   ${CMAKE_CURRENT_LIST_DIR}/GemmTest.cpp)
+strata_add_cpu_test(StrataBf16Tests
+  ${CMAKE_CURRENT_LIST_DIR}/Bf16Test.cpp)
 strata_add_cpu_test(StrataKernelsTests
   ${CMAKE_CURRENT_LIST_DIR}/KernelsForwardTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsBackwardTest.cpp

@@ -1,0 +1,55 @@
+//===- GemmBf16Internal.h - bf16 GEMM internals for tests -------*- C++ -*-===//
+//
+// Part of the Strata runtime, which never includes an MLIR header.
+//
+// Not installed: the instruction-set hooks of the bf16 conversions and GEMM,
+// used by the unit tests and the benchmark to run every path on one machine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RT_CPU_GEMMBF16INTERNAL_H
+#define STRATA_RT_CPU_GEMMBF16INTERNAL_H
+
+#include "strata-rt/Bf16.h"
+
+namespace strata::rt::detail {
+
+/// bf16 GEMM paths, from slowest to fastest. Fallback rounds nothing itself:
+/// it widens the bf16 inputs to f32 and runs the f32 GEMM (whose products of
+/// bf16 values are exact).
+enum class Bf16Isa { Fallback, Avx512Bf16, Amx };
+
+/// "fallback", "avx512bf16", "amx".
+const char *bf16IsaName(Bf16Isa isa);
+/// Whether this CPU (and, for AMX, the OS) can run `isa`. Asks the kernel for
+/// the AMX tile state (arch_prctl) the first time AMX is queried.
+bool bf16IsaSupported(Bf16Isa isa);
+/// The path gemmBf16() uses: the best supported one, unless the environment
+/// variable STRATA_GEMM_BF16_ISA (fallback|avx512bf16|amx, read once) asks for
+/// a slower one.
+Bf16Isa defaultBf16Isa();
+
+/// gemmBf16() on an explicit path (an unsupported one runs the fallback) and
+/// an optional pool (nullptr: the calling thread only).
+void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
+                     int64_t m, int64_t n, int64_t k, float alpha,
+                     Bf16Operand a, Bf16Operand b, float beta, float *c,
+                     int64_t ldc);
+
+/// Conversion kernels, from slowest to fastest: the scalar reference, AVX-512F
+/// integer rounding, AVX512-BF16 (vcvtne2ps2bf16 with subnormal lanes fixed
+/// up). Every one gives the scalar reference's bits.
+enum class Bf16ConvertIsa { Scalar, Avx512, Avx512Bf16 };
+
+const char *bf16ConvertIsaName(Bf16ConvertIsa isa);
+bool bf16ConvertIsaSupported(Bf16ConvertIsa isa);
+/// The best supported conversion kernel.
+Bf16ConvertIsa defaultBf16ConvertIsa();
+void convertF32ToBf16WithIsa(Bf16ConvertIsa isa, const float *in, uint16_t *out,
+                             int64_t n);
+void convertBf16ToF32WithIsa(Bf16ConvertIsa isa, const uint16_t *in, float *out,
+                             int64_t n);
+
+} // namespace strata::rt::detail
+
+#endif // STRATA_RT_CPU_GEMMBF16INTERNAL_H
