@@ -7,9 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GemmBf16Internal.h"
 #include "GemmInternal.h"
 #include "KernelsInternal.h"
 #include "VectorMath.h"
+
+#include "strata-rt/Bf16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -108,8 +111,48 @@ std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
   return v.error();
 }
 
+/// A bf16 matmul: operands rounded to bf16 as the bf16 GEMM packs them,
+/// products summed in f32. Its results do not depend on the thread count.
+void runMatmulBf16(KernelContext &ctx, const Tensors &inputs,
+                   const Tensors &outputs, const OpAttrs &attrs) {
+  bool ta = attrs.transposeA, tb = attrs.transposeB;
+  const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
+  MatmulDims d = matmulDims(as, bs, ta, tb);
+  const float *a = inputs[0].f32(), *b = inputs[1].f32();
+  float *c = outputs[0].f32();
+  int64_t lda = as.back(), ldb = bs.back();
+  bool broadcastB = bs.size() == 2;
+  if (d.batch == 1 || (broadcastB && !ta)) {
+    gemmBf16(ctx.pool, ta, tb, d.batch * d.m, d.n, d.k, 1.0f,
+             Bf16Operand::f32(a, lda), Bf16Operand::f32(b, ldb), 0.0f, c, d.n);
+    return;
+  }
+  int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
+          strideC = d.m * d.n;
+  auto product = [&](int64_t i, ThreadPool *pool) {
+    detail::gemmBf16WithIsa(detail::defaultBf16Isa(), pool, ta, tb, d.m, d.n,
+                            d.k, 1.0f, Bf16Operand::f32(a + i * strideA, lda),
+                            Bf16Operand::f32(b + i * strideB, ldb), 0.0f,
+                            c + i * strideC, d.n);
+  };
+  // As in runMatmul: whole products per thread when the batch divides well
+  // (the bits do not depend on the split).
+  int threads = ctx.pool.size();
+  if (threads > 1 && (d.batch >= 4 * threads || d.batch % threads == 0)) {
+    ctx.pool.parallelFor(d.batch, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        product(i, nullptr);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < d.batch; ++i)
+    product(i, &ctx.pool);
+}
+
 void runMatmul(KernelContext &ctx, const Tensors &inputs,
                const Tensors &outputs, const OpAttrs &attrs) {
+  if (attrs.bf16)
+    return runMatmulBf16(ctx, inputs, outputs, attrs);
   // The verifier saw all five tiling attributes or none.
   GemmTiling tiling =
       attrs.has(AttrId::Mc)

@@ -91,6 +91,41 @@ __global__ void scaleMatricesKernel(float *c, int64_t m, int64_t n, int64_t ldc,
   }
 }
 
+void gemmBf16(CudaContext &ctx, bool transA, bool transB, int64_t m, int64_t n,
+              int64_t k, float alpha, const float *a, int64_t lda,
+              int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+              float beta, float *c, int64_t ldc, int64_t strideC,
+              int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0)
+    return;
+  if (k == 0) // C = beta C, as the f32 path computes it.
+    return gemm(ctx, transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb,
+                strideB, beta, c, ldc, strideC, batch);
+  if (!ctx.cublas)
+    throw std::runtime_error("matmul: the CUDA context has no cuBLAS handle");
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX ||
+      ldb > INT_MAX || ldc > INT_MAX || batch > INT_MAX)
+    throw std::runtime_error("matmul: sizes must fit in 31 bits for cuBLAS");
+  STRATA_CUBLAS_CHECK(cublasSetStream(ctx.cublas, ctx.stream));
+  cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // f32 in and out; the tensor cores take the operands rounded to bf16 and
+  // accumulate in f32.
+  constexpr cublasComputeType_t compute = CUBLAS_COMPUTE_32F_FAST_16BF;
+  if (batch == 1) {
+    STRATA_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, opB, opA, (int)n, (int)m,
+                                     (int)k, &alpha, b, CUDA_R_32F, (int)ldb, a,
+                                     CUDA_R_32F, (int)lda, &beta, c, CUDA_R_32F,
+                                     (int)ldc, compute, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  STRATA_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      ctx.cublas, opB, opA, (int)n, (int)m, (int)k, &alpha, b, CUDA_R_32F,
+      (int)ldb, (long long)strideB, a, CUDA_R_32F, (int)lda, (long long)strideA,
+      &beta, c, CUDA_R_32F, (int)ldc, (long long)strideC, (int)batch, compute,
+      CUBLAS_GEMM_DEFAULT));
+}
+
 void gemm(CudaContext &ctx, bool transA, bool transB, int64_t m, int64_t n,
           int64_t k, float alpha, const float *a, int64_t lda, int64_t strideA,
           const float *b, int64_t ldb, int64_t strideB, float beta, float *c,

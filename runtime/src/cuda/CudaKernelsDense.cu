@@ -26,7 +26,7 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// Tiling attributes mc/nc/kc/mr/nr of matmul instructions are for the CPU
-/// GEMM and are ignored here.
+/// GEMM and are ignored here; a bf16 matmul goes through gemmBf16.
 void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
                const OpAttrs &attrs) {
   bool ta = attrs.transposeA, tb = attrs.transposeB;
@@ -42,13 +42,14 @@ void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   float *c = outputs[0].f32();
   int64_t lda = as.back(), ldb = bs.back();
   bool broadcastB = bs.size() == 2;
+  auto *product = attrs.bf16 ? &gemmBf16 : &gemm;
   if (batch == 1 || (broadcastB && !ta)) {
-    gemm(ctx, ta, tb, batch * m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 0.0f, c, n,
-         0, 1);
+    product(ctx, ta, tb, batch * m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 0.0f, c,
+            n, 0, 1);
     return;
   }
-  gemm(ctx, ta, tb, m, n, k, 1.0f, a, lda, m * k, b, ldb,
-       broadcastB ? 0 : k * n, 0.0f, c, n, m * n, batch);
+  product(ctx, ta, tb, m, n, k, 1.0f, a, lda, m * k, b, ldb,
+          broadcastB ? 0 : k * n, 0.0f, c, n, m * n, batch);
 }
 
 //===----------------------------------------------------------------------===//

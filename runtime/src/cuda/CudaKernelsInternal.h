@@ -208,6 +208,15 @@ void gemm(CudaContext &ctx, bool transA, bool transB, int64_t m, int64_t n,
           const float *b, int64_t ldb, int64_t strideB, float beta, float *c,
           int64_t ldc, int64_t strideC, int64_t batch);
 
+/// gemm for a bf16 matmul: cuBLAS with f32 operands rounded to bf16 on the
+/// tensor cores and f32 accumulation (CUBLAS_COMPUTE_32F_FAST_16BF), whatever
+/// engine (--gemm) f32 products use.
+void gemmBf16(CudaContext &ctx, bool transA, bool transB, int64_t m, int64_t n,
+              int64_t k, float alpha, const float *a, int64_t lda,
+              int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+              float beta, float *c, int64_t ldc, int64_t strideC,
+              int64_t batch);
+
 /// y = x for `bytes` bytes on ctx.stream (nothing when they are the same).
 void copyDevice(CudaContext &ctx, void *y, const void *x, int64_t bytes);
 

@@ -41,6 +41,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace strata::rt::cuda {
 namespace {
@@ -328,6 +329,23 @@ std::vector<Case> makeCases() {
   add("matmul", "CPU tiling attrs ignored", {t({9, 20}), t({20, 17})},
       {desc({9, 17})},
       attrs({{"mc", 48}, {"nc", 64}, {"kc", 32}, {"mr", 6}, {"nr", 16}}));
+  // bf16 (--strata-mixed-precision): cuBLAS's bf16 tensor-core mode
+  // against the CPU's bf16 GEMM. Both round the operands to bf16 and sum in
+  // f32, in different orders; the tolerance also allows for a down-conversion
+  // other than round-to-nearest-even (cuBLAS does not document it).
+  for (auto [label, a, b, o, ta, tb] :
+       {std::tuple{"bf16 130x70x140", Shape{130, 70}, Shape{70, 140},
+                   Shape{130, 140}, 0, 0},
+        std::tuple{"bf16 batched tb", Shape{2, 9, 16}, Shape{2, 11, 16},
+                   Shape{2, 9, 11}, 0, 1},
+        std::tuple{"bf16 broadcast B ta", Shape{3, 13, 7}, Shape{13, 5},
+                   Shape{3, 7, 5}, 1, 0}}) {
+    Case &c =
+        add("matmul", label, {t(a), t(b)}, {desc(o)},
+            attrs({{"bf16", 1}, {"transpose_a", ta}, {"transpose_b", tb}}));
+    c.rtol = 1e-2;
+    c.atol = 5e-2;
+  }
 
   // Element-wise.
   add("add", "7x13x5", {t({7, 13, 5}), t({7, 13, 5})}, {desc({7, 13, 5})});

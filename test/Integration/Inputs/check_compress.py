@@ -50,31 +50,8 @@ def compile_plan(name, passes):
     return plan
 
 
-def parameters(path):
-    """The f32 parameters of a checkpoint (optimizer states left out)."""
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    out = {}
-    for name, info in sorted(header.items()):
-        if name == "__metadata__" or info["dtype"] != "F32" or \
-                name.endswith((".velocity", ".m", ".v")):
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = struct.unpack("<%df" % ((end - begin) // 4),
-                                  body[begin:end])
-    return out
-
-
-def gradient(after, before):
-    """The parameter change of one step, flattened in name order."""
-    return [a - b for name in sorted(before)
-            for a, b in zip(after[name], before[name])]
-
-
-def norm(v):
-    return math.sqrt(sum(x * x for x in v))
+parameters, gradient, norm = (trainutil.parameters, trainutil.gradient,
+                              trainutil.norm)
 
 
 ref_plan = compile_plan("ref", ["--strata-plan-buffers"])

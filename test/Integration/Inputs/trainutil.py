@@ -1,8 +1,12 @@
-"""What check_planned.py and check_remat.py share: running a command and
-training a plan with a fixed seed, returning its losses, checkpoint and
-arena."""
+"""What check_planned.py, check_remat.py, check_compress.py and
+check_mixed_precision.py share: running a command, training a plan with a
+fixed seed (its losses, checkpoint and arena), and reading a checkpoint's
+parameters."""
+import json
+import math
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -34,3 +38,30 @@ def train(plan, workdir, name, steps, np=1, extra=()):
     if not losses or not arena:
         sys.exit("no losses or memory line in the output of " + plan)
     return losses, ckpt, int(arena.group(1)), int(arena.group(2))
+
+
+def parameters(path):
+    """The f32 parameters of a checkpoint (optimizer states left out)."""
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    out = {}
+    for name, info in sorted(header.items()):
+        if name == "__metadata__" or info["dtype"] != "F32" or \
+                name.endswith((".velocity", ".m", ".v")):
+            continue
+        begin, end = info["data_offsets"]
+        out[name] = struct.unpack("<%df" % ((end - begin) // 4),
+                                  body[begin:end])
+    return out
+
+
+def gradient(after, before):
+    """The parameter change of one step, flattened in name order."""
+    return [a - b for name in sorted(before)
+            for a, b in zip(after[name], before[name])]
+
+
+def norm(v):
+    return math.sqrt(sum(x * x for x in v))
