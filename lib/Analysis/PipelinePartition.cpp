@@ -161,24 +161,23 @@ static const char *stringifyTransfers(TransferModel transfers) {
 
 bool mlir::strata::parseCostTerms(llvm::StringRef spec, CostTerms &terms,
                                   std::string &error) {
-  spec = spec.trim();
-  if (spec == "strata") {
-    terms = CostTerms();
-    return true;
-  }
-  if (spec == "pipedream") {
-    terms = CostTerms();
-    terms.allReduceFactor = 4.0;
-    terms.evenShares = true;
-    terms.transfers = TransferModel::None;
-    terms.allReplicaCounts = true;
-    return true;
-  }
   llvm::SmallVector<llvm::StringRef> parts;
-  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  spec.trim().split(parts, ',', -1, /*KeepEmpty=*/false);
   if (parts.empty()) {
     error = "expected 'strata', 'pipedream' or key=value terms";
     return false;
+  }
+  // A preset may come first; the key=value terms after it override it.
+  llvm::StringRef preset = parts.front().trim();
+  if (preset == "strata" || preset == "pipedream") {
+    terms = CostTerms();
+    if (preset == "pipedream") {
+      terms.allReduceFactor = 4.0;
+      terms.evenShares = true;
+      terms.transfers = TransferModel::None;
+      terms.allReplicaCounts = true;
+    }
+    parts.erase(parts.begin());
   }
   for (llvm::StringRef part : parts) {
     auto [key, value] = part.trim().split('=');

@@ -188,10 +188,11 @@ struct CostTerms {
   }
 };
 
-/// Parses "strata", "pipedream", or comma-separated
-/// `allreduce=F,shares=whole|even,transfers=per-cut|per-replica|none,
-/// replicas=nodes|all` applied over the defaults; the error says which part
-/// is wrong.
+/// Parses comma-separated `allreduce=F,shares=whole|even,
+/// transfers=per-cut|per-replica|none,replicas=nodes|all` applied over
+/// `terms`, optionally after a preset, "strata" (the defaults) or
+/// "pipedream" (e.g. "pipedream,transfers=per-replica"); the error says
+/// which part is wrong.
 bool parseCostTerms(llvm::StringRef spec, CostTerms &terms, std::string &error);
 /// The canonical key=value form of `terms`.
 std::string stringifyCostTerms(const CostTerms &terms);

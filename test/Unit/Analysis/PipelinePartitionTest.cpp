@@ -398,6 +398,9 @@ TEST(PipelinePartition, CostTermsParse) {
   EXPECT_TRUE(parseCostTerms("strata", t, error));
   EXPECT_EQ(stringifyCostTerms(t),
             "allreduce=target,shares=whole,transfers=per-cut,replicas=nodes");
+  EXPECT_TRUE(parseCostTerms("pipedream,transfers=per-replica", t, error));
+  EXPECT_EQ(stringifyCostTerms(t),
+            "allreduce=4,shares=even,transfers=per-replica,replicas=all");
   EXPECT_FALSE(parseCostTerms("allreduce=0", t, error));
   EXPECT_EQ(error, "allreduce='0': expected a number in (0, 16]");
   EXPECT_FALSE(parseCostTerms("allreduce=nan", t, error));
