@@ -576,9 +576,11 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
             ldc};
   const int64_t mr = path.mr;
   const int64_t mPanels = (m + mr - 1) / mr;
-  // Below about a microsecond of work per thread, forking costs more than it
-  // saves (and the bits are the same either way).
-  if (pool && m * n * k < (int64_t(1) << 17) * pool->size())
+  // Below about a microsecond of work per thread (AMX runs about 1 TFLOP/s
+  // per core, AVX512-BF16 about 0.1), forking costs more than it saves (and
+  // the bits are the same either way).
+  const int64_t perThread = path.amx ? int64_t(1) << 19 : int64_t(1) << 16;
+  if (pool && m * n * k < perThread * pool->size())
     pool = nullptr;
   const int threads = pool ? pool->size() : 1;
   auto roundUp = [](int64_t x, int64_t g) { return (x + g - 1) / g * g; };
