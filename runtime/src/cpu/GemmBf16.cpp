@@ -321,18 +321,55 @@ void packBPanels(const void *data, int64_t ldb, bool transB, int64_t p0,
 
 #if STRATA_BF16_X86
 
-/// packAPanel<G, uint16_t> for an untransposed A: whole k groups are copied
-/// row by row (64 bytes for AMX, 4 for AVX512-BF16).
+/// The AMX A panel [kc/32][mr][32] of a transposed bf16 A (op(A)[i][p] =
+/// a[p * lda + i]): each 32-bit gather picks rows i and i + 1 of 16 k values,
+/// and two permutes split the pairs into the two 32-value rows.
+__attribute__((target("avx512f,avx512bw"))) void
+packATransposedAmx(const uint16_t *a, int64_t lda, int64_t i0, int64_t p0,
+                   int64_t kc, int64_t mr, uint16_t *dst) {
+  alignas(64) static const uint16_t even[32] = {
+      0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+      32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+  alignas(64) static const uint16_t odd[32] = {
+      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i evenIdx = _mm512_load_si512(even);
+  const __m512i oddIdx = _mm512_load_si512(odd);
+  const __m512i rowsIdx = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      _mm512_set1_epi32(int32_t(lda)));
+  for (int64_t pg = 0; pg < kc; pg += 32) {
+    const uint16_t *src = a + (p0 + pg) * lda + i0;
+    uint16_t *d = dst + pg * mr;
+    for (int64_t i = 0; i < mr; i += 2) {
+      __m512i lo = _mm512_i32gather_epi32(rowsIdx, src + i, 2);
+      __m512i hi = _mm512_i32gather_epi32(rowsIdx, src + 16 * lda + i, 2);
+      _mm512_storeu_si512(d + i * 32,
+                          _mm512_permutex2var_epi16(lo, evenIdx, hi));
+      _mm512_storeu_si512(d + (i + 1) * 32,
+                          _mm512_permutex2var_epi16(lo, oddIdx, hi));
+    }
+  }
+}
+
+/// packAPanel<G, uint16_t> with fast paths: an untransposed A has whole k
+/// groups copied row by row (64 bytes for AMX, 4 for AVX512-BF16), a
+/// transposed one full AMX panels gathered.
 template <int G>
 void packAPanelBf16(const void *data, int64_t lda, bool transA, int64_t i0,
                     int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,
                     int64_t mr, uint16_t *dst) {
+  const uint16_t *a = static_cast<const uint16_t *>(data);
+  if (G == 32 && transA && rows == mr && kc % 32 == 0 && mr % 2 == 0 &&
+      lda < (int64_t(1) << 26)) {
+    packATransposedAmx(a, lda, i0, p0, kc, mr, dst);
+    return;
+  }
   if (transA || kc % G != 0) {
     packAPanel<G, uint16_t>(data, lda, transA, i0, rows, p0, kc, kcPad, mr,
                             dst);
     return;
   }
-  const uint16_t *a = static_cast<const uint16_t *>(data);
   if (rows < mr)
     std::memset(dst, 0, sizeof(uint16_t) * mr * kcPad);
   for (int64_t i = 0; i < rows; ++i) {
