@@ -39,8 +39,10 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 #define STRATA_BF16_X86 1
 #else
 #define STRATA_BF16_X86 0
@@ -670,9 +672,13 @@ bool amxGranted() {
         !__builtin_cpu_supports("avx512f") ||
         !__builtin_cpu_supports("avx512bw"))
       return false;
+#if defined(__linux__)
     constexpr long kArchReqXcompPerm = 0x1023;
     constexpr long kXfeatureXtiledata = 18;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false; // how other systems grant the tile state is not handled
+#endif
   }();
   return granted;
 }
