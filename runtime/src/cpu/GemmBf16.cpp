@@ -22,7 +22,14 @@
 //
 // Determinism as for the f32 GEMM: every element of C is owned by one thread
 // and accumulated in a fixed order, so the bits depend on the path and kc,
-// never on the thread count.
+// never on the thread count. (The AMX kernel accumulates onto C inside the
+// tiles when alpha == 1 and beta is 0 or 1, and goes through a buffer
+// otherwise and for edge tiles: the rounding also depends on alpha, beta and
+// the tile's position, which no thread count changes.)
+//
+// Fast packers (AVX-512BW permutes and gathers) take bf16 inputs in whole
+// 32-column panels; f32 inputs, partial panels and odd k take the generic
+// element loops.
 //
 //===----------------------------------------------------------------------===//
 
