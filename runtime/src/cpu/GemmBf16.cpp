@@ -27,9 +27,9 @@
 // otherwise and for edge tiles: the rounding also depends on alpha, beta and
 // the tile's position, which no thread count changes.)
 //
-// Fast packers (AVX-512BW permutes and gathers) take bf16 inputs in whole
-// 32-column panels; f32 inputs, partial panels and odd k take the generic
-// element loops.
+// Fast packers (AVX-512BW permutes and gathers; f32 rows rounded by the
+// vector conversion first) take whole 32-column panels; transposed f32
+// inputs, partial panels and odd k take the generic element loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -452,6 +452,60 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
                           cols - full * kNr, dst + full * kNr * kcPad);
 }
 
+/// Largest kc of a path (the row buffer of packAPanelF32).
+constexpr int64_t kMaxKc = 1024;
+
+/// packAPanel<G, float> for an untransposed A: each row's kc values are
+/// rounded by the vector conversion, then copied as for bf16 inputs.
+template <int G>
+void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
+                   int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,
+                   int64_t mr, uint16_t *dst) {
+  if (transA || kc % G != 0 || kc > kMaxKc) {
+    packAPanel<G, float>(data, lda, transA, i0, rows, p0, kc, kcPad, mr, dst);
+    return;
+  }
+  const float *a = static_cast<const float *>(data);
+  if (rows < mr)
+    std::memset(dst, 0, sizeof(uint16_t) * mr * kcPad);
+  alignas(64) uint16_t row[kMaxKc];
+  for (int64_t i = 0; i < rows; ++i) {
+    convertF32ToBf16(a + (i0 + i) * lda + p0, row, kc);
+    uint16_t *d = dst + i * G;
+    for (int64_t pg = 0; pg < kc; pg += G)
+      std::memcpy(d + pg * mr, row + pg, G * sizeof(uint16_t));
+  }
+}
+
+/// packBPanels<float> for an untransposed B: each pair of rows of up to 8
+/// whole panels is rounded by the vector conversion, then interleaved.
+__attribute__((target("avx512f,avx512bw"))) void
+packBPanelsF32(const void *data, int64_t ldb, bool transB, int64_t p0,
+               int64_t kc, int64_t kcPad, int64_t j0, int64_t cols,
+               uint16_t *dst) {
+  const int64_t full = !transB && kc % 2 == 0 ? cols / kNr : 0;
+  const float *b = static_cast<const float *>(data);
+  if (kc < kcPad)
+    for (int64_t jp = 0; jp < full; ++jp)
+      std::memset(dst + jp * kNr * kcPad + kc * kNr, 0,
+                  sizeof(uint16_t) * kNr * (kcPad - kc));
+  alignas(64) uint16_t r0[8 * kNr], r1[8 * kNr];
+  for (int64_t g = 0; g < full; g += 8) {
+    int64_t ge = std::min(full, g + 8);
+    for (int64_t p = 0; p < kc; p += 2) {
+      const float *src = b + (p0 + p) * ldb + j0 + g * kNr;
+      convertF32ToBf16(src, r0, (ge - g) * kNr);
+      convertF32ToBf16(src + ldb, r1, (ge - g) * kNr);
+      for (int64_t jp = g; jp < ge; ++jp)
+        interleaveRows(r0 + (jp - g) * kNr, r1 + (jp - g) * kNr,
+                       dst + jp * kNr * kcPad + p * kNr);
+    }
+  }
+  if (full * kNr < cols)
+    packBPanels<float>(data, ldb, transB, p0, kc, kcPad, j0 + full * kNr,
+                       cols - full * kNr, dst + full * kNr * kcPad);
+}
+
 #endif // STRATA_BF16_X86
 
 using PackA = void (*)(const void *, int64_t, bool, int64_t, int64_t, int64_t,
@@ -589,7 +643,7 @@ Path pathFor(Bf16Isa isa) {
 
 template <int G> PackA packAFor(bool isF32) {
 #if STRATA_BF16_X86
-  return isF32 ? packAPanel<G, float> : packAPanelBf16<G>;
+  return isF32 ? packAPanelF32<G> : packAPanelBf16<G>;
 #else
   return isF32 ? packAPanel<G, float> : packAPanel<G, uint16_t>;
 #endif
@@ -597,7 +651,7 @@ template <int G> PackA packAFor(bool isF32) {
 
 PackB packBFor(bool isF32) {
 #if STRATA_BF16_X86
-  return isF32 ? packBPanels<float> : packBPanelsBf16;
+  return isF32 ? packBPanelsF32 : packBPanelsBf16;
 #else
   return isF32 ? packBPanels<float> : packBPanels<uint16_t>;
 #endif

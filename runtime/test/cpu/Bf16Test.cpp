@@ -409,19 +409,22 @@ TEST(GemmBf16, LeadingDimensionsAndF32Inputs) {
       }
 }
 
-// f32 inputs give exactly the bits of their bf16 roundings.
+// f32 inputs give exactly the bits of their bf16 roundings (k = 1100: a
+// whole kc slice of 1024 and a remainder of 76).
 TEST(GemmBf16, F32InputsMatchBf16Inputs) {
   Random rng(24);
   for (Bf16Isa isa : gemmIsas()) {
-    Bf16Case c;
-    c.m = 70, c.n = 90, c.k = 600;
-    c.ta = true;
-    Bf16Data d = makeData(c, rng);
-    ThreadPool pool(2);
-    std::vector<float> ref = runGemm(isa, &pool, c, d);
-    c.f32A = c.f32B = true;
-    EXPECT_TRUE(sameBits(ref, runGemm(isa, &pool, c, d)))
-        << detail::bf16IsaName(isa);
+    for (int trans = 0; trans < 4; ++trans) {
+      Bf16Case c;
+      c.m = 70, c.n = 90, c.k = 1100;
+      c.ta = trans & 1, c.tb = trans & 2;
+      Bf16Data d = makeData(c, rng);
+      ThreadPool pool(2);
+      std::vector<float> ref = runGemm(isa, &pool, c, d);
+      c.f32A = c.f32B = true;
+      EXPECT_TRUE(sameBits(ref, runGemm(isa, &pool, c, d)))
+          << describe(c, isa, 2);
+    }
   }
 }
 
