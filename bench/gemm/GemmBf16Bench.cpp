@@ -10,6 +10,9 @@
 //                          [--min-time SECONDS] [--rounds N]
 //                          [--paths amx,avx512bf16,fallback,f32] [--peak]
 //
+// A path named PATH-f32in (amx-f32in, ...) passes the f32 inputs to gemmBf16,
+// which rounds them while packing.
+//
 // --peak also measures one core's peak with register-only loops: f32 FMA
 // (vfmadd231ps zmm), vdpbf16ps zmm and AMX tdpbf16ps.
 //
@@ -227,9 +230,22 @@ Inputs makeInputs(const GemmShape &s) {
   return in;
 }
 
-/// The call of one path ("f32" is the f32 GEMM).
-std::function<void()> callFor(const std::string &path, ThreadPool &pool,
+/// Strips a "-f32in" suffix (gemmBf16 on the f32 inputs, rounded while
+/// packing); returns whether there was one.
+bool stripF32In(std::string &path) {
+  const std::string suffix = "-f32in";
+  if (path.size() <= suffix.size() ||
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  path.resize(path.size() - suffix.size());
+  return true;
+}
+
+/// The call of one path ("f32" is the f32 GEMM; "PATH-f32in" gemmBf16 on
+/// the f32 inputs).
+std::function<void()> callFor(std::string path, ThreadPool &pool,
                               const GemmShape &s, Inputs &in) {
+  bool f32In = stripF32In(path);
   if (path == "f32")
     return [&pool, s, &in] {
       gemm(pool, GemmTiling(), s.ta, s.tb, s.m, s.n, s.k, 1.0f, in.a.data(),
@@ -238,11 +254,13 @@ std::function<void()> callFor(const std::string &path, ThreadPool &pool,
   Bf16Isa isa = path == "amx"          ? Bf16Isa::Amx
                 : path == "avx512bf16" ? Bf16Isa::Avx512Bf16
                                        : Bf16Isa::Fallback;
-  return [&pool, s, &in, isa] {
-    detail::gemmBf16WithIsa(isa, &pool, s.ta, s.tb, s.m, s.n, s.k, 1.0f,
-                            Bf16Operand::bf16(in.ah.data(), s.lda()),
-                            Bf16Operand::bf16(in.bh.data(), s.ldb()), 0.0f,
-                            in.c.data(), s.n);
+  Bf16Operand a = f32In ? Bf16Operand::f32(in.a.data(), s.lda())
+                        : Bf16Operand::bf16(in.ah.data(), s.lda());
+  Bf16Operand b = f32In ? Bf16Operand::f32(in.b.data(), s.ldb())
+                        : Bf16Operand::bf16(in.bh.data(), s.ldb());
+  return [&pool, s, &in, isa, a, b] {
+    detail::gemmBf16WithIsa(isa, &pool, s.ta, s.tb, s.m, s.n, s.k, 1.0f, a, b,
+                            0.0f, in.c.data(), s.n);
   };
 }
 
@@ -325,7 +343,11 @@ int main(int argc, char **argv) {
   }
   std::vector<std::string> supported = supportedPaths();
   for (const std::string &p : paths) {
-    if (std::find(supported.begin(), supported.end(), p) == supported.end()) {
+    std::string base = p;
+    bool f32In = stripF32In(base);
+    if (std::find(supported.begin(), supported.end(), base) ==
+            supported.end() ||
+        (f32In && base == "f32")) {
       std::fprintf(stderr, "error: path '%s' is not available here\n",
                    p.c_str());
       return 2;

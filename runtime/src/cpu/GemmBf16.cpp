@@ -22,7 +22,14 @@
 //
 // Determinism as for the f32 GEMM: every element of C is owned by one thread
 // and accumulated in a fixed order, so the bits depend on the path and kc,
-// never on the thread count.
+// never on the thread count. (The AMX kernel accumulates onto C inside the
+// tiles when alpha == 1 and beta is 0 or 1, and goes through a buffer
+// otherwise and for edge tiles: the rounding also depends on alpha, beta and
+// the tile's position, which no thread count changes.)
+//
+// Fast packers (AVX-512BW permutes and gathers; f32 rows rounded by the
+// vector conversion first) take whole 32-column panels; transposed f32
+// inputs, partial panels and odd k take the generic element loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,8 +46,10 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 #define STRATA_BF16_X86 1
 #else
 #define STRATA_BF16_X86 0
@@ -321,18 +330,55 @@ void packBPanels(const void *data, int64_t ldb, bool transB, int64_t p0,
 
 #if STRATA_BF16_X86
 
-/// packAPanel<G, uint16_t> for an untransposed A: whole k groups are copied
-/// row by row (64 bytes for AMX, 4 for AVX512-BF16).
+/// The AMX A panel [kc/32][mr][32] of a transposed bf16 A (op(A)[i][p] =
+/// a[p * lda + i]): each 32-bit gather picks rows i and i + 1 of 16 k values,
+/// and two permutes split the pairs into the two 32-value rows.
+__attribute__((target("avx512f,avx512bw"))) void
+packATransposedAmx(const uint16_t *a, int64_t lda, int64_t i0, int64_t p0,
+                   int64_t kc, int64_t mr, uint16_t *dst) {
+  alignas(64) static const uint16_t even[32] = {
+      0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+      32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+  alignas(64) static const uint16_t odd[32] = {
+      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i evenIdx = _mm512_load_si512(even);
+  const __m512i oddIdx = _mm512_load_si512(odd);
+  const __m512i rowsIdx = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      _mm512_set1_epi32(int32_t(lda)));
+  for (int64_t pg = 0; pg < kc; pg += 32) {
+    const uint16_t *src = a + (p0 + pg) * lda + i0;
+    uint16_t *d = dst + pg * mr;
+    for (int64_t i = 0; i < mr; i += 2) {
+      __m512i lo = _mm512_i32gather_epi32(rowsIdx, src + i, 2);
+      __m512i hi = _mm512_i32gather_epi32(rowsIdx, src + 16 * lda + i, 2);
+      _mm512_storeu_si512(d + i * 32,
+                          _mm512_permutex2var_epi16(lo, evenIdx, hi));
+      _mm512_storeu_si512(d + (i + 1) * 32,
+                          _mm512_permutex2var_epi16(lo, oddIdx, hi));
+    }
+  }
+}
+
+/// packAPanel<G, uint16_t> with fast paths: an untransposed A has whole k
+/// groups copied row by row (64 bytes for AMX, 4 for AVX512-BF16), a
+/// transposed one full AMX panels gathered.
 template <int G>
 void packAPanelBf16(const void *data, int64_t lda, bool transA, int64_t i0,
                     int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,
                     int64_t mr, uint16_t *dst) {
+  const uint16_t *a = static_cast<const uint16_t *>(data);
+  if (G == 32 && transA && rows == mr && kc % 32 == 0 && mr % 2 == 0 &&
+      lda < (int64_t(1) << 26)) {
+    packATransposedAmx(a, lda, i0, p0, kc, mr, dst);
+    return;
+  }
   if (transA || kc % G != 0) {
     packAPanel<G, uint16_t>(data, lda, transA, i0, rows, p0, kc, kcPad, mr,
                             dst);
     return;
   }
-  const uint16_t *a = static_cast<const uint16_t *>(data);
   if (rows < mr)
     std::memset(dst, 0, sizeof(uint16_t) * mr * kcPad);
   for (int64_t i = 0; i < rows; ++i) {
@@ -404,6 +450,60 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
   if (full * kNr < cols)
     packBPanels<uint16_t>(data, ldb, transB, p0, kc, kcPad, j0 + full * kNr,
                           cols - full * kNr, dst + full * kNr * kcPad);
+}
+
+/// Largest kc of a path (the row buffer of packAPanelF32).
+constexpr int64_t kMaxKc = 1024;
+
+/// packAPanel<G, float> for an untransposed A: each row's kc values are
+/// rounded by the vector conversion, then copied as for bf16 inputs.
+template <int G>
+void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
+                   int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,
+                   int64_t mr, uint16_t *dst) {
+  if (transA || kc % G != 0 || kc > kMaxKc) {
+    packAPanel<G, float>(data, lda, transA, i0, rows, p0, kc, kcPad, mr, dst);
+    return;
+  }
+  const float *a = static_cast<const float *>(data);
+  if (rows < mr)
+    std::memset(dst, 0, sizeof(uint16_t) * mr * kcPad);
+  alignas(64) uint16_t row[kMaxKc];
+  for (int64_t i = 0; i < rows; ++i) {
+    convertF32ToBf16(a + (i0 + i) * lda + p0, row, kc);
+    uint16_t *d = dst + i * G;
+    for (int64_t pg = 0; pg < kc; pg += G)
+      std::memcpy(d + pg * mr, row + pg, G * sizeof(uint16_t));
+  }
+}
+
+/// packBPanels<float> for an untransposed B: each pair of rows of up to 8
+/// whole panels is rounded by the vector conversion, then interleaved.
+__attribute__((target("avx512f,avx512bw"))) void
+packBPanelsF32(const void *data, int64_t ldb, bool transB, int64_t p0,
+               int64_t kc, int64_t kcPad, int64_t j0, int64_t cols,
+               uint16_t *dst) {
+  const int64_t full = !transB && kc % 2 == 0 ? cols / kNr : 0;
+  const float *b = static_cast<const float *>(data);
+  if (kc < kcPad)
+    for (int64_t jp = 0; jp < full; ++jp)
+      std::memset(dst + jp * kNr * kcPad + kc * kNr, 0,
+                  sizeof(uint16_t) * kNr * (kcPad - kc));
+  alignas(64) uint16_t r0[8 * kNr], r1[8 * kNr];
+  for (int64_t g = 0; g < full; g += 8) {
+    int64_t ge = std::min(full, g + 8);
+    for (int64_t p = 0; p < kc; p += 2) {
+      const float *src = b + (p0 + p) * ldb + j0 + g * kNr;
+      convertF32ToBf16(src, r0, (ge - g) * kNr);
+      convertF32ToBf16(src + ldb, r1, (ge - g) * kNr);
+      for (int64_t jp = g; jp < ge; ++jp)
+        interleaveRows(r0 + (jp - g) * kNr, r1 + (jp - g) * kNr,
+                       dst + jp * kNr * kcPad + p * kNr);
+    }
+  }
+  if (full * kNr < cols)
+    packBPanels<float>(data, ldb, transB, p0, kc, kcPad, j0 + full * kNr,
+                       cols - full * kNr, dst + full * kNr * kcPad);
 }
 
 #endif // STRATA_BF16_X86
@@ -543,7 +643,7 @@ Path pathFor(Bf16Isa isa) {
 
 template <int G> PackA packAFor(bool isF32) {
 #if STRATA_BF16_X86
-  return isF32 ? packAPanel<G, float> : packAPanelBf16<G>;
+  return isF32 ? packAPanelF32<G> : packAPanelBf16<G>;
 #else
   return isF32 ? packAPanel<G, float> : packAPanel<G, uint16_t>;
 #endif
@@ -551,7 +651,7 @@ template <int G> PackA packAFor(bool isF32) {
 
 PackB packBFor(bool isF32) {
 #if STRATA_BF16_X86
-  return isF32 ? packBPanels<float> : packBPanelsBf16;
+  return isF32 ? packBPanelsF32 : packBPanelsBf16;
 #else
   return isF32 ? packBPanels<float> : packBPanels<uint16_t>;
 #endif
@@ -576,9 +676,11 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
             ldc};
   const int64_t mr = path.mr;
   const int64_t mPanels = (m + mr - 1) / mr;
-  // Below about a microsecond of work per thread, forking costs more than it
-  // saves (and the bits are the same either way).
-  if (pool && m * n * k < (int64_t(1) << 17) * pool->size())
+  // Below about a microsecond of work per thread (AMX runs about 1 TFLOP/s
+  // per core, AVX512-BF16 about 0.1), forking costs more than it saves (and
+  // the bits are the same either way).
+  const int64_t perThread = path.amx ? int64_t(1) << 19 : int64_t(1) << 16;
+  if (pool && m * n * k < perThread * pool->size())
     pool = nullptr;
   const int threads = pool ? pool->size() : 1;
   auto roundUp = [](int64_t x, int64_t g) { return (x + g - 1) / g * g; };
@@ -631,9 +733,13 @@ bool amxGranted() {
         !__builtin_cpu_supports("avx512f") ||
         !__builtin_cpu_supports("avx512bw"))
       return false;
+#if defined(__linux__)
     constexpr long kArchReqXcompPerm = 0x1023;
     constexpr long kXfeatureXtiledata = 18;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false; // how other systems grant the tile state is not handled
+#endif
   }();
   return granted;
 }

@@ -29,6 +29,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include <unistd.h>
+
 namespace strata::rt::test {
 namespace {
 
@@ -407,19 +409,22 @@ TEST(GemmBf16, LeadingDimensionsAndF32Inputs) {
       }
 }
 
-// f32 inputs give exactly the bits of their bf16 roundings.
+// f32 inputs give exactly the bits of their bf16 roundings (k = 1100: a
+// whole kc slice of 1024 and a remainder of 76).
 TEST(GemmBf16, F32InputsMatchBf16Inputs) {
   Random rng(24);
   for (Bf16Isa isa : gemmIsas()) {
-    Bf16Case c;
-    c.m = 70, c.n = 90, c.k = 600;
-    c.ta = true;
-    Bf16Data d = makeData(c, rng);
-    ThreadPool pool(2);
-    std::vector<float> ref = runGemm(isa, &pool, c, d);
-    c.f32A = c.f32B = true;
-    EXPECT_TRUE(sameBits(ref, runGemm(isa, &pool, c, d)))
-        << detail::bf16IsaName(isa);
+    for (int trans = 0; trans < 4; ++trans) {
+      Bf16Case c;
+      c.m = 70, c.n = 90, c.k = 1100;
+      c.ta = trans & 1, c.tb = trans & 2;
+      Bf16Data d = makeData(c, rng);
+      ThreadPool pool(2);
+      std::vector<float> ref = runGemm(isa, &pool, c, d);
+      c.f32A = c.f32B = true;
+      EXPECT_TRUE(sameBits(ref, runGemm(isa, &pool, c, d)))
+          << describe(c, isa, 2);
+    }
   }
 }
 
@@ -470,6 +475,42 @@ TEST(GemmBf16, CheckerRejectsWrongResults) {
                       false, c.m, c.n, c.k, 1.0f, d.a.data(), d.lda, d.b.data(),
                       d.ldb, 0.0f, unrounded.data(), d.ldc);
   EXPECT_GT(countBad(c, d, d.c, unrounded, what), c.m * c.n / 2);
+}
+
+// STRATA_GEMM_BF16_ISA forces a slower path. The choice is made once per
+// process, so the test runs itself again with the variable set (and this
+// test only); in that child it checks the path and the public gemmBf16.
+TEST(GemmBf16, EnvironmentOverride) {
+  if (const char *forced = std::getenv("STRATA_GEMM_BF16_ISA")) {
+    Bf16Isa expected = gemmIsas().back();
+    for (Bf16Isa isa : gemmIsas())
+      if (std::string(forced) == detail::bf16IsaName(isa))
+        expected = isa;
+    ASSERT_EQ(detail::defaultBf16Isa(), expected) << forced;
+    Random rng(27);
+    Bf16Case c;
+    c.m = 70, c.n = 45, c.k = 300, c.tb = true, c.beta = 0.5f;
+    Bf16Data d = makeData(c, rng);
+    ThreadPool pool(2);
+    std::vector<float> out = d.c;
+    gemmBf16(pool, c.ta, c.tb, c.m, c.n, c.k, c.alpha, d.ah.data(), d.lda,
+             d.bh.data(), d.ldb, c.beta, out.data(), d.ldc);
+    std::string what;
+    EXPECT_EQ(countBad(c, d, d.c, out, what), 0) << what;
+    EXPECT_TRUE(sameBits(out, runGemm(expected, &pool, c, d))) << forced;
+    return;
+  }
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  ASSERT_GT(len, 0);
+  self[len] = 0;
+  for (Bf16Isa isa : gemmIsas()) {
+    std::string cmd = std::string("STRATA_GEMM_BF16_ISA=") +
+                      detail::bf16IsaName(isa) + " '" + self +
+                      "' --gtest_filter=GemmBf16.EnvironmentOverride"
+                      " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
 }
 
 } // namespace
