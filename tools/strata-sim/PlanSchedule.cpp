@@ -6,6 +6,8 @@
 
 #include "PlanSchedule.h"
 
+#include "strata-rt/Profile.h"
+
 #include <algorithm>
 
 using namespace mlir::strata;
@@ -90,21 +92,14 @@ Work sim::getWork(const rt::Plan &plan, const rt::Instruction &inst) {
   return work;
 }
 
-PhaseClass sim::getPhaseClass(const rt::Instruction &inst) {
-  if (rt::isBackwardPhase(inst.phase))
-    return PhaseClass::Backward;
-  if (inst.phase == rt::Phase::Update)
-    return PhaseClass::Update;
-  return PhaseClass::Forward;
-}
-
 /// Roofline seconds of every instruction of `program` (0 for
-/// communication), scaled per (layer, phase) to a profile when one is given.
+/// communication), or the profile's where it has them.
 static std::vector<double>
 kernelSeconds(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
               const CostOptions &options) {
   std::vector<double> seconds(program.size(), 0);
-  LayerTimes estimated;
+  std::vector<bool> measured(program.size(), false);
+  double measuredSum = 0, rooflineSum = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     const rt::Instruction &inst = program[i];
     if (isCommunication(inst))
@@ -112,37 +107,24 @@ kernelSeconds(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
     Work work = getWork(plan, inst);
     seconds[i] = std::max(work.flops / options.peakFlops,
                           work.bytes / options.memoryBandwidth);
-    if (inst.layer >= 0)
-      estimated[{inst.layer, static_cast<int>(getPhaseClass(inst))}] +=
-          seconds[i];
+    if (!options.profile)
+      continue;
+    auto it = options.profile->find(rt::kernelSignature(plan, inst));
+    if (it == options.profile->end())
+      continue;
+    rooflineSum += seconds[i];
+    measuredSum += it->second;
+    seconds[i] = it->second;
+    measured[i] = true;
   }
-  if (options.profile) {
-    // Each (layer, phase) of the profile keeps the roofline's split among
-    // its instructions; instructions the profile does not time (no layer)
-    // scale by the ratio over everything it times.
-    double measuredSum = 0, estimatedSum = 0;
-    for (auto &[key, value] : estimated) {
-      auto it = options.profile->find(key);
-      if (it == options.profile->end())
-        continue;
-      measuredSum += it->second;
-      estimatedSum += value;
-    }
-    double global = estimatedSum > 0 ? measuredSum / estimatedSum : 1;
-    for (size_t i = 0; i < program.size(); ++i) {
-      const rt::Instruction &inst = program[i];
-      std::pair<int64_t, int> key{inst.layer,
-                                  static_cast<int>(getPhaseClass(inst))};
-      auto it = options.profile->find(key);
-      double factor = global;
-      if (inst.layer >= 0 && it != options.profile->end() && estimated[key] > 0)
-        factor = it->second / estimated[key];
-      seconds[i] *= factor;
-    }
+  double ratio = rooflineSum > 0 ? measuredSum / rooflineSum : 1;
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (isCommunication(program[i]))
+      continue;
+    if (options.profile && !measured[i])
+      seconds[i] *= ratio;
+    seconds[i] = (seconds[i] + options.kernelOverhead) * options.computeScale;
   }
-  for (size_t i = 0; i < program.size(); ++i)
-    if (!isCommunication(program[i]))
-      seconds[i] = (seconds[i] + options.kernelOverhead) * options.computeScale;
   return seconds;
 }
 

@@ -6,7 +6,7 @@
 // per-rank instruction lists of the timeline model (strata/Analysis/
 // Timeline.h), with each kernel's seconds from a roofline over the target
 // (FLOPs / peak, bytes / memory bandwidth) or, with a measured profile, from
-// the profile's per-layer times.
+// the profile's per-kernel times.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,12 +33,9 @@ struct Work {
 Work getWork(const ::strata::rt::Plan &plan,
              const ::strata::rt::Instruction &inst);
 
-/// Coarse phase of an instruction, the key of a profile's times.
-enum class PhaseClass { Forward = 0, Backward = 1, Update = 2 };
-PhaseClass getPhaseClass(const ::strata::rt::Instruction &inst);
-
-/// Measured seconds per (layer, phase class) of one replica's step.
-using LayerTimes = std::map<std::pair<int64_t, int>, double>;
+/// Measured seconds per kernel signature (strata-rt/Profile.h's
+/// kernelSignature), the "kernels" of a strata-run --profile file.
+using KernelTimes = std::map<std::string, double>;
 
 struct CostOptions {
   /// Roofline: FLOP/s and bytes/s of one device.
@@ -49,8 +46,10 @@ struct CostOptions {
   double kernelOverhead = 0;
   /// Kernels take this many times as long (what-if compute=...).
   double computeScale = 1;
-  /// When set, the per-layer times of a measured profile.
-  const LayerTimes *profile = nullptr;
+  /// When set, measured kernel times: a kernel of the plan whose signature
+  /// they lack takes its roofline time times the ratio of measured to
+  /// roofline time over the kernels they have.
+  const KernelTimes *profile = nullptr;
 };
 
 /// The timeline schedule of one step of `plan` on every rank.

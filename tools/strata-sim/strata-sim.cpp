@@ -16,7 +16,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanSchedule.h"
-#include "strata/Analysis/PipelineProfile.h"
 #include "strata/Analysis/Timeline.h"
 #include "strata/Target/TargetDescription.h"
 
@@ -27,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -42,8 +42,9 @@ its arena.
 options:
   --target T        target description: a name (targets/T.json) or a file
   --profile F       kernel times from a measured profile (strata-run
-                    --profile F): each layer's forward, backward and update
-                    time is split among its instructions as the roofline does
+                    --profile F, its "kernels"); kernels it lacks take their
+                    roofline time times the measured / roofline ratio of
+                    those it has
   --what-if S       change the target by ratios or values, comma-separated:
                     link=0.5x (bandwidth of every device link), link=2GB/s,
                     latency=2x, latency=50us, compute=0.5x (kernels take
@@ -180,19 +181,33 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
   }
 }
 
-/// The measured per-(layer, phase) times of a strata-run --profile file.
-sim::LayerTimes loadProfile(const std::string &path) {
+/// The measured kernel times of a strata-run --profile file.
+sim::KernelTimes loadProfile(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     fail(3, path + ": " + buffer.getError().message());
-  auto profile = parseLayerProfile((*buffer)->getBuffer(), path);
-  if (!profile)
-    fail(3, llvm::toString(profile.takeError()));
-  sim::LayerTimes times;
-  for (const LayerProfile &layer : profile->layers) {
-    times[{layer.layer, 0}] = layer.forwardSeconds;
-    times[{layer.layer, 1}] = layer.backwardSeconds;
-    times[{layer.layer, 2}] = layer.updateSeconds.value_or(0);
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    fail(3, path + ": " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root || root->getString("format") != "strata-profile")
+    fail(3, path + ": not a strata profile (\"format\": \"strata-profile\")");
+  const llvm::json::Array *kernels = root->getArray("kernels");
+  if (!kernels)
+    fail(3, path + ": has no \"kernels\" times (write the profile with "
+                   "strata-run --profile)");
+  sim::KernelTimes times;
+  for (auto [n, value] : llvm::enumerate(*kernels)) {
+    const llvm::json::Object *entry = value.getAsObject();
+    std::optional<llvm::StringRef> kernel =
+        entry ? entry->getString("kernel") : std::nullopt;
+    std::optional<double> seconds =
+        entry ? entry->getNumber("seconds") : std::nullopt;
+    if (!kernel || !seconds || *seconds < 0 || !std::isfinite(*seconds))
+      fail(3, path + ": kernels[" + std::to_string(n) +
+                  "] needs a \"kernel\" string and non-negative \"seconds\"");
+    times[kernel->str()] = *seconds;
   }
   return times;
 }
@@ -282,7 +297,7 @@ int main(int argc, char **argv) {
   cost.peakFlops = target->peakFlops("f32");
   cost.memoryBandwidth = target->memoryBandwidth();
   cost.kernelOverhead = o.overheadUs * 1e-6;
-  sim::LayerTimes profile;
+  sim::KernelTimes profile;
   if (!o.profile.empty()) {
     profile = loadProfile(o.profile);
     cost.profile = &profile;
