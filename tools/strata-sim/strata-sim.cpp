@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Calibrate.h"
 #include "PlanSchedule.h"
 #include "strata/Analysis/Timeline.h"
 #include "strata/Target/TargetDescription.h"
@@ -23,6 +24,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
@@ -50,6 +53,15 @@ options:
                     latency=2x, latency=50us, compute=0.5x (kernels take
                     twice as long), memory=2x (memory bandwidth), host=0.5x
   --overhead-us U   add U microseconds to every kernel (launch cost)
+  --calibrate OUT   first run PLAN on this machine (strata-run --profile
+                    --trace, under mpirun for several ranks), write OUT (its
+                    kernel times and the link latency and bandwidth fitted
+                    to its all-reduces) and predict with it (as --profile)
+  --calibrate-steps N
+                    steps of the calibration run (default 10)
+  --calibrate-flags F
+                    strata-run flags of the calibration run (default
+                    "--threads 1"; e.g. "--threads 1 --emulate-link ...")
   --trace OUT       write a Chrome trace (one process per rank, one thread
                     per stream)
   --svg OUT         write an SVG timeline (one row per rank and stream)
@@ -63,7 +75,9 @@ be written, 2 usage error or unknown target, 3 invalid plan or profile
 namespace {
 
 struct Options {
-  std::string plan, target, profile, whatIf, trace, svg;
+  std::string plan, target, profile, whatIf, trace, svg, calibrate;
+  std::string calibrateFlags = "--threads 1";
+  double calibrateSteps = 10;
   double overheadUs = 0;
   bool json = false;
 };
@@ -120,7 +134,16 @@ Options parseCommandLine(int argc, char **argv) {
       o.trace = value;
     else if (name == "--svg")
       o.svg = value;
-    else if (name == "--overhead-us") {
+    else if (name == "--calibrate")
+      o.calibrate = value;
+    else if (name == "--calibrate-flags")
+      o.calibrateFlags = value;
+    else if (name == "--calibrate-steps") {
+      if (!parseNumber(value, o.calibrateSteps) || o.calibrateSteps < 2 ||
+          o.calibrateSteps > 1e6 ||
+          o.calibrateSteps != std::floor(o.calibrateSteps))
+        fail(2, "--calibrate-steps: an integer from 2, got '" + value + "'");
+    } else if (name == "--overhead-us") {
       if (!parseNumber(value, o.overheadUs) && value != "0")
         fail(2, "--overhead-us: invalid number '" + value + "'");
     } else
@@ -130,6 +153,8 @@ Options parseCommandLine(int argc, char **argv) {
     fail(2, "missing the PLAN argument");
   if (o.target.empty())
     fail(2, "missing --target");
+  if (!o.calibrate.empty() && !o.profile.empty())
+    fail(2, "--calibrate writes the profile it predicts with; drop --profile");
   return o;
 }
 
@@ -181,8 +206,10 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
   }
 }
 
-/// The measured kernel times of a strata-run --profile file.
-sim::KernelTimes loadProfile(const std::string &path) {
+/// The measured kernel times of a strata-run --profile file, and the link
+/// that strata-sim --calibrate fitted (when the file has one).
+sim::KernelTimes loadProfile(const std::string &path,
+                             std::optional<timeline::Link> &link) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     fail(3, path + ": " + buffer.getError().message());
@@ -208,6 +235,14 @@ sim::KernelTimes loadProfile(const std::string &path) {
       fail(3, path + ": kernels[" + std::to_string(n) +
                   "] needs a \"kernel\" string and non-negative \"seconds\"");
     times[kernel->str()] = *seconds;
+  }
+  if (const llvm::json::Object *fitted = root->getObject("link")) {
+    std::optional<double> latency = fitted->getNumber("latency_us");
+    std::optional<double> bandwidth = fitted->getNumber("bandwidth_gb_per_s");
+    if (!latency || !bandwidth || *latency < 0 || !(*bandwidth > 0))
+      fail(3, path + ": \"link\" needs \"latency_us\" >= 0 and "
+                     "\"bandwidth_gb_per_s\" > 0");
+    link = timeline::Link{*latency * 1e-6, *bandwidth * 1e9};
   }
   return times;
 }
@@ -273,6 +308,17 @@ void printJson(const rt::Plan &plan, const Options &o,
                << "\n";
 }
 
+/// strata-run: $STRATA_RUN, else the one beside this executable.
+std::string findStrataRun(const char *argv0) {
+  if (const char *env = std::getenv("STRATA_RUN"))
+    return env;
+  static int anchor;
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, &anchor);
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(path, "strata-run");
+  return std::string(path);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -297,10 +343,23 @@ int main(int argc, char **argv) {
   cost.peakFlops = target->peakFlops("f32");
   cost.memoryBandwidth = target->memoryBandwidth();
   cost.kernelOverhead = o.overheadUs * 1e-6;
+  if (!o.calibrate.empty()) {
+    sim::CalibrateOptions calibration;
+    calibration.out = o.calibrate;
+    calibration.steps = static_cast<int64_t>(o.calibrateSteps);
+    calibration.strataRun = findStrataRun(argv[0]);
+    calibration.runFlags = o.calibrateFlags;
+    if (std::string error = sim::calibrate(plan, calibration); !error.empty())
+      fail(1, "--calibrate: " + error);
+    o.profile = o.calibrate;
+  }
   sim::KernelTimes profile;
   if (!o.profile.empty()) {
-    profile = loadProfile(o.profile);
+    std::optional<timeline::Link> link;
+    profile = loadProfile(o.profile, link);
     cost.profile = &profile;
+    if (link)
+      system.intraNode = system.interNode = *link;
   }
   applyWhatIf(o.whatIf, system, cost);
   timeline::Result result =
