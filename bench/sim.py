@@ -45,6 +45,7 @@ def sh(command):
 # (name, compile options, ranks, emulated GB/s or None, compute slow-down)
 CONFIGS = [
     ("1 rank", "", 1, None, 1),
+    ("DP 2, overlapped buckets, this machine's link", "sync", 2, None, 1),
     ("1 rank, compute 2x", "", 1, None, 2),
     ("DP 2, blocking all-reduce, 1 GB/s", "dp", 2, 1.0, 1),
     ("DP 2, blocking all-reduce, 0.25 GB/s", "dp", 2, 0.25, 1),
@@ -63,7 +64,7 @@ CONFIGS = [
     ("1F1B 2 stages x 2 replicas, 1 GB/s (4 ranks on 2 cores)",
      "stages=2 replicas=2 schedule=1f1b", 4, 1.0, 1),
 ]
-WHAT_IF = "DP 2, overlapped buckets, 1 GB/s"
+WHAT_IF = "DP 2, overlapped buckets, this machine's link"
 
 
 def compile_plan(b, step, options, tmp, index):
@@ -84,38 +85,59 @@ def compile_plan(b, step, options, tmp, index):
     return plan
 
 
+def measure_flags(b, plan, ranks, flags, steps, tmp):
+    """The median step time (s) of one run, and rank 0's arena."""
+    log = os.path.join(tmp, "log.json")
+    launcher = f"{MPIRUN} -np {ranks} " if ranks > 1 else ""
+    out = sh(f"{launcher}{b}/strata-run {plan} --steps {steps} --threads 1 "
+             f"{flags} --log-json {log}")
+    arena = int(re.search(r"arena (\d+) bytes", out).group(1))
+    records = [json.loads(line) for line in open(log) if line.strip()]
+    ms = sorted(r["ms"] for r in records if r["step"] > 2)
+    return ms[len(ms) // 2] / 1e3, arena
+
+
 def measure(b, plan, ranks, gbps, slow, steps, repeats, tmp):
     """The smallest per-run median step time (s) and rank 0's arena."""
-    flags = f"--steps {steps} --threads 1"
+    flags = ""
     if gbps is not None:
         flags += f" --emulate-link=bandwidth={gbps:g},latency={LATENCY_US}"
     if slow != 1:
         flags += f" --emulate-compute={slow:g}"
-    log = os.path.join(tmp, "log.json")
-    best, arena = None, None
-    for _ in range(repeats):
-        launcher = f"{MPIRUN} -np {ranks} " if ranks > 1 else ""
-        out = sh(f"{launcher}{b}/strata-run {plan} {flags} --log-json {log}")
-        arena = int(re.search(r"arena (\d+) bytes", out).group(1))
-        records = [json.loads(line) for line in open(log) if line.strip()]
-        ms = sorted(r["ms"] for r in records if r["step"] > 2)
-        median = ms[len(ms) // 2] / 1e3
-        best = median if best is None else min(best, median)
-    return best, arena
+    runs = [measure_flags(b, plan, ranks, flags, steps, tmp)
+            for _ in range(repeats)]
+    return min(r[0] for r in runs), runs[-1][1]
 
 
-def predict(b, plan, profile, gbps, slow, extra=""):
+def predict(b, plan, cal, gbps, slow, extra=""):
+    """strata-sim's step (s) and rank 0's arena. `cal`: the calibration file
+    and its fitted link (GB/s, us) or None. An emulated transfer ends no
+    sooner than the real one and no sooner than the emulated time, so the
+    link is the slower of the two."""
+    path, link = cal
     what_if = []
     if gbps is not None:
-        what_if.append(f"link={gbps:g}GB/s,latency={LATENCY_US}us")
+        bw, lat = gbps, LATENCY_US
+        if link:
+            bw, lat = min(bw, link[0]), max(lat, link[1])
+        what_if.append(f"link={bw:g}GB/s,latency={lat:g}us")
     if slow != 1:
         what_if.append(f"compute={1 / slow:g}x")
     if extra:
         what_if.append(extra)
     flag = f"--what-if '{','.join(what_if)}'" if what_if else ""
     out = json.loads(sh(f"{b}/strata-sim {plan} --target cpu-local "
-                        f"--profile {profile} {flag} --json"))
+                        f"--profile {path} {flag} --json"))
     return out["step_seconds"], out["ranks"][0]["arena_bytes"]
+
+
+def calibrate(b, plan, tmp, name, steps):
+    path = os.path.join(tmp, name)
+    sh(f"{b}/strata-sim {plan} --target cpu-local --calibrate {path} "
+       f"--calibrate-steps {steps}")
+    link = json.load(open(path)).get("link")
+    return path, (link["bandwidth_gb_per_s"], link["latency_us"]) if link \
+        else None
 
 
 def kendall_tau(xs, ys):
@@ -143,28 +165,49 @@ def main():
         step = os.path.join(tmp, "step.mlir")
         sh(f"{b}/strata-model {MODEL} | {b}/strata-opt --strata-autodiff "
            f"-o {step}")
+        # Calibration (strata-sim --calibrate): kernel times of one rank
+        # alone, and of two ranks computing at once (a data-parallel step
+        # without link emulation), with the link fitted to its all-reduces.
         one = compile_plan(b, step, "", tmp, "one")
-        profile = os.path.join(tmp, "profile.json")
-        sh(f"{b}/strata-run {one} --steps 30 --threads 1 --profile {profile}")
+        cal1 = calibrate(b, one, tmp, "cal1.json", 30)
+        cal2 = calibrate(b, compile_plan(b, step, "sync", tmp, "cal"), tmp,
+                         "cal2.json", 20)
+        plans = [compile_plan(b, step, options, tmp, index)
+                 for index, (_, options, *_) in enumerate(CONFIGS)]
+        measured = [None] * len(CONFIGS)
+        arenas = [None] * len(CONFIGS)
+        # Repeats go over every configuration in turn, so that a busy spell
+        # of the shared machine does not hit every run of one of them.
+        for _ in range(args.repeats):
+            for index, (name, _, ranks, gbps, slow) in enumerate(CONFIGS):
+                meas, arenas[index] = measure(b, plans[index], ranks, gbps,
+                                              slow, args.steps, 1, tmp)
+                measured[index] = meas if measured[index] is None else min(
+                    meas, measured[index])
         what_if = None
-        for index, (name, options, ranks, gbps, slow) in enumerate(CONFIGS):
-            plan = compile_plan(b, step, options, tmp, index)
-            pred, pred_arena = predict(b, plan, profile, gbps, slow)
-            meas, arena = measure(b, plan, ranks, gbps, slow, args.steps,
-                                  args.repeats, tmp)
-            rows.append((name, ranks, pred, meas, pred_arena, arena))
+        for index, (name, _, ranks, gbps, slow) in enumerate(CONFIGS):
+            cal = cal1 if ranks == 1 else cal2
+            pred, pred_arena = predict(b, plans[index], cal, gbps, slow)
+            rows.append((name, ranks, pred, measured[index], pred_arena,
+                         arenas[index]))
             print(f"{name}: predicted {pred * 1e3:.3f} ms, measured "
-                  f"{meas * 1e3:.3f} ms", file=sys.stderr)
+                  f"{measured[index] * 1e3:.3f} ms", file=sys.stderr)
             if name == WHAT_IF:
-                half, _ = predict(b, plan, profile, gbps, slow, "link=0.5x")
-                at_half, _ = measure(b, plan, ranks, gbps / 2, slow,
-                                     args.steps, args.repeats, tmp)
-                what_if = (pred, half, at_half)
+                half, _ = predict(b, plans[index], cal, gbps, slow,
+                                  "link=0.5x")
+                bw, lat = cal[1]
+                flags = (f" --emulate-link=bandwidth={bw / 2:g},"
+                         f"latency={lat:g}")
+                at_half = min(measure_flags(b, plans[index], ranks, flags,
+                                            args.steps, tmp)[0]
+                              for _ in range(args.repeats))
+                what_if = (pred, half, at_half, bw)
+        links = (cal2[1][0], cal2[1][1])
     load_end = os.getloadavg()
-    write_report(here, args, rows, what_if, load_start, load_end)
+    write_report(here, args, rows, what_if, load_start, load_end, links)
 
 
-def write_report(here, args, rows, what_if, load_start, load_end):
+def write_report(here, args, rows, what_if, load_start, load_end, links):
     errors = [abs(p - m) / m for _, _, p, m, _, _ in rows]
     two = [(p, m) for _, r, p, m, _, _ in rows if r <= 2]
     errors2 = [abs(p - m) / m for p, m in two]
@@ -184,12 +227,21 @@ def write_report(here, args, rows, what_if, load_start, load_end):
         f"links: `strata-run --emulate-link=bandwidth=B,latency={LATENCY_US}`; "
         "slowed compute: `--emulate-compute=2`.",
         "",
-        "Predicted: `strata-sim PLAN --target cpu-local --profile P "
-        "--what-if 'link=BGB/s,latency=" + str(LATENCY_US) + "us[,compute=0.5x]'` "
-        "with P from one `strata-run` of the one-rank step (`--profile`, 30 "
-        "steps). Measured: the median step of a run (steps 3 on), the "
-        f"smallest of {args.repeats} runs. Nothing is fitted to the "
-        "multi-rank runs.",
+        "Calibration (`strata-sim PLAN --target cpu-local --calibrate P`, "
+        "once, before the runs): kernel times of the one-rank step (30 "
+        "steps) for the one-rank rows; kernel times of a two-rank "
+        "data-parallel step (overlapped buckets, no link emulation, 20 "
+        "steps: both ranks computing at once, as in every multi-rank row) "
+        "and this machine's all-reduce link fitted to its buckets: "
+        f"**{links[0]:.3f} GB/s, {links[1]:.1f} us** (MPI over shared "
+        "memory, progress threads competing with the ranks for the 2 "
+        "cores). Predicted: `strata-sim PLAN --target cpu-local --profile P "
+        "--what-if 'link=BGB/s,latency=Lus[,compute=0.5x]'`, with the link "
+        "the slower of the emulated one and the machine's (an emulated "
+        "transfer ends no sooner than the real one). Measured: the median "
+        "step of a run (steps 3 on), the smallest over "
+        f"{args.repeats} runs taken in turn over all configurations. "
+        "Nothing is fitted to the measured rows.",
         "",
         "| configuration | ranks | predicted ms | measured ms | error | "
         "predicted arena | runtime arena |",
@@ -215,12 +267,13 @@ def write_report(here, args, rows, what_if, load_start, load_end):
         + " the runtime's (strata-run's `arena N bytes`) for every plan.",
     ]
     if what_if:
-        base, half, at_half = what_if
+        base, half, at_half, bw = what_if
         lines += [
             "",
-            f"**What-if** ({WHAT_IF}): predicted {base * 1e3:.3f} ms; "
-            f"`--what-if link=0.5x` predicts {half * 1e3:.3f} ms; measured "
-            f"at 0.5 GB/s {at_half * 1e3:.3f} ms: "
+            f"**What-if** ({WHAT_IF}, {bw:.3f} GB/s): predicted "
+            f"{base * 1e3:.3f} ms; `--what-if link=0.5x` predicts "
+            f"{half * 1e3:.3f} ms; measured with `--emulate-link="
+            f"bandwidth={bw / 2:.3f}` {at_half * 1e3:.3f} ms: "
             f"{100 * (half - at_half) / at_half:+.1f}% (target: within 10%).",
         ]
     with open(os.path.join(here, "sim.md"), "w") as f:
