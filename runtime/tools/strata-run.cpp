@@ -88,7 +88,7 @@ options:
                     link would take
   --emulate-compute R
                     CPU ranks: every kernel takes R times as long (R >= 1;
-                    the executor sleeps R - 1 times the kernel's time after
+                    the executor spins R - 1 times the kernel's time after
                     it), to emulate a slower device for strata-sim
   --straggler rank=R,delay-ms=D[,every=K]
                     inject a straggler: rank R sleeps D ms before the

@@ -63,7 +63,7 @@ struct TrainOptions {
   /// such a link would take ("" for none).
   std::string emulateLink;
   /// Every CPU kernel takes this many times as long (>= 1): the executor
-  /// sleeps (R - 1) times the kernel's time after it (strata-run
+  /// spins (R - 1) times the kernel's time after it (strata-run
   /// --emulate-compute, to check strata-sim's compute ratio).
   double emulateCompute = 1;
   /// How long a rank waits for the others before declaring one dead.
