@@ -114,13 +114,17 @@ def predict(b, plan, cal, gbps, slow, extra=""):
     and its fitted link (GB/s, us) or None. An emulated transfer ends no
     sooner than the real one and no sooner than the emulated time, so the
     link is the slower of the two."""
-    path, link = cal
+    path, link, async_link = cal
     what_if = []
     if gbps is not None:
         bw, lat = gbps, LATENCY_US
         if link:
             bw, lat = min(bw, link[0]), max(lat, link[1])
         what_if.append(f"link={bw:g}GB/s,latency={lat:g}us")
+        if async_link:
+            bw = min(gbps, async_link[0])
+            lat = max(LATENCY_US, async_link[1])
+            what_if.append(f"async-link={bw:g}GB/s,async-latency={lat:g}us")
     if slow != 1:
         what_if.append(f"compute={1 / slow:g}x")
     if extra:
@@ -144,10 +148,27 @@ def calibrate(b, plan, tmp, name, steps, repeats):
             ms = float(re.search(r"mean ms ([0-9.]+)", f.read()).group(1))
         if best is None or ms < best[0]:
             best = (ms, path)
-    path = best[1]
-    link = json.load(open(path)).get("link")
-    return path, (link["bandwidth_gb_per_s"], link["latency_us"]) if link \
-        else None
+    return best[1]
+
+
+def merge_calibrations(kernels_and_link, async_from, path):
+    """The kernels and blocking link of one calibration with the
+    asynchronous link of another; returns (path, link, async link)."""
+    merged = json.load(open(kernels_and_link))
+    other = json.load(open(async_from))
+    if "async_link" in other:
+        merged["async_link"] = other["async_link"]
+    with open(path, "w") as f:
+        json.dump(merged, f)
+    return calibration(path)
+
+
+def calibration(path):
+    data = json.load(open(path))
+    def link(key):
+        l = data.get(key)
+        return (l["bandwidth_gb_per_s"], l["latency_us"]) if l else None
+    return path, link("link"), link("async_link")
 
 
 def kendall_tau(xs, ys):
@@ -179,9 +200,15 @@ def main():
         # alone, and of two ranks computing at once (a data-parallel step
         # without link emulation), with the link fitted to its all-reduces.
         one = compile_plan(b, step, "", tmp, "one")
-        cal1 = calibrate(b, one, tmp, "cal1.json", 30, args.repeats)
-        cal2 = calibrate(b, compile_plan(b, step, "dp", tmp, "cal"), tmp,
-                         "cal2.json", 20, args.repeats)
+        cal1 = calibration(calibrate(b, one, tmp, "cal1.json", 30,
+                                     args.repeats))
+        blocking = calibrate(b, compile_plan(b, step, "dp", tmp, "cal"), tmp,
+                             "cal2.json", 20, args.repeats)
+        overlapped = calibrate(b, compile_plan(b, step, "sync", tmp,
+                                               "cal-sync"),
+                               tmp, "cal3.json", 20, args.repeats)
+        cal2 = merge_calibrations(blocking, overlapped,
+                                  os.path.join(tmp, "cal-merged.json"))
         plans = [compile_plan(b, step, options, tmp, index)
                  for index, (_, options, *_) in enumerate(CONFIGS)]
         measured = [None] * len(CONFIGS)
@@ -205,14 +232,14 @@ def main():
             if name == WHAT_IF:
                 half, _ = predict(b, plans[index], cal, gbps, slow,
                                   "link=0.5x")
-                bw, lat = cal[1]
+                bw, lat = cal[2] or cal[1]
                 flags = (f" --emulate-link=bandwidth={bw / 2:g},"
                          f"latency={lat:g}")
                 at_half = min(measure_flags(b, plans[index], ranks, flags,
                                             args.steps, tmp)[0]
                               for _ in range(args.repeats))
                 what_if = (pred, half, at_half, bw)
-        links = (cal2[1][0], cal2[1][1])
+        links = (cal2[1][0], cal2[1][1]) + (cal2[2] or (0, 0))
     load_end = os.getloadavg()
     write_report(here, args, rows, what_if, load_start, load_end, links)
 
@@ -244,9 +271,13 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         "steps: both ranks computing at once, as in every multi-rank row) "
         "and this machine's all-reduce link fitted to its all-reduces: "
         f"**{links[0]:.3f} GB/s, {links[1]:.1f} us** (MPI over shared "
-        "memory); each calibration is the quietest of "
+        "memory); the link of asynchronous all-reduces fitted to the bucket "
+        "transfers of the overlapped data-parallel step: "
+        f"**{links[2]:.3f} GB/s, {links[3]:.1f} us** (the runtime's "
+        "background progress thread); each calibration is the quietest of "
         f"{args.repeats} (the fastest calibration run). Predicted: `strata-sim PLAN --target cpu-local --profile P "
-        "--what-if 'link=BGB/s,latency=Lus[,compute=0.5x]'`, with the link "
+        "--what-if 'link=BGB/s,latency=Lus,async-link=...,async-latency=..."
+        "[,compute=0.5x]'`, with each link "
         "the slower of the emulated one and the machine's (an emulated "
         "transfer ends no sooner than the real one). Measured: the median "
         "step of a run (steps 3 on), the smallest over "

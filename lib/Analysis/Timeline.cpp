@@ -383,9 +383,13 @@ bool Simulator::resolveCollectives() {
       }
       if (!ready)
         continue;
-      double end = start + ringAllReduceSeconds(
-                               inst.bytes, static_cast<int64_t>(members.size()),
-                               system.linkOfGroup(members));
+      const Link &link =
+          inst.kind == Instruction::CollectiveStart && system.asyncCollectives
+              ? *system.asyncCollectives
+              : system.linkOfGroup(members);
+      double end =
+          start + ringAllReduceSeconds(
+                      inst.bytes, static_cast<int64_t>(members.size()), link);
       for (int64_t m : members) {
         PendingCollective c = state[m].collectives.front();
         state[m].collectives.pop_front();

@@ -132,10 +132,12 @@ static void addBusyPeriods(std::vector<BucketSpan> spans,
 }
 
 /// The all-reduces of rank `rank` in its trace (the first step left out):
-/// each blocking one, and each busy period of the bucket transfers.
+/// each blocking one (into `samples`), and each busy period of the bucket
+/// transfers (into `bucketSamples`).
 static void collectSamples(const rt::Plan &plan, int64_t rank,
                            const llvm::json::Value &trace,
-                           std::vector<CollectiveSample> &samples) {
+                           std::vector<CollectiveSample> &samples,
+                           std::vector<CollectiveSample> &bucketSamples) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
   const llvm::json::Object *root = trace.getAsObject();
   const llvm::json::Array *events =
@@ -171,7 +173,7 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
     if (bytes > 0)
       spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, bytes, ranks});
   }
-  addBusyPeriods(std::move(spans), samples);
+  addBusyPeriods(std::move(spans), bucketSamples);
 }
 
 std::string sim::calibrate(const rt::Plan &plan,
@@ -191,7 +193,7 @@ std::string sim::calibrate(const rt::Plan &plan,
     return "the calibration run failed (exit status " + std::to_string(status) +
            "): " + command + " (output in " + log + ")";
   std::map<std::string, std::pair<double, int64_t>> kernels;
-  std::vector<CollectiveSample> samples;
+  std::vector<CollectiveSample> samples, bucketSamples;
   llvm::json::Object root;
   for (int64_t rank = 0; rank < world; ++rank) {
     auto profile = readJson(rankFile(profileBase, rank));
@@ -216,7 +218,7 @@ std::string sim::calibrate(const rt::Plan &plan,
     auto trace = readJson(rankFile(traceBase, rank));
     if (!trace)
       return llvm::toString(trace.takeError());
-    collectSamples(plan, rank, *trace, samples);
+    collectSamples(plan, rank, *trace, samples, bucketSamples);
   }
   llvm::json::Array merged;
   for (auto &[kernel, entry] : kernels)
@@ -226,11 +228,29 @@ std::string sim::calibrate(const rt::Plan &plan,
         {"count", entry.second}});
   root["kernels"] = std::move(merged);
   root["producer"] = "strata-sim --calibrate";
-  if (std::optional<LinkFit> fit = fitLink(samples))
-    root["link"] =
-        llvm::json::Object{{"latency_us", fit->latencySeconds * 1e6},
-                           {"bandwidth_gb_per_s", fit->bytesPerSecond * 1e-9},
-                           {"samples", static_cast<int64_t>(samples.size())}};
+  auto linkJson = [](const LinkFit &fit, size_t count) {
+    return llvm::json::Object{{"latency_us", fit.latencySeconds * 1e6},
+                              {"bandwidth_gb_per_s", fit.bytesPerSecond * 1e-9},
+                              {"samples", static_cast<int64_t>(count)}};
+  };
+  // Blocking all-reduces give the link; bucket transfers the link of
+  // asynchronous collectives (and the link, when there is nothing else).
+  // Samples of a few bytes (a loss all-reduce) measure only how long one
+  // rank waited for the other: fit nothing from less than 1 MiB in all.
+  auto fitEnough = [](const std::vector<CollectiveSample> &list) {
+    double bytes = 0;
+    for (const CollectiveSample &s : list)
+      bytes += s.bytes;
+    return bytes >= 1 << 20 ? fitLink(list) : std::nullopt;
+  };
+  std::optional<LinkFit> blocking = fitEnough(samples);
+  std::optional<LinkFit> buckets = fitEnough(bucketSamples);
+  if (blocking)
+    root["link"] = linkJson(*blocking, samples.size());
+  else if (buckets)
+    root["link"] = linkJson(*buckets, bucketSamples.size());
+  if (buckets)
+    root["async_link"] = linkJson(*buckets, bucketSamples.size());
   std::error_code ec;
   llvm::raw_fd_ostream os(options.out, ec, llvm::sys::fs::OF_Text);
   if (ec)

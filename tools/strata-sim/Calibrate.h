@@ -6,9 +6,11 @@
 // (strata-run --profile --trace, under mpirun for a multi-rank plan) and
 // writes OUT: a strata profile whose "kernels" merge every rank's measured
 // kernel times, plus "link": the latency and bandwidth that a least-squares
-// fit of the plan's measured all-reduces (duration = 2 (p - 1) latency +
-// 2 (p - 1) / p bytes / bandwidth) gives. `--profile OUT` then predicts
-// with both.
+// fit of the plan's measured blocking all-reduces (duration = 2 (p - 1)
+// latency + 2 (p - 1) / p bytes / bandwidth) gives, and "async_link", the
+// same fit of its bucket transfers (asynchronous all-reduces, which complete
+// in issue order: one sample per busy period). `--profile OUT` then
+// predicts with them.
 //
 //===----------------------------------------------------------------------===//
 

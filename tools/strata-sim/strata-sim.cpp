@@ -50,6 +50,8 @@ options:
                     those it has
   --what-if S       change the target by ratios or values, comma-separated:
                     link=0.5x (bandwidth of every device link), link=2GB/s,
+                    async-link=1GB/s, async-latency=50us (asynchronous
+                    all-reduces, when they differ: --calibrate),
                     latency=2x, latency=50us, compute=0.5x (kernels take
                     twice as long), memory=2x (memory bandwidth), host=0.5x
   --overhead-us U   add U microseconds to every kernel (launch cost)
@@ -174,22 +176,38 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
     auto bad = [&](const char *what) {
       fail(2, "--what-if: '" + item.trim().str() + "': " + what);
     };
+    // Ratios move the asynchronous collectives' link too; values set the
+    // device links only (async-link, async-latency set that one).
     timeline::Link *links[] = {&system.intraNode, &system.interNode};
+    std::vector<timeline::Link *> scaled(std::begin(links), std::end(links));
+    if (system.asyncCollectives)
+      scaled.push_back(&*system.asyncCollectives);
     llvm::StringRef number = value;
     if (key == "link" && parseRatio(value, v)) {
-      for (timeline::Link *l : links)
+      for (timeline::Link *l : scaled)
         l->bytesPerSecond *= v;
     } else if (key == "link" && number.consume_back("GB/s") &&
                parseNumber(number, v)) {
       for (timeline::Link *l : links)
         l->bytesPerSecond = v * 1e9;
     } else if (key == "latency" && parseRatio(value, v)) {
-      for (timeline::Link *l : links)
+      for (timeline::Link *l : scaled)
         l->latencySeconds *= v;
     } else if (key == "latency" && number.consume_back("us") &&
                (parseNumber(number, v) || number == "0")) {
       for (timeline::Link *l : links)
         l->latencySeconds = number == "0" ? 0 : v * 1e-6;
+    } else if (key == "async-link" && number.consume_back("GB/s") &&
+               parseNumber(number, v)) {
+      // Asynchronous collectives: what the profile measured, else the link.
+      timeline::Link async = system.asyncCollectives.value_or(system.intraNode);
+      async.bytesPerSecond = v * 1e9;
+      system.asyncCollectives = async;
+    } else if (key == "async-latency" && number.consume_back("us") &&
+               (parseNumber(number, v) || number == "0")) {
+      timeline::Link async = system.asyncCollectives.value_or(system.intraNode);
+      async.latencySeconds = number == "0" ? 0 : v * 1e-6;
+      system.asyncCollectives = async;
     } else if (key == "compute" && parseRatio(value, v)) {
       cost.computeScale /= v;
     } else if (key == "memory" && parseRatio(value, v)) {
@@ -197,11 +215,13 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
     } else if (key == "host" && parseRatio(value, v)) {
       system.host.bytesPerSecond *= v;
     } else if (key == "link" || key == "latency" || key == "compute" ||
-               key == "memory" || key == "host") {
+               key == "memory" || key == "host" || key == "async-link" ||
+               key == "async-latency") {
       bad("expected a positive ratio such as 0.5x (or GB/s for link, us "
           "for latency)");
     } else {
-      bad("unknown key (link, latency, compute, memory, host)");
+      bad("unknown key (link, latency, async-link, async-latency, compute, "
+          "memory, host)");
     }
   }
 }
@@ -209,7 +229,8 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
 /// The measured kernel times of a strata-run --profile file, and the link
 /// that strata-sim --calibrate fitted (when the file has one).
 sim::KernelTimes loadProfile(const std::string &path,
-                             std::optional<timeline::Link> &link) {
+                             std::optional<timeline::Link> &link,
+                             std::optional<timeline::Link> &asyncLink) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     fail(3, path + ": " + buffer.getError().message());
@@ -236,14 +257,20 @@ sim::KernelTimes loadProfile(const std::string &path,
                   "] needs a \"kernel\" string and non-negative \"seconds\"");
     times[kernel->str()] = *seconds;
   }
-  if (const llvm::json::Object *fitted = root->getObject("link")) {
+  auto readLink = [&](const char *key, std::optional<timeline::Link> &out) {
+    const llvm::json::Object *fitted = root->getObject(key);
+    if (!fitted)
+      return;
     std::optional<double> latency = fitted->getNumber("latency_us");
     std::optional<double> bandwidth = fitted->getNumber("bandwidth_gb_per_s");
     if (!latency || !bandwidth || *latency < 0 || !(*bandwidth > 0))
-      fail(3, path + ": \"link\" needs \"latency_us\" >= 0 and "
-                     "\"bandwidth_gb_per_s\" > 0");
-    link = timeline::Link{*latency * 1e-6, *bandwidth * 1e9};
-  }
+      fail(3,
+           path + ": \"" + key +
+               "\" needs \"latency_us\" >= 0 and \"bandwidth_gb_per_s\" > 0");
+    out = timeline::Link{*latency * 1e-6, *bandwidth * 1e9};
+  };
+  readLink("link", link);
+  readLink("async_link", asyncLink);
   return times;
 }
 
@@ -356,7 +383,7 @@ int main(int argc, char **argv) {
   sim::KernelTimes profile;
   if (!o.profile.empty()) {
     std::optional<timeline::Link> link;
-    profile = loadProfile(o.profile, link);
+    profile = loadProfile(o.profile, link, system.asyncCollectives);
     cost.profile = &profile;
     if (link)
       system.intraNode = system.interNode = *link;

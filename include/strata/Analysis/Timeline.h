@@ -42,6 +42,7 @@
 #define STRATA_ANALYSIS_TIMELINE_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ struct System {
   Link interNode;
   /// Device to host memory (swap copies).
   Link host;
+  /// When set, asynchronous collectives (CollectiveStart) take this link
+  /// instead of their group's level: a runtime whose background progress is
+  /// slower than its blocking path (strata-sim --calibrate measures both).
+  std::optional<Link> asyncCollectives;
   /// Node of `rank`.
   int64_t nodeOf(int64_t rank) const;
   /// The link between two ranks.

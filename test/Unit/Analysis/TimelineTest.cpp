@@ -84,6 +84,19 @@ TEST(Timeline, CollectivesSerialiseOnTheStream) {
   EXPECT_DOUBLE_EQ(r.ranks[0].commWait, 2.0);
 }
 
+// A slower asynchronous path applies to started collectives only.
+TEST(Timeline, AsyncCollectivesLink) {
+  System system = makeSystem();
+  system.asyncCollectives = Link{0, 0.5e9};
+  Schedule s;
+  for (int r = 0; r < 2; ++r)
+    s.ranks.push_back(
+        {I::collective(0, 1e9), I::collectiveStart(0, 1e9, 0), I::wait(0)});
+  Result r = run(s, system);
+  // 1 s blocking, then 2 s at half the bandwidth.
+  EXPECT_DOUBLE_EQ(r.stepSeconds, 3.0);
+}
+
 // A group that spans nodes uses the inter-node link.
 TEST(Timeline, GroupAcrossNodesUsesInterNodeLink) {
   System system = makeSystem();
