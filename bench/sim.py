@@ -317,6 +317,8 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
             f"bandwidth={bw / 2:.3f}` {at_half * 1e3:.3f} ms: "
             f"{100 * (half - at_half) / at_half:+.1f}% (target: within 10%).",
         ]
+    lines += ["", "Reading (why the targets are not met on this machine): "
+              "docs/strata-sim.md, \"Validation status\"."]
     with open(os.path.join(here, "sim.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
