@@ -75,7 +75,7 @@ if config.strata_have_mpi:
 
 tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
 tools = ["strata-opt", "strata-compiler-capi-test", "strata-model", "strata-translate", "strata-run", "strata-partition",
-         "strata-comm-check", "strata-tune", "strata-pack"]
+         "strata-comm-check", "strata-tune", "strata-pack", "strata-sim"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.strata_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

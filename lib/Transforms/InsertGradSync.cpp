@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata/Analysis/CostModel.h"
+#include "strata/Analysis/Timeline.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
@@ -20,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include <limits>
 #include <map>
 
 namespace mlir::strata {
@@ -80,20 +82,42 @@ static SmallVector<Bucket> formBuckets(ArrayRef<Gradient> grads,
 }
 
 /// When the last bucket's all-reduce ends if bucket k starts when its last
-/// gradient is ready and the link runs one all-reduce at a time.
+/// gradient is ready and the link runs one all-reduce at a time: the
+/// timeline model (strata/Analysis/Timeline.h) replays every replica
+/// computing up to each bucket's readiness, starting its all-reduce and
+/// waiting for all of them at the end.
 static double simulateBuckets(ArrayRef<Gradient> grads,
                               ArrayRef<Bucket> buckets, int64_t replicas,
                               const TargetDescription &target) {
-  double linkFree = 0;
-  for (const Bucket &bucket : buckets) {
+  std::vector<timeline::Instruction> program;
+  double clock = 0;
+  for (auto [k, bucket] : llvm::enumerate(buckets)) {
     double ready = 0;
     for (unsigned g : bucket.gradients)
       ready = std::max(ready, grads[g].readyAt);
-    double start = std::max(ready, linkFree);
-    linkFree =
-        start + estimateRingAllReduceSeconds(bucket.bytes, replicas, target);
+    if (ready > clock)
+      program.push_back(timeline::Instruction::compute("grad", ready - clock));
+    clock = std::max(clock, ready);
+    program.push_back(timeline::Instruction::collectiveStart(
+        0, static_cast<double>(bucket.bytes), static_cast<int64_t>(k)));
   }
-  return linkFree;
+  for (size_t k = 0; k < buckets.size(); ++k)
+    program.push_back(timeline::Instruction::wait(static_cast<int64_t>(k)));
+  timeline::Schedule schedule;
+  timeline::System system;
+  int64_t perNode = std::max<int64_t>(target.devicesPerNode, 1);
+  for (int64_t r = 0; r < std::max<int64_t>(replicas, 1); ++r) {
+    schedule.ranks.push_back(program);
+    system.nodeOfRank.push_back(r / perNode);
+  }
+  system.intraNode = {target.intraNode.latency(), target.intraNode.bandwidth()};
+  system.interNode = {target.interNode.latency(), target.interNode.bandwidth()};
+  timeline::Result result = timeline::simulate(schedule, system);
+  // Identical programs of one group cannot deadlock; never choose a bucket
+  // size whose replay failed.
+  if (!result.ok())
+    return std::numeric_limits<double>::infinity();
+  return result.ranks.front().end;
 }
 
 struct InsertGradSyncPass

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata/Analysis/CostModel.h"
+#include "strata/Analysis/Timeline.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Transforms/OptionLimits.h"
 #include "strata/Transforms/Passes.h"
@@ -72,10 +73,11 @@ public:
 
   LogicalResult run();
 
-  /// Predicts the step on `target` (op costs, transfers over the links).
-  void predict(const TargetDescription &target,
-               std::vector<TimedAction> &timeline, double &stepSeconds,
-               double &bubble);
+  /// Predicts the step on `target` (op costs, transfers over the links);
+  /// returns the timeline model's error, empty on success.
+  std::string predict(const TargetDescription &target,
+                      std::vector<TimedAction> &timeline, double &stepSeconds,
+                      double &bubble);
 
 private:
   int64_t deviceOf(int64_t chunk) const { return chunk % shape.devices; }
@@ -576,90 +578,89 @@ LogicalResult Scheduler::run() {
   return success();
 }
 
-void Scheduler::predict(const TargetDescription &target,
-                        std::vector<TimedAction> &timeline, double &stepSeconds,
-                        double &bubble) {
-  // Each device runs its actions in order; an action starts when its device
-  // is free and what it receives has arrived (the producer's end plus the
-  // transfer over the link between the two ranks).
-  std::map<ActionKey, double> endOf;
+std::string Scheduler::predict(const TargetDescription &target,
+                               std::vector<TimedAction> &timeline,
+                               double &stepSeconds, double &bubble) {
+  // The timeline model (strata/Analysis/Timeline.h) replays each device's
+  // actions in order: the receives of an action, its ops (their cost-model
+  // seconds, collectives included), then its sends, which travel over the
+  // link between the two ranks one after another.
+  struct Transfer {
+    int64_t tag, peer;
+    double bytes;
+  };
   std::map<ActionKey, double> seconds;
-  std::map<ActionKey, std::vector<std::pair<ActionKey, double>>> inputs;
-  std::map<int64_t, ActionKey> actionOfTag;
-  std::map<int64_t, double> bytesOfTag;
+  std::map<ActionKey, std::vector<Transfer>> sendsOf, recvsOf;
+  std::map<int64_t, std::pair<ActionKey, int64_t>> receiverOfTag;
   for (auto &[key, list] : emitted)
     for (Operation *op : list) {
       if (auto send = dyn_cast<SendOp>(op)) {
-        actionOfTag[send.getTag()] = key;
-        bytesOfTag[send.getTag()] =
-            static_cast<double>(getTensorBytes(send.getInput().getType()));
+        sendsOf[key].push_back(
+            {static_cast<int64_t>(send.getTag()),
+             static_cast<int64_t>(send.getPeer()),
+             static_cast<double>(getTensorBytes(send.getInput().getType()))});
         continue;
       }
-      if (isa<RecvOp>(op))
+      if (auto recv = dyn_cast<RecvOp>(op)) {
+        recvsOf[key].push_back({static_cast<int64_t>(recv.getTag()),
+                                static_cast<int64_t>(recv.getPeer()), 0});
+        receiverOfTag[recv.getTag()] = {key, deviceOf(std::get<1>(key))};
         continue;
+      }
       if (auto cost = dyn_cast<CostOpInterface>(op))
         seconds[key] += cost.estimateSeconds(target);
     }
-  // Ranks of one replica are device * replicas + r: adjacent devices share a
-  // node when the node holds both ranks.
-  auto link = [&](int64_t a, int64_t b) -> const LinkDescription & {
-    int64_t perNode = std::max<int64_t>(target.devicesPerNode, 1);
-    return (a * replicas) / perNode == (b * replicas) / perNode
-               ? target.intraNode
-               : target.interNode;
-  };
-  for (auto &[key, list] : emitted)
-    for (Operation *op : list)
-      if (auto recv = dyn_cast<RecvOp>(op)) {
-        const ActionKey &from = actionOfTag.at(recv.getTag());
-        const LinkDescription &l =
-            link(deviceOf(std::get<1>(from)), deviceOf(std::get<1>(key)));
-        inputs[key].push_back(
-            {from, bytesOfTag[recv.getTag()] / l.bandwidth() + l.latency()});
+  const char *names[] = {"F", "B", "W", "U"};
+  timeline::Schedule schedule;
+  // Per device, the action and the tag (-1: none) of each instruction.
+  std::vector<std::vector<std::pair<ActionKey, int64_t>>> origin(shape.devices);
+  for (int64_t d = 0; d < shape.devices; ++d) {
+    std::vector<timeline::Instruction> list;
+    for (const ActionKey &key : orders[d]) {
+      for (const Transfer &t : recvsOf[key]) {
+        list.push_back(timeline::Instruction::recv(t.peer, t.tag));
+        origin[d].push_back({key, -1});
       }
-  std::vector<size_t> next(shape.devices, 0);
-  std::vector<double> free(shape.devices, 0.0);
-  size_t total = 0;
-  for (auto &order : orders)
-    total += order.size();
-  double busy = 0;
-  size_t placed = 0;
-  for (bool progress = true; progress && placed < total;) {
-    progress = false;
-    for (int64_t d = 0; d < shape.devices; ++d) {
-      while (next[d] < orders[d].size()) {
-        const ActionKey &key = orders[d][next[d]];
-        double start = free[d];
-        bool ready = true;
-        std::vector<TimedAction> transfers;
-        for (auto &[from, transfer] : inputs[key]) {
-          auto it = endOf.find(from);
-          if (it == endOf.end()) {
-            ready = false;
-            break;
-          }
-          start = std::max(start, it->second + transfer);
-          transfers.push_back(
-              {key, d, it->second, it->second + transfer, /*transfer=*/true});
-        }
-        if (!ready)
-          break;
-        timeline.insert(timeline.end(), transfers.begin(), transfers.end());
-        double end = start + seconds[key];
-        endOf[key] = end;
-        free[d] = end;
-        busy += seconds[key];
-        timeline.push_back({key, d, start, end});
-        ++placed;
-        ++next[d];
-        progress = true;
+      list.push_back(timeline::Instruction::compute(names[std::get<0>(key)],
+                                                    seconds[key]));
+      origin[d].push_back({key, -1});
+      for (const Transfer &t : sendsOf[key]) {
+        list.push_back(timeline::Instruction::send(t.peer, t.tag, t.bytes));
+        origin[d].push_back({key, t.tag});
       }
     }
+    schedule.ranks.push_back(std::move(list));
   }
-  stepSeconds = *std::max_element(free.begin(), free.end());
+  // Ranks of one replica are device * replicas + r: adjacent devices share a
+  // node when the node holds both ranks.
+  timeline::System system;
+  int64_t perNode = std::max<int64_t>(target.devicesPerNode, 1);
+  for (int64_t d = 0; d < shape.devices; ++d)
+    system.nodeOfRank.push_back(d * replicas / perNode);
+  system.intraNode = {target.intraNode.latency(), target.intraNode.bandwidth()};
+  system.interNode = {target.interNode.latency(), target.interNode.bandwidth()};
+  timeline::Result result = timeline::simulate(schedule, system);
+  if (!result.ok())
+    return result.error;
+  double busy = 0;
+  for (const timeline::RankStats &rank : result.ranks)
+    busy += rank.busy;
+  for (const timeline::Event &e : result.events) {
+    auto [key, tag] = origin[e.rank][e.index];
+    if (tag < 0) {
+      timeline.push_back({key, e.rank, e.start, e.end});
+      continue;
+    }
+    // A transfer is drawn on its receiver's link row, named after the
+    // action that waits for it.
+    auto [to, device] = receiverOfTag.at(tag);
+    timeline.push_back({to, device, e.start, e.end, /*transfer=*/true});
+  }
+  stepSeconds = result.stepSeconds;
   bubble = stepSeconds > 0
                ? 1.0 - busy / (stepSeconds * static_cast<double>(shape.devices))
                : 0.0;
+  return "";
 }
 
 /// Chrome trace-event JSON of a predicted timeline: per device one row of
@@ -850,7 +851,10 @@ LogicalResult SchedulePipelinePass::predict(func::FuncOp func,
     return failure();
   std::vector<TimedAction> timeline;
   double stepSeconds = 0, bubble = 0;
-  scheduler.predict(*target, timeline, stepSeconds, bubble);
+  if (std::string error =
+          scheduler.predict(*target, timeline, stepSeconds, bubble);
+      !error.empty())
+    return func.emitOpError() << "the predicted timeline failed: " << error;
   Builder b(func.getContext());
   predictedStepSeconds = b.getF64FloatAttr(stepSeconds);
   predictedBubble = b.getF64FloatAttr(bubble);

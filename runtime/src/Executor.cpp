@@ -39,7 +39,7 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
     : plan(std::move(planIn)), device(options.device), backend(options.backend),
       pool(new ThreadPool(options.threads)),
       context{*pool, options.gemm, options.comm, options.groups},
-      originNs(nowNs()) {
+      originNs(nowNs()), computeScale(options.computeScale) {
   program = &plan.ranks[plan.ranks[options.rank].programOf].program;
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].info().attr(AttrId::Lr))
@@ -221,6 +221,25 @@ Status Executor::runStep(int64_t step, float &loss) {
   return runStep(step, loss, StepPart::All);
 }
 
+int64_t Executor::padKernel(const Instruction &inst, int64_t startNs,
+                            int64_t endNs) const {
+  bool communication = inst.has(kCollective) || inst.has(kPointToPoint) ||
+                       inst.has(kAsyncWait) || inst.has(kCopyStart) ||
+                       inst.has(kCopyWait);
+  if (computeScale <= 1 || communication)
+    return endNs;
+  int64_t deadline =
+      endNs + static_cast<int64_t>((computeScale - 1) *
+                                   static_cast<double>(endNs - startNs));
+  // Spin: the emulated device stays busy (as a slower one would), and a
+  // sleep wakes up late on a loaded machine (milliseconds when other
+  // processes take the core meanwhile).
+  int64_t now = nowNs();
+  while (now < deadline)
+    now = nowNs();
+  return now;
+}
+
 Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   auto included = [part](const Instruction &inst) {
     Phase phase = inst.phase;
@@ -317,7 +336,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
                              ": instruction #" + std::to_string(i) + " (" +
                              inst.name() + "): the kernel failed");
     }
-    int64_t end = nowNs();
+    int64_t end = padKernel(inst, start, nowNs());
     lastStepTimes[i] = {(start - originNs) * 1e-3, (end - start) * 1e-3};
     // Note when bucket transfers in flight complete (for traces).
     for (auto &[bucket, transfer] : context.buckets)

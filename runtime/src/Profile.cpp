@@ -50,6 +50,59 @@ double median(std::vector<double> values) {
 
 } // namespace
 
+std::string kernelSignature(const Plan &plan, const Instruction &inst) {
+  std::string text = inst.name();
+  auto shapes = [&](const std::vector<int64_t> &ids) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const TensorDesc &desc = plan.buffers[ids[i]].desc;
+      text += i ? "," : "";
+      text += dtypeName(desc.dtype);
+      text += "[";
+      for (size_t d = 0; d < desc.shape.size(); ++d)
+        text += (d ? "x" : "") + std::to_string(desc.shape[d]);
+      text += "]";
+    }
+  };
+  text += "(";
+  shapes(inst.in);
+  text += ")->(";
+  shapes(inst.out);
+  text += ")";
+  if (inst.op == OpCode::Matmul)
+    text += inst.attrs.transposeA ? " ta" : "";
+  if (inst.op == OpCode::Matmul)
+    text += inst.attrs.transposeB ? " tb" : "";
+  return text;
+}
+
+/// The "kernels" list of a profile of `steps` (per step, per instruction,
+/// microseconds), from step `first` on.
+static json kernelTimes(const Plan &plan,
+                        const std::vector<Instruction> &program,
+                        const std::vector<std::vector<double>> &steps,
+                        size_t first) {
+  // Per signature: the instructions' median times over the steps, averaged.
+  std::map<std::string, std::pair<double, int64_t>> bySignature;
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (isCommunication(program[i]))
+      continue;
+    std::vector<double> times;
+    for (size_t s = first; s < steps.size(); ++s)
+      if (i < steps[s].size())
+        times.push_back(steps[s][i] * 1e-6);
+    auto &entry = bySignature[kernelSignature(plan, program[i])];
+    entry.first += median(times);
+    entry.second += 1;
+  }
+  json list = json::array();
+  for (auto &[signature, entry] : bySignature)
+    list.push_back(
+        {{"kernel", signature},
+         {"seconds", entry.first / static_cast<double>(entry.second)},
+         {"count", entry.second}});
+  return list;
+}
+
 Status ProfileRecorder::write(const Plan &plan,
                               const std::vector<Instruction> &program,
                               const std::string &path) const {
@@ -143,11 +196,14 @@ Status ProfileRecorder::write(const Plan &plan,
   for (auto &[key, bytes] : edges)
     edgeList.push_back(
         {{"from", key.first}, {"to", key.second}, {"bytes", bytes}});
-  json root = {
-      {"format", "strata-profile"},         {"version", 1},
-      {"producer", "strata-run --profile"}, {"model", plan.model},
-      {"steps", steps.size() - first},      {"layers", std::move(list)},
-      {"edges", std::move(edgeList)}};
+  json root = {{"format", "strata-profile"},
+               {"version", 1},
+               {"producer", "strata-run --profile"},
+               {"model", plan.model},
+               {"steps", steps.size() - first},
+               {"layers", std::move(list)},
+               {"edges", std::move(edgeList)},
+               {"kernels", kernelTimes(plan, program, steps, first)}};
   return writeFileAtomically(path, root.dump(1) + "\n");
 }
 

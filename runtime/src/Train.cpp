@@ -833,6 +833,7 @@ Status setUpDevice(const TrainOptions &options, const Plan &plan,
                    ExecutorOptions &executorOptions) {
   executorOptions.threads = options.threads;
   executorOptions.rank = result.rank;
+  executorOptions.computeScale = options.emulateCompute;
   DeviceOptions deviceOptions;
   if (Status status = chooseDevice(options, plan, result.rank,
                                    executorOptions.device, deviceOptions);
@@ -844,6 +845,9 @@ Status setUpDevice(const TrainOptions &options, const Plan &plan,
     executorOptions.comm = run.comm.get();
     return createGroups(plan, *run.comm, run.groups, executorOptions.groups);
   }
+  if (options.emulateCompute != 1)
+    return Status::usage("--emulate-compute pads CPU kernels; this rank would "
+                         "run on a GPU (use --device=cpu)");
   if (run.lagging)
     return Status::usage(
         "lagging gradients (a plan with staleness " +

@@ -86,6 +86,10 @@ options:
   --emulate-link bandwidth=GB/s,latency=us
                     multi-rank runs: delay every transfer to what such a
                     link would take
+  --emulate-compute R
+                    CPU ranks: every kernel takes R times as long (R >= 1;
+                    the executor spins R - 1 times the kernel's time after
+                    it), to emulate a slower device for strata-sim
   --straggler rank=R,delay-ms=D[,every=K]
                     inject a straggler: rank R sleeps D ms before the
                     backward pass of every K-th step it computes (default
@@ -199,7 +203,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   TrainOptions &o = cl.options;
   bool infer = false;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
-      grace, evalFraction, evalEvery, clipNorm, saveEvery, keep, compressEvery;
+      grace, evalFraction, evalEvery, clipNorm, saveEvery, keep, compressEvery,
+      emulateCompute;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -214,6 +219,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--quiet", nullptr},
       {"--check-gradients", &gradients},
       {"--emulate-link", &o.emulateLink},
+      {"--emulate-compute", &emulateCompute},
       {"--device", &o.device},
       {"--gemm", &gemm},
       {"--straggler", &o.straggler},
@@ -293,6 +299,11 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   if (!grace.empty() && !parseReal(grace, 0, 1e6, o.lagGrace))
     return Status::usage("--lag-grace: invalid non-negative number '" + grace +
                          "'");
+  if (!emulateCompute.empty() &&
+      !parseReal(emulateCompute, 1, 1000, o.emulateCompute))
+    return Status::usage("--emulate-compute: a number between 1 and 1000, "
+                         "got '" +
+                         emulateCompute + "'");
   if (!evalFraction.empty() &&
       (!parseReal(evalFraction, 0, 1, o.evalFraction) || o.evalFraction == 0 ||
        o.evalFraction == 1))

@@ -46,6 +46,10 @@ struct ExecutorOptions {
   std::vector<Communicator *> groups;
   /// Which rank's program to run.
   int64_t rank = 0;
+  /// CPU kernels take this many times as long (timed padding, a spin, after
+  /// each kernel; strata-run --emulate-compute). Communication and copies
+  /// are not padded.
+  double computeScale = 1;
   /// Where to run it; a CUDA executor needs `backend`.
   DeviceKind device = DeviceKind::Cpu;
   /// The device of a CUDA executor (ownership passes to the executor).
@@ -217,6 +221,12 @@ private:
   /// std::chrono::steady_clock.
   int64_t originNs = 0;
   double backwardDelayMs = 0;
+  double computeScale = 1;
+  /// --emulate-compute: spins until the kernel of `inst` that ran from
+  /// `startNs` to `endNs` has taken computeScale times as long; returns the
+  /// new end.
+  int64_t padKernel(const Instruction &inst, int64_t startNs,
+                    int64_t endNs) const;
 };
 
 } // namespace strata::rt

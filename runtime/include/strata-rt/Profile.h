@@ -12,7 +12,8 @@
 //    "layers": [{"layer", "name", "forward_seconds", "backward_seconds",
 //                "update_seconds", "activation_bytes", "stash_bytes",
 //                "parameter_bytes", "optimizer_bytes"}, ...],
-//    "edges": [{"from", "to", "bytes"}, ...]}
+//    "edges": [{"from", "to", "bytes"}, ...],
+//    "kernels": [{"kernel", "seconds", "count"}, ...]}
 //
 // Times are the median over the steps (the first step, which warms caches
 // and commits arena pages, is left out when there are more) of the sum of
@@ -20,6 +21,9 @@
 // layer's forward instructions write that a later layer's forward reads
 // (the edges), `stash_bytes` what they write that backward reads, and the
 // parameter and optimizer bytes are the layer's parameters and their states.
+// `kernels` gives per kernel signature (kernelSignature: op, operand dtypes
+// and shapes, matmul transposes) the mean over its instructions of their
+// median time, for strata-sim.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +38,10 @@
 #include <vector>
 
 namespace strata::rt {
+
+/// "matmul(f32[16x512],f32[512x512])->(f32[16x512]) tb": what a kernel's
+/// time depends on; micro-batches and replicas of one step share it.
+std::string kernelSignature(const Plan &plan, const Instruction &inst);
 
 class ProfileRecorder {
 public:

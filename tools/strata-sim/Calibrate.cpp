@@ -1,0 +1,260 @@
+//===- Calibrate.cpp - strata-sim --calibrate -----------------------------===//
+//
+// Part of the Strata project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Calibrate.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+using namespace mlir::strata;
+using namespace mlir::strata::sim;
+namespace rt = ::strata::rt;
+
+std::optional<LinkFit>
+sim::fitLink(const std::vector<CollectiveSample> &samples) {
+  // Least squares of seconds = u * latency + x / bandwidth, with
+  // u = 2 (p - 1) messages and x = 2 (p - 1) / p * bytes on the wire.
+  double uu = 0, ux = 0, xx = 0, uy = 0, xy = 0, xSum = 0, ySum = 0;
+  for (const CollectiveSample &s : samples) {
+    if (s.ranks < 2)
+      continue;
+    double p = static_cast<double>(s.ranks);
+    double u = 2 * (p - 1) * static_cast<double>(s.messages);
+    double x = 2 * (p - 1) / p * s.bytes, y = s.seconds;
+    uu += u * u, ux += u * x, xx += x * x, uy += u * y, xy += x * y;
+    xSum += x, ySum += y;
+  }
+  if (ySum <= 0)
+    return std::nullopt;
+  double det = uu * xx - ux * ux;
+  LinkFit fit;
+  if (det > 1e-12 * uu * xx) {
+    double latency = (uy * xx - ux * xy) / det;
+    double inverse = (uu * xy - ux * uy) / det;
+    if (latency >= 0 && inverse > 0) {
+      fit.latencySeconds = latency;
+      fit.bytesPerSecond = 1 / inverse;
+      return fit;
+    }
+  }
+  fit.bytesPerSecond = xSum / ySum;
+  return fit;
+}
+
+static std::string quote(const std::string &text) {
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// `base` for rank 0, else base.rankR.json (strata-run's per-rank files).
+static std::string rankFile(const std::string &base, int64_t rank) {
+  return rank == 0 ? base : base + ".rank" + std::to_string(rank) + ".json";
+}
+
+static llvm::Expected<llvm::json::Value> readJson(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(path + ": " + buffer.getError().message());
+  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return llvm::createStringError(path + ": " +
+                                   llvm::toString(parsed.takeError()));
+  return parsed;
+}
+
+/// Group size of collective `inst`.
+static int64_t groupSize(const rt::Plan &plan, const rt::Instruction &inst) {
+  if (plan.groups.empty())
+    return plan.worldSize();
+  return static_cast<int64_t>(plan.groups[inst.attrs.group].ranks.size());
+}
+
+/// One bucket transfer of a trace: its step, start and end (seconds).
+struct BucketSpan {
+  int64_t step;
+  double start, end, bytes;
+  int64_t ranks;
+};
+
+/// Bytes and group size of bucket `bucket` of `program` (0 bytes: none).
+static std::pair<double, int64_t>
+bucketOf(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
+         int64_t bucket) {
+  for (const rt::Instruction &inst : program)
+    if (inst.op == rt::OpCode::AllReduceStart && inst.attrs.bucket == bucket) {
+      double bytes = 0;
+      for (int64_t id : inst.in)
+        bytes += static_cast<double>(plan.buffers[id].bytes);
+      return {bytes, groupSize(plan, inst)};
+    }
+  return {0, 0};
+}
+
+/// The busy periods of the communication stream: bucket transfers complete
+/// in issue order, so one that starts before the previous ended waits for
+/// it; a period (its total bytes over its span) is one sample.
+static void addBusyPeriods(std::vector<BucketSpan> spans,
+                           std::vector<CollectiveSample> &samples) {
+  std::sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) {
+    return std::tie(a.step, a.start) < std::tie(b.step, b.start);
+  });
+  for (size_t i = 0; i < spans.size();) {
+    CollectiveSample period;
+    period.ranks = spans[i].ranks;
+    period.messages = 0;
+    double start = spans[i].start, end = spans[i].end;
+    size_t j = i;
+    for (; j < spans.size() && spans[j].step == spans[i].step &&
+           (j == i || spans[j].start < end);
+         ++j) {
+      end = std::max(end, spans[j].end);
+      period.bytes += spans[j].bytes;
+      ++period.messages;
+    }
+    period.seconds = end - start;
+    samples.push_back(period);
+    i = j;
+  }
+}
+
+/// The all-reduces of rank `rank` in its trace (the first step left out):
+/// each blocking one (into `samples`), and each busy period of the bucket
+/// transfers (into `bucketSamples`).
+static void collectSamples(const rt::Plan &plan, int64_t rank,
+                           const llvm::json::Value &trace,
+                           std::vector<CollectiveSample> &samples,
+                           std::vector<CollectiveSample> &bucketSamples) {
+  const std::vector<rt::Instruction> &program = plan.programOf(rank);
+  const llvm::json::Object *root = trace.getAsObject();
+  const llvm::json::Array *events =
+      root ? root->getArray("traceEvents") : trace.getAsArray();
+  if (!events)
+    return;
+  std::vector<BucketSpan> spans;
+  for (const llvm::json::Value &value : *events) {
+    const llvm::json::Object *e = value.getAsObject();
+    if (!e || e->getString("ph") != "X")
+      continue;
+    const llvm::json::Object *args = e->getObject("args");
+    std::optional<int64_t> step =
+        args ? args->getInteger("step") : std::nullopt;
+    std::optional<double> ts = e->getNumber("ts"), dur = e->getNumber("dur");
+    std::optional<llvm::StringRef> name = e->getString("name");
+    if (!step || *step <= 1 || !ts || !dur || !name)
+      continue;
+    llvm::StringRef bucketName = *name;
+    std::optional<int64_t> index = args->getInteger("instruction");
+    if (*name == "all_reduce" && index && *index >= 0 &&
+        *index < static_cast<int64_t>(program.size())) {
+      const rt::Instruction &inst = program[*index];
+      samples.push_back({static_cast<double>(plan.buffers[inst.in[0]].bytes),
+                         groupSize(plan, inst), *dur * 1e-6, 1});
+      continue;
+    }
+    int64_t bucket = 0;
+    if (!bucketName.consume_front("all_reduce bucket ") ||
+        bucketName.getAsInteger(10, bucket))
+      continue;
+    auto [bytes, ranks] = bucketOf(plan, program, bucket);
+    if (bytes > 0)
+      spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, bytes, ranks});
+  }
+  addBusyPeriods(std::move(spans), bucketSamples);
+}
+
+std::string sim::calibrate(const rt::Plan &plan,
+                           const CalibrateOptions &options) {
+  std::string profileBase = options.out + ".run.json";
+  std::string traceBase = options.out + ".trace.json";
+  std::string log = options.out + ".log";
+  int64_t world = plan.worldSize();
+  std::string command =
+      (world > 1 ? options.mpirun + " -np " + std::to_string(world) + " "
+                 : std::string()) +
+      quote(options.strataRun) + " " + quote(plan.path) + " --steps " +
+      std::to_string(options.steps) + " " + options.runFlags + " --profile " +
+      quote(profileBase) + " --trace " + quote(traceBase) + " > " + quote(log) +
+      " 2>&1";
+  if (int status = std::system(command.c_str()); status != 0)
+    return "the calibration run failed (exit status " + std::to_string(status) +
+           "): " + command + " (output in " + log + ")";
+  std::map<std::string, std::pair<double, int64_t>> kernels;
+  std::vector<CollectiveSample> samples, bucketSamples;
+  llvm::json::Object root;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    auto profile = readJson(rankFile(profileBase, rank));
+    if (!profile)
+      return llvm::toString(profile.takeError());
+    const llvm::json::Object *object = profile->getAsObject();
+    const llvm::json::Array *list =
+        object ? object->getArray("kernels") : nullptr;
+    if (!list)
+      return rankFile(profileBase, rank) + ": no \"kernels\"";
+    for (const llvm::json::Value &v : *list) {
+      const llvm::json::Object *k = v.getAsObject();
+      if (!k || !k->getString("kernel") || !k->getNumber("seconds"))
+        continue;
+      double count = k->getNumber("count").value_or(1);
+      auto &entry = kernels[k->getString("kernel")->str()];
+      entry.first += *k->getNumber("seconds") * count;
+      entry.second += static_cast<int64_t>(count);
+    }
+    if (rank == 0)
+      root = *object;
+    auto trace = readJson(rankFile(traceBase, rank));
+    if (!trace)
+      return llvm::toString(trace.takeError());
+    collectSamples(plan, rank, *trace, samples, bucketSamples);
+  }
+  llvm::json::Array merged;
+  for (auto &[kernel, entry] : kernels)
+    merged.push_back(llvm::json::Object{
+        {"kernel", kernel},
+        {"seconds", entry.first / static_cast<double>(entry.second)},
+        {"count", entry.second}});
+  root["kernels"] = std::move(merged);
+  root["producer"] = "strata-sim --calibrate";
+  auto linkJson = [](const LinkFit &fit, size_t count) {
+    return llvm::json::Object{{"latency_us", fit.latencySeconds * 1e6},
+                              {"bandwidth_gb_per_s", fit.bytesPerSecond * 1e-9},
+                              {"samples", static_cast<int64_t>(count)}};
+  };
+  // Blocking all-reduces give the link; bucket transfers the link of
+  // asynchronous collectives (and the link, when there is nothing else).
+  // Samples of a few bytes (a loss all-reduce) measure only how long one
+  // rank waited for the other: fit nothing from less than 1 MiB in all.
+  auto fitEnough = [](const std::vector<CollectiveSample> &list) {
+    double bytes = 0;
+    for (const CollectiveSample &s : list)
+      bytes += s.bytes;
+    return bytes >= 1 << 20 ? fitLink(list) : std::nullopt;
+  };
+  std::optional<LinkFit> blocking = fitEnough(samples);
+  std::optional<LinkFit> buckets = fitEnough(bucketSamples);
+  if (blocking)
+    root["link"] = linkJson(*blocking, samples.size());
+  else if (buckets)
+    root["link"] = linkJson(*buckets, bucketSamples.size());
+  if (buckets)
+    root["async_link"] = linkJson(*buckets, bucketSamples.size());
+  std::error_code ec;
+  llvm::raw_fd_ostream os(options.out, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return options.out + ": " + ec.message();
+  os << llvm::formatv("{0:1}", llvm::json::Value(std::move(root))) << "\n";
+  return "";
+}

@@ -1,0 +1,213 @@
+//===- PlanSchedule.cpp - A runtime plan as a timeline schedule -----------===//
+//
+// Part of the Strata project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanSchedule.h"
+
+#include "strata-rt/Profile.h"
+
+#include <algorithm>
+
+using namespace mlir::strata;
+using namespace mlir::strata::sim;
+namespace rt = ::strata::rt;
+
+namespace {
+
+/// Handles of host copies live above every bucket number.
+constexpr int64_t kCopyHandleBase = int64_t(1) << 40;
+
+const rt::TensorDesc &descOf(const rt::Plan &plan, int64_t id) {
+  return plan.buffers[id].desc;
+}
+
+double numel(const rt::Plan &plan, int64_t id) {
+  return static_cast<double>(descOf(plan, id).numel());
+}
+
+int64_t dimFromEnd(const rt::TensorDesc &desc, int64_t i) {
+  int64_t rank = static_cast<int64_t>(desc.shape.size());
+  return rank >= i ? desc.shape[rank - i] : 1;
+}
+
+/// 2 * outputs * C * KH * KW for a convolution whose filter is `filter` and
+/// whose larger activation side (y or dy) is `activation`.
+double convFlops(const rt::Plan &plan, int64_t activation, int64_t filter) {
+  const rt::TensorDesc &w = descOf(plan, filter);
+  double perOutput = 1;
+  for (size_t i = 1; i < w.shape.size(); ++i)
+    perOutput *= static_cast<double>(w.shape[i]);
+  return 2.0 * numel(plan, activation) * perOutput;
+}
+
+bool isCommunication(const rt::Instruction &inst) {
+  return inst.has(rt::kCollective) || inst.has(rt::kPointToPoint) ||
+         inst.has(rt::kCopyStart) || inst.has(rt::kCopyWait);
+}
+
+} // namespace
+
+Work sim::getWork(const rt::Plan &plan, const rt::Instruction &inst) {
+  Work work;
+  if (isCommunication(inst))
+    return work;
+  double largest = 0;
+  for (int64_t id : inst.in) {
+    work.bytes += static_cast<double>(plan.buffers[id].bytes);
+    largest = std::max(largest, numel(plan, id));
+  }
+  for (int64_t id : inst.out) {
+    work.bytes += static_cast<double>(plan.buffers[id].bytes);
+    largest = std::max(largest, numel(plan, id));
+  }
+  switch (inst.op) {
+  case rt::OpCode::Matmul: {
+    const rt::TensorDesc &a = descOf(plan, inst.in[0]);
+    double k = static_cast<double>(inst.attrs.transposeA ? dimFromEnd(a, 2)
+                                                         : dimFromEnd(a, 1));
+    work.flops = 2.0 * numel(plan, inst.out[0]) * k;
+    break;
+  }
+  case rt::OpCode::Conv2d:
+    work.flops = convFlops(plan, inst.out[0], inst.in[1]);
+    break;
+  case rt::OpCode::Conv2dGradInput:
+    work.flops = convFlops(plan, inst.in[0], inst.in[1]);
+    break;
+  case rt::OpCode::Conv2dGradFilter:
+    work.flops = convFlops(plan, inst.in[0], inst.out[0]);
+    break;
+  case rt::OpCode::AdamUpdate:
+  case rt::OpCode::SgdUpdate:
+    work.flops = 10.0 * largest;
+    break;
+  default:
+    // Element-wise and reductions: a few operations per element; the
+    // roofline makes them memory-bound.
+    work.flops = 4.0 * largest;
+    break;
+  }
+  return work;
+}
+
+/// Roofline seconds of every instruction of `program` (0 for
+/// communication), or the profile's where it has them.
+static std::vector<double>
+kernelSeconds(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
+              const CostOptions &options) {
+  std::vector<double> seconds(program.size(), 0);
+  std::vector<bool> measured(program.size(), false);
+  double measuredSum = 0, rooflineSum = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const rt::Instruction &inst = program[i];
+    if (isCommunication(inst))
+      continue;
+    Work work = getWork(plan, inst);
+    seconds[i] = std::max(work.flops / options.peakFlops,
+                          work.bytes / options.memoryBandwidth);
+    if (!options.profile)
+      continue;
+    auto it = options.profile->find(rt::kernelSignature(plan, inst));
+    if (it == options.profile->end())
+      continue;
+    rooflineSum += seconds[i];
+    measuredSum += it->second;
+    seconds[i] = it->second;
+    measured[i] = true;
+  }
+  double ratio = rooflineSum > 0 ? measuredSum / rooflineSum : 1;
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (isCommunication(program[i]))
+      continue;
+    if (options.profile && !measured[i])
+      seconds[i] *= ratio;
+    seconds[i] = (seconds[i] + options.kernelOverhead) * options.computeScale;
+  }
+  return seconds;
+}
+
+/// The timeline instruction of communication instruction `inst` of `rank`.
+static timeline::Instruction communication(const rt::Plan &plan, int64_t rank,
+                                           const rt::Instruction &inst) {
+  using TI = timeline::Instruction;
+  const rt::OpAttrs &a = inst.attrs;
+  double inBytes = 0;
+  for (int64_t id : inst.in)
+    inBytes += static_cast<double>(plan.buffers[id].bytes);
+  int64_t replica = plan.ranks[rank].replica;
+  switch (inst.op) {
+  case rt::OpCode::Send:
+    return TI::send(plan.rankOf(a.peer, replica), a.tag, inBytes);
+  case rt::OpCode::Recv:
+    return TI::recv(plan.rankOf(a.peer, replica), a.tag);
+  case rt::OpCode::AllReduce:
+    return TI::collective(a.group, inBytes);
+  case rt::OpCode::AllReduceStart:
+    // Host accumulation moves every replica's bucket through one link, as
+    // the compiler's estimate says.
+    return TI::collectiveStart(a.group, a.host ? inBytes * a.replicas : inBytes,
+                               a.bucket);
+  case rt::OpCode::AllReduceWait:
+    return TI::wait(a.bucket);
+  case rt::OpCode::SwapOut:
+    return TI::copyStart(inBytes, kCopyHandleBase + 2 * a.slot);
+  case rt::OpCode::SwapOutWait:
+    return TI::wait(kCopyHandleBase + 2 * a.slot);
+  case rt::OpCode::SwapIn:
+    return TI::copyStart(static_cast<double>(plan.buffers[inst.out[0]].bytes),
+                         kCopyHandleBase + 2 * a.slot + 1);
+  default:
+    return TI::wait(kCopyHandleBase + 2 * a.slot + 1);
+  }
+}
+
+static const char *categoryOf(const rt::Instruction &inst) {
+  switch (inst.phase) {
+  case rt::Phase::Backward:
+    return "backward";
+  case rt::Phase::Recompute:
+    return "recompute";
+  case rt::Phase::Update:
+    return "update";
+  default:
+    return "forward";
+  }
+}
+
+timeline::Schedule sim::buildSchedule(const rt::Plan &plan,
+                                      const CostOptions &options) {
+  timeline::Schedule schedule;
+  for (const rt::CommGroup &group : plan.groups)
+    schedule.groups.push_back(group.ranks);
+  std::map<int64_t, std::vector<double>> secondsOf;
+  for (int64_t rank = 0; rank < plan.worldSize(); ++rank) {
+    const std::vector<rt::Instruction> &program = plan.programOf(rank);
+    int64_t owner = plan.ranks[rank].programOf;
+    if (!secondsOf.count(owner))
+      secondsOf[owner] = kernelSeconds(plan, program, options);
+    const std::vector<double> &seconds = secondsOf[owner];
+    std::vector<timeline::Instruction> list;
+    // The executor completes its sends before an in-place update.
+    std::vector<int64_t> pendingSends;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const rt::Instruction &inst = program[i];
+      timeline::Instruction ti =
+          isCommunication(inst)
+              ? communication(plan, rank, inst)
+              : timeline::Instruction::compute(inst.name(), seconds[i]);
+      ti.name = inst.name();
+      ti.category = isCommunication(inst) ? "comm" : categoryOf(inst);
+      if (inst.op == rt::OpCode::Send)
+        pendingSends.push_back(static_cast<int64_t>(i));
+      if (inst.has(rt::kInPlace)) {
+        ti.after = pendingSends;
+        pendingSends.clear();
+      }
+      list.push_back(std::move(ti));
+    }
+    schedule.ranks.push_back(std::move(list));
+  }
+  return schedule;
+}

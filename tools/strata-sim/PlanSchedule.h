@@ -1,0 +1,61 @@
+//===- PlanSchedule.h - A runtime plan as a timeline schedule --*- C++ -*-===//
+//
+// Part of the Strata project.
+//
+// strata-sim turns the programs of a loaded plan (strata-rt/Plan.h) into the
+// per-rank instruction lists of the timeline model (strata/Analysis/
+// Timeline.h), with each kernel's seconds from a roofline over the target
+// (FLOPs / peak, bytes / memory bandwidth) or, with a measured profile, from
+// the profile's per-kernel times.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_TOOLS_STRATA_SIM_PLANSCHEDULE_H
+#define STRATA_TOOLS_STRATA_SIM_PLANSCHEDULE_H
+
+#include "strata-rt/Plan.h"
+#include "strata/Analysis/Timeline.h"
+
+#include <map>
+#include <string>
+#include <utility>
+
+namespace mlir::strata::sim {
+
+/// The work of one kernel.
+struct Work {
+  double flops = 0;
+  /// Bytes read and written.
+  double bytes = 0;
+};
+
+/// FLOPs and bytes of `inst` (zero for communication and copies).
+Work getWork(const ::strata::rt::Plan &plan,
+             const ::strata::rt::Instruction &inst);
+
+/// Measured seconds per kernel signature (strata-rt/Profile.h's
+/// kernelSignature), the "kernels" of a strata-run --profile file.
+using KernelTimes = std::map<std::string, double>;
+
+struct CostOptions {
+  /// Roofline: FLOP/s and bytes/s of one device.
+  double peakFlops = 1e12;
+  double memoryBandwidth = 1e11;
+  /// Seconds every kernel costs on top of its roofline time (launch and
+  /// threading overhead; --calibrate measures it).
+  double kernelOverhead = 0;
+  /// Kernels take this many times as long (what-if compute=...).
+  double computeScale = 1;
+  /// When set, measured kernel times: a kernel of the plan whose signature
+  /// they lack takes its roofline time times the ratio of measured to
+  /// roofline time over the kernels they have.
+  const KernelTimes *profile = nullptr;
+};
+
+/// The timeline schedule of one step of `plan` on every rank.
+timeline::Schedule buildSchedule(const ::strata::rt::Plan &plan,
+                                 const CostOptions &options);
+
+} // namespace mlir::strata::sim
+
+#endif // STRATA_TOOLS_STRATA_SIM_PLANSCHEDULE_H
