@@ -64,6 +64,9 @@ if config.strata_have_cuda:
                 config.available_features.add("multi-gpu")
     except (OSError, subprocess.SubprocessError):
         pass
+# `onnx`: strata-translate --import-onnx is built (libonnx-dev was found).
+if getattr(config, "strata_have_onnx", False):
+    config.available_features.add("onnx")
 if config.strata_have_mpi:
     config.available_features.add("mpi")
     import shutil
