@@ -63,7 +63,10 @@ class Block(nn.Module):
         self.heads = heads
         self.ln1 = nn.LayerNorm(hidden)
         self.q = nn.Linear(hidden, hidden)
-        self.k = nn.Linear(hidden, hidden)
+        # No key bias: it adds the same amount to every score of a row, which
+        # softmax ignores, so its gradient is zero up to rounding and AdamW
+        # would amplify that noise differently in each framework.
+        self.k = nn.Linear(hidden, hidden, bias=False)
         self.v = nn.Linear(hidden, hidden)
         self.proj = nn.Linear(hidden, hidden)
         self.ln2 = nn.LayerNorm(hidden)
@@ -92,7 +95,7 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Token and position embeddings, blocks h.0..h.N-1, final norm, head."""
 
-    def __init__(self, vocab=32, hidden=32, heads=4, seq=8, layers=2):
+    def __init__(self, vocab=32, hidden=16, heads=2, seq=8, layers=2):
         super().__init__()
         self.wte = nn.Embedding(vocab, hidden)
         self.wpe = nn.Parameter(torch.randn(seq, hidden) * 0.02)

@@ -33,11 +33,15 @@ LogicalResult Importer::fail(const Twine &message) {
   return emitError(loc) << message;
 }
 
-void Importer::enterLayer(StringRef name) {
-  auto [it, inserted] =
-      layerIndex.try_emplace(name, static_cast<int64_t>(layerNames.size()));
+void Importer::enterLayer(StringRef name) { pendingLayer = name.str(); }
+
+void Importer::ensureLayer() {
+  if (pendingLayer.empty())
+    pendingLayer = "model";
+  auto [it, inserted] = layerIndex.try_emplace(
+      pendingLayer, static_cast<int64_t>(layerNames.size()));
   if (inserted)
-    layerNames.push_back(name.str());
+    layerNames.push_back(pendingLayer);
   layer = it->second;
 }
 
@@ -49,6 +53,7 @@ Value Importer::addArgument(Type type, StringRef name, DictionaryAttr attrs) {
 }
 
 Value Importer::addParameter(StringRef name, const HostTensor &value) {
+  ensureLayer();
   auto type = RankedTensorType::get(value.shape, builder.getF32Type());
   // The values come from the weights file (strata-run --init); the scheme
   // here is what a run without it starts from.
@@ -69,7 +74,10 @@ LogicalResult Importer::addInitializers() {
       return fail("initializer '" + init.name() + "': " + error);
     if (slots.count(init.name()))
       return fail("initializer '" + init.name() + "' is defined twice");
-    slots[init.name()] = {Value(), tensor.get(), /*isInitializer=*/true};
+    Slot slot;
+    slot.constant = tensor.get();
+    slot.isInitializer = true;
+    slots[init.name()] = std::move(slot);
     tensors.push_back(std::move(tensor));
   }
   return success();
@@ -124,11 +132,7 @@ LogicalResult Importer::addGraphInputs() {
   return success();
 }
 
-FailureOr<Value> Importer::getValue(unsigned index) {
-  if (static_cast<int>(index) >= node->input_size() ||
-      node->input(index).empty())
-    return fail("input " + std::to_string(index) + " is missing");
-  const std::string &name = node->input(index);
+FailureOr<Value> Importer::getParameter(StringRef name) {
   Slot &slot = slots[name];
   if (slot.value)
     return slot.value;
@@ -140,6 +144,38 @@ FailureOr<Value> Importer::getValue(unsigned index) {
                 "' is not a float tensor and cannot be a parameter");
   slot.value = addParameter(name, *slot.constant);
   return slot.value;
+}
+
+Slot &Importer::getSlot(unsigned index) { return slots[node->input(index)]; }
+
+FailureOr<Value> Importer::getValue(unsigned index) {
+  if (static_cast<int>(index) >= node->input_size() ||
+      node->input(index).empty())
+    return fail("input " + std::to_string(index) + " is missing");
+  const std::string &name = node->input(index);
+  Slot &slot = slots[name];
+  if (slot.value)
+    return slot.value;
+  if (slot.expr) {
+    FailureOr<Value> v = materializeExpr(*this, slot, name);
+    if (failed(v))
+      return failure();
+    Slot &again = slots[name]; // materializing may grow the map
+    again.value = *v;
+    again.expr = nullptr;
+    again.base = Value();
+    return *v;
+  }
+  if (!slot.transposeOf.empty()) {
+    std::string source = slot.transposeOf;
+    FailureOr<Value> w = getParameter(source);
+    if (failed(w))
+      return failure();
+    Value t = create<TransposeOp>(*w, ArrayRef<int64_t>{1, 0}).getResult();
+    slots[name].value = t;
+    return t;
+  }
+  return getParameter(name);
 }
 
 const HostTensor *Importer::getConstant(unsigned index) {
@@ -159,14 +195,25 @@ bool Importer::isParameter(unsigned index) {
 }
 
 void Importer::setResult(unsigned index, Value value) {
+  if (static_cast<int>(index) < node->output_size()) {
+    Slot slot;
+    slot.value = value;
+    slots[node->output(index)] = std::move(slot);
+  }
+}
+
+void Importer::setSlot(unsigned index, Slot slot) {
   if (static_cast<int>(index) < node->output_size())
-    slots[node->output(index)] = {value, nullptr, false};
+    slots[node->output(index)] = std::move(slot);
 }
 
 void Importer::setConstant(unsigned index, HostTensor tensor) {
   tensors.push_back(std::make_unique<HostTensor>(std::move(tensor)));
-  if (static_cast<int>(index) < node->output_size())
-    slots[node->output(index)] = {Value(), tensors.back().get(), false};
+  if (static_cast<int>(index) < node->output_size()) {
+    Slot slot;
+    slot.constant = tensors.back().get();
+    slots[node->output(index)] = std::move(slot);
+  }
 }
 
 /// Evaluates the current node on the host when all its inputs are known
@@ -191,8 +238,6 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
   std::string path = getModulePath(current.name());
   if (!path.empty())
     enterLayer(getLayerName(path));
-  else if (layer < 0)
-    enterLayer(llvm::StringRef(current.op_type()).lower());
   bool allConstant = true;
   for (unsigned i = 0, e = current.input_size(); i < e; ++i)
     if (!current.input(i).empty() && (!getConstant(i) || isParameter(i)))

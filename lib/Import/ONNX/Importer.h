@@ -23,6 +23,7 @@
 // onnx_pb.h defines ONNX_API, then includes onnx-ml.pb.h (ONNX_ML=1).
 #include <onnx/onnx_pb.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +97,19 @@ struct WeightTensor {
 /// renamed over `path`. Returns an error message or "".
 std::string writeWeights(StringRef path, ArrayRef<WeightTensor> weights);
 
+/// An element-wise function of one tensor `x` with scalar constants, built
+/// from the decomposed ops exporters write (GELU's tanh or erf form, the
+/// attention scale). Recognised by evaluating it at sample points.
+struct Expr {
+  enum Kind { Var, Const, Add, Sub, Mul, Div, Pow, Tanh, Erf, Sqrt, Neg };
+  Kind kind = Var;
+  double value = 0;
+  std::shared_ptr<const Expr> lhs, rhs;
+
+  double eval(double x) const;
+};
+using ExprRef = std::shared_ptr<const Expr>;
+
 /// What an ONNX value name stands for while the graph is converted.
 struct Slot {
   /// A tensor of the Strata function (an argument or an op result).
@@ -104,6 +118,16 @@ struct Slot {
   const HostTensor *constant = nullptr;
   /// An initializer: becomes a parameter where a converter needs a Value.
   bool isInitializer = false;
+  /// Pending element-wise function `expr` of `base`, not yet a Strata op
+  /// (`value` is null until a converter needs it).
+  Value base;
+  ExprRef expr;
+  /// `base` (scaled by `expr`) with the causal mask applied: only a Softmax
+  /// can take it.
+  bool causal = false;
+  /// The transpose of initializer `transposeOf` (rank 2): MatMul takes it as
+  /// `transpose_b`, others get a strata.transpose.
+  std::string transposeOf;
 };
 
 /// Builds the Strata function for one ONNX graph.
@@ -124,6 +148,12 @@ public:
   FailureOr<Value> getValue(unsigned index);
   /// Input `index` of the current node when known at import time, else null.
   const HostTensor *getConstant(unsigned index);
+  /// The slot of input `index` of the current node (which must exist).
+  Slot &getSlot(unsigned index);
+  /// Defines output `index` of the current node as `slot`.
+  void setSlot(unsigned index, Slot slot);
+  /// The parameter for initializer `name` (created on first use).
+  FailureOr<Value> getParameter(StringRef name);
   /// Whether input `index` is an initializer that has not been folded.
   bool isParameter(unsigned index);
   /// Defines output `index` of the current node.
@@ -131,6 +161,7 @@ public:
   void setConstant(unsigned index, HostTensor tensor);
   /// Creates `OpTy` at the current node's location in the current layer.
   template <typename OpTy, typename... Args> OpTy create(Args &&...args) {
+    ensureLayer();
     OpTy op = OpTy::create(builder, nodeLoc, std::forward<Args>(args)...);
     setLayer(op.getOperation());
     return op;
@@ -147,8 +178,11 @@ private:
   LogicalResult addLoss();
   Value addParameter(StringRef name, const HostTensor &value);
   Value addArgument(Type type, StringRef name, DictionaryAttr attrs);
+  /// Makes `name` the layer of the next ops and parameters (created when the
+  /// first of them is).
   void enterLayer(StringRef name);
   void setLayer(Operation *op);
+  void ensureLayer();
   LogicalResult writeWeightsFile();
 
   MLIRContext *context;
@@ -169,8 +203,24 @@ private:
   SmallVector<std::string> layerNames;
   llvm::StringMap<int64_t> layerIndex;
   int64_t layer = -1;
+  std::string pendingLayer;
   std::vector<WeightTensor> weights;
 };
+
+/// Whether the element-wise converters (Elementwise.cpp) take `opType`.
+bool isElementwise(StringRef opType);
+/// Add of two tensors: a residual (equal shapes), a bias along one axis, or
+/// learned positions ([B, S, H] + [S, H]).
+LogicalResult convertTensorAdd(Importer &importer);
+/// Converts an element-wise node into a pending expression, a residual or
+/// bias Add, or the causal mask of a Where or Add.
+LogicalResult convertElementwise(Importer &importer);
+/// The Strata op for a pending expression: `x` itself or GELU; failure
+/// (reported) otherwise.
+FailureOr<Value> materializeExpr(Importer &importer, Slot &slot,
+                                 StringRef name);
+/// The `scale` of a pending expression `scale · x`, if it is one.
+std::optional<double> getLinearScale(const Expr &expr);
 
 /// Converts the current node of `importer` (dispatch on its op type).
 /// Unsupported operators fail with a message naming the node and the op.

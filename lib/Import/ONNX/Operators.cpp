@@ -35,6 +35,15 @@ static LogicalResult convertIdentity(Importer &im) {
     im.setConstant(0, *c);
     return success();
   }
+  // torch.onnx.export keeps one copy of initializers with equal values and
+  // names the others through Identity: each is a parameter of its own.
+  if (im.isParameter(0) && !im.getSlot(0).value) {
+    Slot copy;
+    copy.constant = im.getConstant(0);
+    copy.isInitializer = true;
+    im.setSlot(0, std::move(copy));
+    return success();
+  }
   FailureOr<Value> x = im.getValue(0);
   if (failed(x))
     return failure();
@@ -96,9 +105,24 @@ static LogicalResult convertGemm(Importer &im) {
 }
 
 static LogicalResult convertMatMul(Importer &im) {
-  FailureOr<Value> a = im.getValue(0), b = im.getValue(1);
+  // x · Wᵀ with W an initializer (nn.Linear): W stays a parameter in its
+  // state_dict layout and the product transposes it.
+  bool transposeB = !im.getSlot(1).transposeOf.empty() && !im.getSlot(1).value;
+  FailureOr<Value> a = im.getValue(0);
+  FailureOr<Value> b =
+      transposeB ? im.getParameter(im.getSlot(1).transposeOf) : im.getValue(1);
   if (failed(a) || failed(b))
     return failure();
+  if (transposeB) {
+    ArrayRef<int64_t> sa = shapeOf(*a), sw = shapeOf(*b);
+    if (sa.size() < 2 || sa.back() != sw[1])
+      return im.fail("operand shapes " + formatShape(sa) + " and transposed " +
+                     formatShape(sw) + " do not match");
+    im.setResult(0, im.create<MatmulOp>(*a, *b, /*transpose_a=*/false,
+                                        /*transpose_b=*/true)
+                        .getResult());
+    return success();
+  }
   ArrayRef<int64_t> sa = shapeOf(*a), sb = shapeOf(*b);
   bool shared = sb.size() == 2 && sa.size() >= 2;
   bool batched = sa.size() == sb.size() && sa.size() >= 2 &&
@@ -132,8 +156,7 @@ static int64_t getBroadcastAxis(ArrayRef<int64_t> big,
   return axis;
 }
 
-/// Add of equal shapes (a residual) or of a per-axis bias.
-static LogicalResult convertAdd(Importer &im) {
+LogicalResult onnx_import::convertTensorAdd(Importer &im) {
   FailureOr<Value> a = im.getValue(0), b = im.getValue(1);
   if (failed(a) || failed(b))
     return failure();
@@ -146,6 +169,12 @@ static LogicalResult convertAdd(Importer &im) {
   if (sb.size() > sa.size() ||
       (sb.size() == sa.size() && checkedNumel(sb) > checkedNumel(sa)))
     std::swap(big, small);
+  // Learned positions: [B, S, H] + [S, H].
+  if (shapeOf(big).size() == 3 && shapeOf(small).size() == 2 &&
+      shapeOf(big).drop_front() == shapeOf(small)) {
+    im.setResult(0, im.create<PositionEmbeddingOp>(big, small).getResult());
+    return success();
+  }
   int64_t axis = getBroadcastAxis(shapeOf(big), shapeOf(small));
   if (axis < 0)
     return im.fail("broadcasting shapes " + formatShape(sa) + " and " +
@@ -184,17 +213,31 @@ static LogicalResult convertGelu(Importer &im) {
   return success();
 }
 
+/// Softmax over the last axis; a pending `scale · x` (and causal mask) of
+/// its input becomes the op's `scale` (and `causal`).
 static LogicalResult convertSoftmax(Importer &im) {
-  FailureOr<Value> x = im.getValue(0);
-  if (failed(x))
-    return failure();
-  int64_t rank = shapeOf(*x).size();
+  Slot &slot = im.getSlot(0);
+  std::optional<double> scale = 1.0;
+  bool causal = slot.causal;
+  Value x = slot.expr ? slot.base : Value();
+  if (slot.expr)
+    scale = getLinearScale(*slot.expr);
+  if (!scale && causal)
+    return im.fail("the masked scores must be a scaled tensor");
+  if (!x || !scale) {
+    FailureOr<Value> v = im.getValue(0);
+    if (failed(v))
+      return failure();
+    x = *v;
+    scale = 1.0;
+  }
+  int64_t rank = shapeOf(x).size();
   int64_t axis = getIntAttr(im.getNode(), "axis", -1);
   if (axis != -1 && axis != rank - 1)
     return im.fail("only the last axis is supported, got axis " +
                    std::to_string(axis));
-  im.setResult(0, im.create<SoftmaxOp>(*x, /*causal=*/false, llvm::APFloat(1.0))
-                      .getResult());
+  im.setResult(
+      0, im.create<SoftmaxOp>(x, causal, llvm::APFloat(*scale)).getResult());
   return success();
 }
 
@@ -261,6 +304,15 @@ static LogicalResult convertReshape(Importer &im) {
 }
 
 static LogicalResult convertTranspose(Importer &im) {
+  SmallVector<int64_t> attr = getIntsAttr(im.getNode(), "perm");
+  const HostTensor *init = im.getConstant(0);
+  if (im.isParameter(0) && !im.getSlot(0).value && init->shape.size() == 2 &&
+      (attr.empty() || attr == ArrayRef<int64_t>{1, 0})) {
+    Slot slot;
+    slot.transposeOf = im.getNode().input(0);
+    im.setSlot(0, std::move(slot));
+    return success();
+  }
   FailureOr<Value> x = im.getValue(0);
   if (failed(x))
     return failure();
@@ -430,7 +482,6 @@ LogicalResult onnx_import::convertOperator(Importer &im) {
       {"Shape", convertShape},
       {"Gemm", convertGemm},
       {"MatMul", convertMatMul},
-      {"Add", convertAdd},
       {"Relu", convertRelu},
       {"Gelu", convertGelu},
       {"Softmax", convertSoftmax},
@@ -451,5 +502,7 @@ LogicalResult onnx_import::convertOperator(Importer &im) {
   for (const auto &[name, convert] : table)
     if (name == op)
       return convert(im);
+  if (isElementwise(op))
+    return convertElementwise(im);
   return im.fail("unsupported operator");
 }
