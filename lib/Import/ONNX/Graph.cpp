@@ -103,7 +103,7 @@ std::string onnx_import::decodeTensor(const onnx::TensorProto &proto,
   int32_t dataType = proto.data_type();
   size_t bytes = elementBytes(dataType);
   if (bytes == 0)
-    return "unsupported element type " + std::to_string(dataType);
+    return "unsupported element type " + getTypeName(dataType);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL ||
       proto.external_data_size() > 0)
     return "external data is not supported (re-export with the weights "
@@ -127,6 +127,11 @@ std::string onnx_import::decodeTensor(const onnx::TensorProto &proto,
     return "holds " + std::to_string(out.numel()) +
            " values, the shape needs " + std::to_string(numel);
   return "";
+}
+
+std::string onnx_import::getTypeName(int32_t dataType) {
+  const std::string &name = onnx::TensorProto_DataType_Name(dataType);
+  return name.empty() ? std::to_string(dataType) : name;
 }
 
 std::string onnx_import::describe(const onnx::NodeProto &node) {

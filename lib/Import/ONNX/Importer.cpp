@@ -98,7 +98,7 @@ getInputType(Importer &im, const onnx::ValueInfoProto &info, Builder &builder) {
     element = builder.getI32Type(); // token ids: the runtime's index type
   else
     return im.fail("input '" + info.name() + "' has unsupported element type " +
-                   std::to_string(t.elem_type()));
+                   getTypeName(t.elem_type()));
   if (!t.has_shape())
     return im.fail("input '" + info.name() + "' has no shape");
   SmallVector<int64_t> shape;

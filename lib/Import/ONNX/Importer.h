@@ -57,6 +57,9 @@ int64_t checkedNumel(ArrayRef<int64_t> shape);
 std::optional<std::vector<const onnx::NodeProto *>>
 sortNodes(const onnx::GraphProto &graph, std::string &error);
 
+/// The name of ONNX element type `dataType` ("FLOAT"), or its number.
+std::string getTypeName(int32_t dataType);
+
 /// `name (op)` for messages.
 std::string describe(const onnx::NodeProto &node);
 
