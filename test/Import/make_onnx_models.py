@@ -110,6 +110,58 @@ class GPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class BasicBlock(nn.Module):
+    """torchvision's ResNet BasicBlock (same module names)."""
+
+    def __init__(self, inplanes, planes, stride, norm):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+        self.bn1 = norm(planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = norm(planes)
+        self.downsample = None
+        if stride != 1 or inplanes != planes:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes, 1, stride, bias=False), norm(planes))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + identity)
+
+
+class ResNet18(nn.Module):
+    """torchvision.models.resnet18's architecture and module names (torchvision
+    itself is not needed); `norm` is nn.BatchNorm2d there."""
+
+    def __init__(self, classes=1000, norm=nn.BatchNorm2d, width=64):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1 = norm(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        layers, inplanes = [], width
+        for i, planes in enumerate((width, 2 * width, 4 * width, 8 * width)):
+            stride = 1 if i == 0 else 2
+            layers.append(nn.Sequential(BasicBlock(inplanes, planes, stride, norm),
+                                        BasicBlock(planes, planes, 1, norm)))
+            inplanes = planes
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(8 * width, classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def no_norm(channels):
+    return nn.Identity()
+
+
 def write_safetensors(path, tensors, metadata=None):
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
@@ -181,6 +233,11 @@ def export(name, model, inputs, labels, out_dir):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.path.join(HERE, "Inputs"))
+    parser.add_argument("--resnet224", metavar="FILE",
+                        help="also export ResNet-18 with batch norm at "
+                             "224x224, batch 8, in inference form (the "
+                             "exporter folds each BatchNormalization into "
+                             "its Conv), to FILE (45 MB: not committed)")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -193,6 +250,23 @@ def main():
     tokens = torch.randint(0, 32, (4, 8), dtype=torch.int32)
     targets = torch.randint(0, 32, (4, 8), dtype=torch.int32)
     export("gpt", gpt, tokens, targets, args.out)
+
+    # ResNet-18 without normalisation (as strata-model resnet18 builds it),
+    # width 4 instead of 64 to keep the files small: Conv (strided, 1x1
+    # shortcuts), MaxPool, residual Add, GlobalAveragePool, Flatten, Gemm.
+    resnet = ResNet18(classes=10, norm=no_norm, width=4)
+    for p in resnet.parameters():  # no batch norm: keep activations in range
+        p.data.mul_(0.5)
+    images = torch.randn(2, 3, 32, 32)
+    classes = torch.randint(0, 10, (2,), dtype=torch.int32)
+    export("resnet18", resnet, images, classes, args.out)
+
+    if args.resnet224:
+        big = ResNet18().eval()
+        torch.onnx.export(big, (torch.randn(8, 3, 224, 224),), args.resnet224,
+                          dynamo=False, opset_version=OPSET,
+                          input_names=["inputs"], output_names=["logits"])
+        print(f"{args.resnet224}: {os.path.getsize(args.resnet224)} bytes")
 
 
 if __name__ == "__main__":

@@ -235,9 +235,19 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
   node = &current;
   nodeLoc = NameLoc::get(builder.getStringAttr(current.name()),
                          FileLineColLoc::get(context, fileName, 0, 0));
+  // A node starts a layer when it is in a numbered block ("layer1.0") or
+  // uses a parameter of a top-level module ("fc", "ln_f"); parameterless
+  // modules ("relu", "maxpool") stay in the layer before them.
   std::string path = getModulePath(current.name());
-  if (!path.empty())
-    enterLayer(getLayerName(path));
+  if (!path.empty()) {
+    std::string name = getLayerName(path);
+    bool usesParameter = false;
+    for (unsigned i = 0, e = current.input_size(); i < e; ++i)
+      usesParameter |= !current.input(i).empty() &&
+                       (isParameter(i) || !getSlot(i).transposeOf.empty());
+    if (pendingLayer.empty() || isBlockLayer(name) || usesParameter)
+      enterLayer(name);
+  }
   bool allConstant = true;
   for (unsigned i = 0, e = current.input_size(); i < e; ++i)
     if (!current.input(i).empty() && (!getConstant(i) || isParameter(i)))

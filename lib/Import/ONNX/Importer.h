@@ -88,6 +88,8 @@ std::string getModulePath(StringRef nodeName);
 /// component ("layer1.0.conv1" -> "layer1.0", "h.1.attn" -> "h.1"), else its
 /// first component ("fc0" -> "fc0").
 std::string getLayerName(StringRef modulePath);
+/// Whether a layer name is a numbered block ("layer1.0", "h.3").
+bool isBlockLayer(StringRef layerName);
 
 /// One parameter's initial value for the weights file.
 struct WeightTensor {

@@ -48,3 +48,11 @@ std::string onnx_import::getLayerName(StringRef modulePath) {
       return llvm::join(ArrayRef<StringRef>(parts).take_front(i + 1), ".");
   return parts.front().str();
 }
+
+bool onnx_import::isBlockLayer(StringRef layerName) {
+  SmallVector<StringRef> parts;
+  layerName.split(parts, '.');
+  return llvm::any_of(parts, [](StringRef part) {
+    return !part.empty() && llvm::all_of(part, llvm::isDigit);
+  });
+}
