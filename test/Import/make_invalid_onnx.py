@@ -70,6 +70,32 @@ def main():
          [gemm(), helper.make_node("Relu", ["y"], ["z"], name="/r/Relu")],
          [x_input()], [logits(), helper.make_tensor_value_info(
              "z", TensorProto.FLOAT, [2, 3])], [weight()])
+    bn = [helper.make_tensor(n, TensorProto.FLOAT, [4], [1.0, 2.0, 3.0, 4.0])
+          for n in ("bn.weight", "bn.bias", "bn.running_mean", "bn.running_var")]
+    image = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 3])
+    save("batch-norm",
+         [helper.make_node("BatchNormalization",
+                           ["x", "bn.weight", "bn.bias", "bn.running_mean",
+                            "bn.running_var"], ["b"], name="/bn/BatchNormalization"),
+          helper.make_node("Flatten", ["b"], ["y"], name="/Flatten")],
+         [image], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 36])], bn)
+    # GELU in erf form (nn.GELU() at opset 17): x * 0.5 * (1 + erf(x / sqrt 2)).
+    consts = [helper.make_node("Constant", [], [n], name="/gelu/" + n,
+                               value=helper.make_tensor(n, TensorProto.FLOAT, [], [v]))
+              for n, v in (("c_sqrt2", 1.4142135), ("c_one", 1.0), ("c_half", 0.5))]
+    save("gelu-erf", consts + [
+        gemm(output="h"),
+        helper.make_node("Div", ["h", "c_sqrt2"], ["d"], name="/gelu/Div"),
+        helper.make_node("Erf", ["d"], ["e"], name="/gelu/Erf"),
+        helper.make_node("Add", ["e", "c_one"], ["a"], name="/gelu/Add"),
+        helper.make_node("Mul", ["h", "a"], ["m"], name="/gelu/Mul"),
+        helper.make_node("Mul", ["m", "c_half"], ["y"], name="/gelu/Mul_1")],
+        [x_input()], [logits()], [weight()])
+    # A Mul of two different tensors has no Strata op.
+    save("product", [gemm(output="h"),
+                     helper.make_node("Mul", ["h", "h2"], ["y"], name="/mul/Mul"),
+                     helper.make_node("Relu", ["h"], ["h2"], name="/act/Relu")],
+         [x_input()], [logits()], [weight()])
     with open(os.path.join(OUT, "valid.onnx"), "rb") as f:
         data = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:

@@ -103,9 +103,10 @@ FailureOr<Value> onnx_import::materializeExpr(Importer &im, Slot &slot,
                    "' has no Strata op (supported: GELU, and a scale "
                    "feeding Softmax)");
   if (!exact)
-    emitWarning(im.getBuilder().getUnknownLoc())
-        << describe(im.getNode()) << ": GELU in erf form becomes strata.gelu, "
-        << "the tanh approximation (they differ by up to 5e-4)";
+    emitWarning(im.getLoc())
+        << "GELU in erf form computing '" << name
+        << "' becomes strata.gelu, the tanh approximation (they differ by up "
+           "to 4.8e-4)";
   return im.create<GeluOp>(slot.base).getResult();
 }
 

@@ -271,6 +271,12 @@ LogicalResult Importer::addLoss() {
                 std::to_string(graph.output_size()));
   const std::string &name = graph.output(0).name();
   auto it = slots.find(name);
+  if (it != slots.end() && !it->second.value && it->second.expr) {
+    FailureOr<Value> v = materializeExpr(*this, it->second, name);
+    if (failed(v))
+      return failure();
+    it->second.value = *v;
+  }
   if (it == slots.end() || !it->second.value)
     return fail("the graph output '" + name + "' is not a computed tensor");
   Value out = it->second.value;

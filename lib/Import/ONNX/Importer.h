@@ -173,6 +173,7 @@ public:
   }
   const onnx::NodeProto &getNode() const { return *node; }
   OpBuilder &getBuilder() { return builder; }
+  Location getLoc() const { return nodeLoc; }
   Type getF32() { return builder.getF32Type(); }
 
 private:

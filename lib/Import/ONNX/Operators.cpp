@@ -474,6 +474,12 @@ static LogicalResult convertLayerNorm(Importer &im) {
   return success();
 }
 
+static LogicalResult convertBatchNorm(Importer &im) {
+  return im.fail("batch normalisation has no Strata op yet; export with "
+                 "model.eval(), which folds it into the preceding Conv "
+                 "(inference form)");
+}
+
 LogicalResult onnx_import::convertOperator(Importer &im) {
   using Converter = LogicalResult (*)(Importer &);
   static const std::pair<StringRef, Converter> table[] = {
@@ -494,6 +500,7 @@ LogicalResult onnx_import::convertOperator(Importer &im) {
       {"AveragePool", convertAveragePool},
       {"Gather", convertGather},
       {"LayerNormalization", convertLayerNorm},
+      {"BatchNormalization", convertBatchNorm},
   };
   StringRef op = im.getNode().op_type();
   if (!im.getNode().domain().empty() && im.getNode().domain() != "ai.onnx")
