@@ -96,6 +96,19 @@ def main():
                      helper.make_node("Mul", ["h", "h2"], ["y"], name="/mul/Mul"),
                      helper.make_node("Relu", ["h"], ["h2"], name="/act/Relu")],
          [x_input()], [logits()], [weight()])
+    # A mean that is not part of a layer norm over the last axis.
+    save("reduce-mean", [gemm(output="h"),
+                         helper.make_node("ReduceMean", ["h"], ["y"],
+                                          name="/pool/ReduceMean", axes=[0])],
+         [x_input()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+         [weight()])
+    # A layer norm decomposition cut off after the centering.
+    save("broken-layer-norm", [
+        gemm(output="h"),
+        helper.make_node("ReduceMean", ["h"], ["m"], name="/ln/ReduceMean", axes=[-1]),
+        helper.make_node("Sub", ["h", "m"], ["d"], name="/ln/Sub"),
+        helper.make_node("Relu", ["d"], ["y"], name="/act/Relu")],
+        [x_input()], [logits()], [weight()])
     with open(os.path.join(OUT, "valid.onnx"), "rb") as f:
         data = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:

@@ -12,7 +12,8 @@ using only the Python standard library.
 
 For every model NAME it writes:
   NAME.onnx                the forward graph (torch.onnx.export, TorchScript
-                           exporter, opset 17, static shapes)
+                           exporter, opset 17, static shapes; the GPT also
+                           at opset 14 as gpt-opset14.onnx)
   NAME.data.safetensors    one batch: "inputs" and "labels" (strata-run --data)
   NAME.ref.safetensors     PyTorch's results from the exported weights:
                            "grad/P"     gradient of the first step's loss
@@ -250,6 +251,12 @@ def main():
     tokens = torch.randint(0, 32, (4, 8), dtype=torch.int32)
     targets = torch.randint(0, 32, (4, 8), dtype=torch.int32)
     export("gpt", gpt, tokens, targets, args.out)
+    # The same weights at opset 14, where LayerNorm is decomposed
+    # (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add): the
+    # reference and the batch of "gpt" apply.
+    torch.onnx.export(gpt, (tokens,), os.path.join(args.out, "gpt-opset14.onnx"),
+                      dynamo=False, opset_version=14, input_names=["inputs"],
+                      output_names=["logits"], do_constant_folding=False)
 
     # ResNet-18 without normalisation (as strata-model resnet18 builds it),
     # width 4 instead of 64 to keep the files small: Conv (strided, 1x1

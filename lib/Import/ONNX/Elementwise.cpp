@@ -247,6 +247,8 @@ static std::optional<LogicalResult> tryMaskAdd(Importer &im) {
 
 LogicalResult onnx_import::convertElementwise(Importer &im) {
   StringRef op = im.getNode().op_type();
+  if (std::optional<LogicalResult> r = tryLayerNormStep(im))
+    return *r;
   if (op == "Where")
     return convertWhere(im);
   if (op == "Add")

@@ -156,6 +156,10 @@ FailureOr<Value> Importer::getValue(unsigned index) {
   Slot &slot = slots[name];
   if (slot.value)
     return slot.value;
+  if (slot.norm != NormStep::None)
+    return fail("'" + name +
+                "' is a step of a layer norm decomposition that does not "
+                "continue to its end (the scale and shift)");
   if (slot.expr) {
     FailureOr<Value> v = materializeExpr(*this, slot, name);
     if (failed(v))

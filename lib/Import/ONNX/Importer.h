@@ -115,6 +115,21 @@ struct Expr {
 };
 using ExprRef = std::shared_ptr<const Expr>;
 
+/// The steps of layer normalisation as opsets before 17 export it:
+/// mean = ReduceMean(x); d = Sub(x, mean); Pow(d, 2); var = ReduceMean;
+/// Add(var, eps); s = Sqrt; n = Div(d, s); Mul(n, gamma); Add(., beta).
+enum class NormStep {
+  None,
+  Mean,
+  Centered,
+  Squared,
+  Variance,
+  VarianceEps,
+  Deviation,
+  Normalized,
+  Scaled
+};
+
 /// What an ONNX value name stands for while the graph is converted.
 struct Slot {
   /// A tensor of the Strata function (an argument or an op result).
@@ -133,6 +148,11 @@ struct Slot {
   /// The transpose of initializer `transposeOf` (rank 2): MatMul takes it as
   /// `transpose_b`, others get a strata.transpose.
   std::string transposeOf;
+  /// A step of a decomposed layer norm of `base` (LayerNormPattern.cpp),
+  /// with the epsilon and scale found so far.
+  NormStep norm = NormStep::None;
+  double epsilon = 0;
+  Value gamma;
 };
 
 /// Builds the Strata function for one ONNX graph.
@@ -227,6 +247,14 @@ FailureOr<Value> materializeExpr(Importer &importer, Slot &slot,
                                  StringRef name);
 /// The `scale` of a pending expression `scale · x`, if it is one.
 std::optional<double> getLinearScale(const Expr &expr);
+
+/// ReduceMean over the last axis of a tensor: the first or the variance step
+/// of a decomposed layer norm.
+LogicalResult convertReduceMean(Importer &importer);
+/// The next step of a decomposed layer norm when an operand of the current
+/// element-wise node is one (strata.layer_norm at the last step); nullopt
+/// when none is.
+std::optional<LogicalResult> tryLayerNormStep(Importer &importer);
 
 /// Converts the current node of `importer` (dispatch on its op type).
 /// Unsupported operators fail with a message naming the node and the op.

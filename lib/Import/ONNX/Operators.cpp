@@ -501,6 +501,7 @@ LogicalResult onnx_import::convertOperator(Importer &im) {
       {"Gather", convertGather},
       {"LayerNormalization", convertLayerNorm},
       {"BatchNormalization", convertBatchNorm},
+      {"ReduceMean", convertReduceMean},
   };
   StringRef op = im.getNode().op_type();
   if (!im.getNode().domain().empty() && im.getNode().domain() != "ai.onnx")
