@@ -88,16 +88,19 @@ static std::string broadcast(ArrayRef<const HostTensor *> inputs,
         d = e;
     }
   int64_t numel = checkedNumel(shape);
-  if (numel < 0)
+  if (numel < 0 || numel > kMaxFoldElements)
     return "result too large";
   out.shape = shape;
   out.data.assign(numel, 0.0);
   SmallVector<int64_t> outStrides = getStrides(shape);
   SmallVector<double> args(inputs.size());
+  SmallVector<SmallVector<int64_t>> inputStrides;
+  for (const HostTensor *t : inputs)
+    inputStrides.push_back(getStrides(t->shape));
   for (int64_t flat = 0; flat < numel; ++flat) {
     for (size_t k = 0; k < inputs.size(); ++k) {
       const HostTensor &t = *inputs[k];
-      SmallVector<int64_t> strides = getStrides(t.shape);
+      ArrayRef<int64_t> strides = inputStrides[k];
       int64_t offset = 0, skip = rank - t.shape.size();
       for (size_t i = 0; i < t.shape.size(); ++i) {
         int64_t index = (flat / outStrides[skip + i]) % shape[skip + i];
@@ -162,7 +165,7 @@ static std::string foldGather(const onnx::NodeProto &node,
   out.shape.append(data.shape.begin() + axis + 1, data.shape.end());
   for (int64_t o = 0; o < outer; ++o)
     for (double idx : indices.data) {
-      int64_t i = static_cast<int64_t>(idx);
+      int64_t i = toInt(idx);
       if (i < -n || i >= n)
         return "index " + std::to_string(i) + " out of range";
       i = i < 0 ? i + n : i;
@@ -178,7 +181,7 @@ static SmallVector<int64_t> getAxes(const onnx::NodeProto &node,
   if (in.size() > 1 && in[1]) {
     SmallVector<int64_t> axes;
     for (double a : in[1]->data)
-      axes.push_back(static_cast<int64_t>(a));
+      axes.push_back(toInt(a));
     return axes;
   }
   return getIntsAttr(node, "axes");
@@ -254,14 +257,17 @@ static std::string foldConcat(const onnx::NodeProto &node,
 static std::string foldSlice(ArrayRef<const HostTensor *> in, HostTensor &out) {
   if (in.size() < 3 || !in[1] || !in[2] || in[0]->shape.size() != 1)
     return "only 1-D slices with constant starts and ends are folded";
-  if (in.size() > 3 && in[3] && (in[3]->numel() != 1 || in[3]->data[0] != 0))
+  if (in.size() > 3 && in[3] &&
+      (in[3]->numel() != 1 || (in[3]->data[0] != 0 && in[3]->data[0] != -1)))
     return "only axis 0 is folded";
-  int64_t step = in.size() > 4 && in[4] ? in[4]->data.at(0) : 1;
-  if (step != 1 || in[1]->numel() != 1 || in[2]->numel() != 1)
+  if (in.size() > 4 && in[4] && (in[4]->numel() != 1 || in[4]->data[0] != 1))
     return "only unit steps are folded";
+  if (in[1]->numel() != 1 || in[2]->numel() != 1)
+    return "only one start and one end are folded";
   int64_t n = in[0]->numel();
   auto clampIndex = [&](double v) {
-    int64_t i = v < -1e18 ? -n : v > 1e18 ? n : static_cast<int64_t>(v);
+    int64_t i = toInt(v);
+    i = std::clamp<int64_t>(i, -n - 1, n + 1);
     i = i < 0 ? i + n : i;
     return std::clamp<int64_t>(i, 0, n);
   };
@@ -279,7 +285,7 @@ static std::string foldReshape(ArrayRef<const HostTensor *> in,
   SmallVector<int64_t> shape;
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < in[1]->data.size(); ++i) {
-    int64_t d = static_cast<int64_t>(in[1]->data[i]);
+    int64_t d = toInt(in[1]->data[i]);
     if (d == 0 && i < in[0]->shape.size())
       d = in[0]->shape[i];
     if (d == -1) {
@@ -339,8 +345,11 @@ std::string onnx_import::foldNode(const onnx::NodeProto &node,
     return foldGather(node, *in[0], *in[1], out);
   if (op == "Unsqueeze" || op == "Squeeze")
     return foldSqueeze(node, in, out, op == "Unsqueeze");
-  if (op == "Concat")
+  if (op == "Concat") {
+    if (llvm::any_of(in, [](const HostTensor *t) { return !t; }))
+      return "missing input";
     return foldConcat(node, in, out);
+  }
   if (op == "Slice")
     return foldSlice(in, out);
   if (op == "Reshape")
@@ -352,10 +361,10 @@ std::string onnx_import::foldNode(const onnx::NodeProto &node,
       if (std::string error = decodeTensor(attr->t(), value); !error.empty())
         return error;
     for (double d : in[0]->data)
-      out.shape.push_back(static_cast<int64_t>(d));
+      out.shape.push_back(toInt(d));
     int64_t numel = checkedNumel(out.shape);
-    if (numel < 0 || value.data.empty())
-      return "invalid shape";
+    if (numel < 0 || numel > kMaxFoldElements || value.data.empty())
+      return "invalid or too large shape";
     out.isFloat = value.isFloat;
     out.data.assign(numel, value.data[0]);
     return "";

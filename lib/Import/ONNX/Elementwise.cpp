@@ -59,6 +59,11 @@ bool onnx_import::isElementwise(StringRef opType) {
       .Default(false);
 }
 
+/// Element-wise chains longer than this (as trees) are not followed: GELU's
+/// is about 20 nodes, and evaluating a deep chain of shared operands would
+/// cost exponential time.
+static constexpr int64_t kMaxExprSize = 256;
+
 static const double kSamples[] = {-4.0, -2.5, -1.0, -0.3, 0.0,
                                   0.2,  0.7,  1.5,  3.0};
 
@@ -157,6 +162,9 @@ static bool tryExpression(Importer &im) {
     e->rhs = n.input_size() > 1 ? getOperandExpr(im, 1, base) : nullptr;
   if (!base || !e->lhs || (!unary && !e->rhs))
     return false;
+  e->size = 1 + e->lhs->size + (e->rhs ? e->rhs->size : 0);
+  if (e->size > kMaxExprSize)
+    return false; // reported as unsupported, never evaluated
   Slot slot;
   slot.base = base;
   slot.expr = e;

@@ -43,6 +43,20 @@ struct HostTensor {
 
 /// Largest element count the importer accepts for one tensor.
 constexpr int64_t kMaxTensorElements = int64_t(1) << 31;
+/// Largest tensor constant folding creates (ConstantOfShape, broadcasts).
+constexpr int64_t kMaxFoldElements = int64_t(1) << 24;
+
+/// `v` as an integer (shape entries, axes, indices): truncated, NaN as 0,
+/// clamped to +-2^62 so that later checks see an invalid value, never
+/// undefined behaviour.
+inline int64_t toInt(double v) {
+  if (!(v == v))
+    return 0;
+  constexpr double limit = 4.611686018427388e18; // 2^62
+  return v <= -limit  ? -(int64_t(1) << 62)
+         : v >= limit ? (int64_t(1) << 62)
+                      : static_cast<int64_t>(v);
+}
 
 /// Decodes `proto` (raw_data or the typed fields). Returns an error message
 /// or "" on success.
@@ -110,6 +124,9 @@ struct Expr {
   Kind kind = Var;
   double value = 0;
   std::shared_ptr<const Expr> lhs, rhs;
+  /// Nodes of the expression as a tree (shared operands counted each time),
+  /// what one evaluation costs.
+  int64_t size = 1;
 
   double eval(double x) const;
 };

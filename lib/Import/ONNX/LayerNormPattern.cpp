@@ -33,7 +33,7 @@ LogicalResult onnx_import::convertReduceMean(Importer &im) {
   SmallVector<int64_t> axes = getIntsAttr(n, "axes");
   if (const HostTensor *a = im.getConstant(1)) // opset 18: an input
     for (double v : a->data)
-      axes.push_back(static_cast<int64_t>(v));
+      axes.push_back(toInt(v));
   Slot &in = im.getSlot(0);
   Value x = in.norm == NormStep::Squared ? in.base : in.value;
   if (!x)

@@ -282,7 +282,7 @@ static LogicalResult convertReshape(Importer &im) {
   int64_t total = checkedNumel(in), known = 1, inferred = -1;
   SmallVector<int64_t> shape;
   for (size_t i = 0; i < target->data.size(); ++i) {
-    auto d = static_cast<int64_t>(target->data[i]);
+    int64_t d = toInt(target->data[i]);
     if (d == 0 && getIntAttr(im.getNode(), "allowzero", 0) == 0 &&
         i < in.size())
       d = in[i];
