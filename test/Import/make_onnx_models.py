@@ -96,16 +96,19 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Token and position embeddings, blocks h.0..h.N-1, final norm, head."""
 
-    def __init__(self, vocab=32, hidden=16, heads=2, seq=8, layers=2):
+    def __init__(self, vocab=32, hidden=16, heads=2, seq=8, layers=2,
+                 positions=12):
         super().__init__()
         self.wte = nn.Embedding(vocab, hidden)
-        self.wpe = nn.Parameter(torch.randn(seq, hidden) * 0.02)
+        # More positions than the sequence: rows seq.. are unused.
+        self.wpe = nn.Embedding(positions, hidden)
         self.h = nn.ModuleList(Block(hidden, heads, seq) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden)
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, tokens):
-        x = self.wte(tokens) + self.wpe
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.wte(tokens) + self.wpe(positions)
         for block in self.h:
             x = block(x)
         return self.head(self.ln_f(x))

@@ -20,7 +20,7 @@ using namespace mlir::strata::onnx_import;
 bool onnx_import::isFoldable(StringRef opType) {
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Constant", "Identity", "Gather", "Unsqueeze", "Squeeze",
-              "Concat", "Cast", "Slice", "ConstantOfShape", "Reshape"},
+              "Concat", "Cast", "Slice", "ConstantOfShape", "Reshape", "Range"},
              true)
       .Cases({"Add", "Sub", "Mul", "Div", "Equal", "Where", "Neg", "Sqrt"},
              true)
@@ -354,6 +354,21 @@ std::string onnx_import::foldNode(const onnx::NodeProto &node,
     return foldSlice(in, out);
   if (op == "Reshape")
     return foldReshape(in, out);
+  if (op == "Range") {
+    if (in.size() < 3 || !in[1] || !in[2] || in[0]->numel() != 1 ||
+        in[1]->numel() != 1 || in[2]->numel() != 1 || in[2]->data[0] == 0)
+      return "needs scalar start, limit and a non-zero delta";
+    double start = in[0]->data[0], limit = in[1]->data[0],
+           delta = in[2]->data[0];
+    double count = std::ceil((limit - start) / delta);
+    if (!(count <= static_cast<double>(kMaxFoldElements)))
+      return "too many elements";
+    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
+      out.data.push_back(start + i * delta);
+    out.isFloat = in[0]->isFloat;
+    out.shape = {out.numel()};
+    return "";
+  }
   if (op == "ConstantOfShape") {
     HostTensor value;
     value.data = {0.0};

@@ -54,6 +54,7 @@ Value Importer::addArgument(Type type, StringRef name, DictionaryAttr attrs) {
 
 Value Importer::addParameter(StringRef name, const HostTensor &value) {
   ensureLayer();
+  ++created;
   auto type = RankedTensorType::get(value.shape, builder.getF32Type());
   // The values come from the weights file (strata-run --init); the scheme
   // here is what a run without it starts from.
@@ -156,6 +157,10 @@ FailureOr<Value> Importer::getValue(unsigned index) {
   Slot &slot = slots[name];
   if (slot.value)
     return slot.value;
+  if (!slot.rowsOf.empty())
+    return fail("'" + name + "' (the first rows of '" + slot.rowsOf +
+                "') is supported only added to a [B, S, H] tensor (learned "
+                "positions)");
   if (slot.norm != NormStep::None)
     return fail("'" + name +
                 "' is a step of a layer norm decomposition that does not "
@@ -242,6 +247,8 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
   // A node starts a layer when it is in a numbered block ("layer1.0") or
   // uses a parameter of a top-level module ("fc", "ln_f"); parameterless
   // modules ("relu", "maxpool") stay in the layer before them.
+  std::string previousLayer = pendingLayer;
+  int64_t createdBefore = created;
   std::string path = getModulePath(current.name());
   if (!path.empty()) {
     std::string name = getLayerName(path);
@@ -256,10 +263,14 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
   for (unsigned i = 0, e = current.input_size(); i < e; ++i)
     if (!current.input(i).empty() && (!getConstant(i) || isParameter(i)))
       allConstant = false;
-  if (isFoldable(current.op_type()) && allConstant)
+  if (isFoldable(current.op_type()) && allConstant) {
+    pendingLayer = previousLayer;
     return foldCurrentNode();
+  }
   if (failed(convertOperator(*this)))
     return failure();
+  if (created == createdBefore)
+    pendingLayer = previousLayer;
   for (const std::string &out : current.output())
     if (!out.empty() && !slots.count(out))
       return fail("output '" + out + "' is not supported");

@@ -165,6 +165,11 @@ struct Slot {
   /// The transpose of initializer `transposeOf` (rank 2): MatMul takes it as
   /// `transpose_b`, others get a strata.transpose.
   std::string transposeOf;
+  /// Rows 0 .. `rows` - 1 of initializer `rowsOf` (a Gather of arange or a
+  /// Slice: the learned positions of a sequence); an Add to [B, rows, H]
+  /// makes it strata.position_embedding.
+  std::string rowsOf;
+  int64_t rows = 0;
   /// A step of a decomposed layer norm of `base` (LayerNormPattern.cpp),
   /// with the epsilon and scale found so far.
   NormStep norm = NormStep::None;
@@ -204,6 +209,7 @@ public:
   /// Creates `OpTy` at the current node's location in the current layer.
   template <typename OpTy, typename... Args> OpTy create(Args &&...args) {
     ensureLayer();
+    ++created;
     OpTy op = OpTy::create(builder, nodeLoc, std::forward<Args>(args)...);
     setLayer(op.getOperation());
     return op;
@@ -247,6 +253,9 @@ private:
   llvm::StringMap<int64_t> layerIndex;
   int64_t layer = -1;
   std::string pendingLayer;
+  /// Ops and parameters created so far: a node that creates none (a
+  /// constant, a pending transpose or row range) leaves the layer as it was.
+  int64_t created = 0;
   std::vector<WeightTensor> weights;
 };
 

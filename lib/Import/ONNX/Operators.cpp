@@ -156,7 +156,29 @@ static int64_t getBroadcastAxis(ArrayRef<int64_t> big,
   return axis;
 }
 
+/// x + table[:S] for x [B, S, H] and a table [P, H] (P >= S).
+static std::optional<LogicalResult> tryPositionAdd(Importer &im) {
+  for (unsigned i = 0; i < 2; ++i) {
+    Slot rows = im.getSlot(i);
+    if (rows.rowsOf.empty())
+      continue;
+    FailureOr<Value> x = im.getValue(1 - i);
+    FailureOr<Value> table = im.getParameter(rows.rowsOf);
+    if (failed(x) || failed(table))
+      return failure();
+    ArrayRef<int64_t> sx = shapeOf(*x), st = shapeOf(*table);
+    if (sx.size() != 3 || sx[1] != rows.rows || sx[2] != st[1])
+      return im.fail("learned positions " + formatShape({rows.rows, st[1]}) +
+                     " do not fit " + formatShape(sx));
+    im.setResult(0, im.create<PositionEmbeddingOp>(*x, *table).getResult());
+    return success();
+  }
+  return std::nullopt;
+}
+
 LogicalResult onnx_import::convertTensorAdd(Importer &im) {
+  if (std::optional<LogicalResult> r = tryPositionAdd(im))
+    return *r;
   FailureOr<Value> a = im.getValue(0), b = im.getValue(1);
   if (failed(a) || failed(b))
     return failure();
@@ -433,9 +455,52 @@ static LogicalResult convertAveragePool(Importer &im) {
   return success();
 }
 
+/// Rows 0 .. rows - 1 of the rank-2 initializer input 0, pending (the
+/// learned positions of a sequence).
+static LogicalResult setRows(Importer &im, int64_t rows) {
+  const HostTensor *table = im.getConstant(0);
+  if (table->shape.size() != 2 || rows <= 0 || rows > table->shape[0])
+    return im.fail("expected the first rows of a rank-2 table");
+  Slot slot;
+  slot.rowsOf = im.getNode().input(0);
+  slot.rows = rows;
+  im.setSlot(0, std::move(slot));
+  return success();
+}
+
+/// Gather(table, arange(S)) with a constant index vector 0 .. S - 1.
+static std::optional<LogicalResult> tryPositionGather(Importer &im) {
+  const HostTensor *indices = im.getConstant(1);
+  if (!im.isParameter(0) || !indices || im.isParameter(1))
+    return std::nullopt;
+  for (int64_t i = 0; i < indices->numel(); ++i)
+    if (indices->data[i] != static_cast<double>(i))
+      return im.fail("constant indices other than 0, 1, ... (learned "
+                     "positions) are not supported");
+  return setRows(im, indices->numel());
+}
+
+/// Slice(table, [0], [S]) along axis 0 with unit steps: table[:S].
+static LogicalResult convertSlice(Importer &im) {
+  const HostTensor *starts = im.getConstant(1), *ends = im.getConstant(2);
+  const HostTensor *axes = im.getConstant(3), *steps = im.getConstant(4);
+  bool rows = im.isParameter(0) && starts && ends && starts->numel() == 1 &&
+              ends->numel() == 1 && starts->data[0] == 0 &&
+              (!axes || (axes->numel() == 1 && axes->data[0] == 0)) &&
+              (!steps || (steps->numel() == 1 && steps->data[0] == 1));
+  if (!rows)
+    return im.fail("only the first rows of a parameter (table[:S]) are "
+                   "supported");
+  int64_t n =
+      im.getConstant(0)->shape.empty() ? 0 : im.getConstant(0)->shape[0];
+  return setRows(im, std::min(toInt(ends->data[0]), n));
+}
+
 static LogicalResult convertGather(Importer &im) {
   if (getIntAttr(im.getNode(), "axis", 0) != 0)
     return im.fail("only axis 0 (an embedding lookup) is supported");
+  if (std::optional<LogicalResult> r = tryPositionGather(im))
+    return *r;
   FailureOr<Value> table = im.getValue(0), indices = im.getValue(1);
   if (failed(table) || failed(indices))
     return failure();
@@ -499,6 +564,7 @@ LogicalResult onnx_import::convertOperator(Importer &im) {
       {"GlobalAveragePool", convertAveragePool},
       {"AveragePool", convertAveragePool},
       {"Gather", convertGather},
+      {"Slice", convertSlice},
       {"LayerNormalization", convertLayerNorm},
       {"BatchNormalization", convertBatchNorm},
       {"ReduceMean", convertReduceMean},
