@@ -109,6 +109,20 @@ def main():
         helper.make_node("Sub", ["h", "m"], ["d"], name="/ln/Sub"),
         helper.make_node("Relu", ["d"], ["y"], name="/act/Relu")],
         [x_input()], [logits()], [weight()])
+    # VGG's AdaptiveAvgPool2d((7, 7)) on a 7x7 map: a 1x1 AveragePool
+    # (valid: the identity).
+    fmap = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 7, 7])
+    save("avgpool-1x1", [
+        helper.make_node("AveragePool", ["x"], ["p"], name="/avgpool/AveragePool",
+                         kernel_shape=[1, 1], strides=[1, 1]),
+        helper.make_node("Flatten", ["p"], ["f"], name="/Flatten"),
+        helper.make_node("Gemm", ["f", "w"], ["y"], name="/fc/Gemm", transB=1)],
+        [fmap], [logits()], [weight(dims=(3, 196))])
+    # A 2x2 average pool has no Strata op.
+    save("avgpool-2x2", [
+        helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                         kernel_shape=[2, 2], strides=[2, 2])],
+        [fmap], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3, 3])], [])
     with open(os.path.join(OUT, "valid.onnx"), "rb") as f:
         data = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:

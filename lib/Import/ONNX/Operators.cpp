@@ -434,7 +434,8 @@ static LogicalResult convertMaxPool(Importer &im) {
   return success();
 }
 
-/// GlobalAveragePool, or an AveragePool whose window is the whole image.
+/// GlobalAveragePool, or an AveragePool whose window is the whole image (or
+/// 1x1, the identity).
 static LogicalResult convertAveragePool(Importer &im) {
   FailureOr<Value> x = im.getValue(0);
   if (failed(x))
@@ -445,6 +446,15 @@ static LogicalResult convertAveragePool(Importer &im) {
   if (im.getNode().op_type() == "AveragePool") {
     SmallVector<int64_t> kernel = getIntsAttr(im.getNode(), "kernel_shape");
     SmallVector<int64_t> pads = getIntsAttr(im.getNode(), "pads");
+    SmallVector<int64_t> strides = getIntsAttr(im.getNode(), "strides");
+    bool unpadded = llvm::all_of(pads, [](int64_t p) { return p == 0; });
+    // A 1x1 window moving by 1: the identity (VGG's AdaptiveAvgPool2d((7,
+    // 7)) on a 7x7 feature map).
+    if (kernel == ArrayRef<int64_t>{1, 1} && unpadded &&
+        (strides.empty() || strides == ArrayRef<int64_t>{1, 1})) {
+      im.setResult(0, *x);
+      return success();
+    }
     if (kernel != ArrayRef<int64_t>{s[2], s[3]} ||
         llvm::any_of(pads, [](int64_t p) { return p != 0; }))
       return im.fail("only a window over the whole image (a global average) "
