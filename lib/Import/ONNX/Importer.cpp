@@ -147,7 +147,15 @@ FailureOr<Value> Importer::getParameter(StringRef name) {
   return slot.value;
 }
 
-Slot &Importer::getSlot(unsigned index) { return slots[node->input(index)]; }
+Slot &Importer::getSlot(unsigned index) {
+  // An absent input (past the end, or empty) reads as an empty slot.
+  if (static_cast<int>(index) >= node->input_size() ||
+      node->input(index).empty()) {
+    absentSlot = Slot();
+    return absentSlot;
+  }
+  return slots[node->input(index)];
+}
 
 FailureOr<Value> Importer::getValue(unsigned index) {
   if (static_cast<int>(index) >= node->input_size() ||

@@ -195,7 +195,8 @@ public:
   FailureOr<Value> getValue(unsigned index);
   /// Input `index` of the current node when known at import time, else null.
   const HostTensor *getConstant(unsigned index);
-  /// The slot of input `index` of the current node (which must exist).
+  /// The slot of input `index` of the current node (an empty one when the
+  /// node has no such input).
   Slot &getSlot(unsigned index);
   /// Defines output `index` of the current node as `slot`.
   void setSlot(unsigned index, Slot slot);
@@ -246,6 +247,7 @@ private:
   const onnx::NodeProto *node = nullptr;
 
   llvm::StringMap<Slot> slots;
+  Slot absentSlot;
   /// Storage of every host tensor (stable addresses).
   std::vector<std::unique_ptr<HostTensor>> tensors;
   SmallVector<DictionaryAttr> argAttrs;
