@@ -163,6 +163,9 @@ static std::string foldGather(const onnx::NodeProto &node,
   out.shape.assign(data.shape.begin(), data.shape.begin() + axis);
   out.shape.append(indices.shape.begin(), indices.shape.end());
   out.shape.append(data.shape.begin() + axis + 1, data.shape.end());
+  int64_t numel = checkedNumel(out.shape);
+  if (numel < 0 || numel > kMaxFoldElements)
+    return "result too large";
   for (int64_t o = 0; o < outer; ++o)
     for (double idx : indices.data) {
       int64_t i = toInt(idx);
@@ -243,6 +246,9 @@ static std::string foldConcat(const onnx::NodeProto &node,
         return "inputs of different shapes";
     out.shape[axis] += t->shape[axis];
   }
+  int64_t numel = checkedNumel(out.shape);
+  if (numel < 0 || numel > kMaxFoldElements)
+    return "result too large";
   for (int64_t o = 0; o < outer; ++o)
     for (const HostTensor *t : in) {
       int64_t chunk = t->numel() / std::max<int64_t>(outer, 1);
@@ -294,6 +300,9 @@ static std::string foldReshape(ArrayRef<const HostTensor *> in,
       inferred = i;
     } else if (d < 0) {
       return "invalid dimension " + std::to_string(d);
+    } else if (d > kMaxTensorElements ||
+               (d != 0 && known > kMaxTensorElements / d)) {
+      return "the shape is too large";
     } else {
       known *= d;
     }

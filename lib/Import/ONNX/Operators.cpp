@@ -310,8 +310,8 @@ static LogicalResult convertReshape(Importer &im) {
       d = in[i];
     if (d == -1 && inferred < 0)
       inferred = i;
-    else if (d <= 0)
-      return im.fail("invalid target shape " + formatShape(shape));
+    else if (d <= 0 || d > total || known > total / d)
+      return im.fail("invalid target shape for " + formatShape(in));
     else
       known *= d;
     shape.push_back(d);
