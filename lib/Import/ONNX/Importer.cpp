@@ -20,6 +20,13 @@ namespace onnx_import = mlir::strata::onnx_import;
 using namespace mlir::strata::onnx_import;
 using namespace mlir::strata;
 
+std::string onnx_import::describeType(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
 Importer::Importer(MLIRContext *context, const onnx::ModelProto &model,
                    StringRef fileName, const OnnxImportOptions &options)
     : context(context), model(model), fileName(fileName.str()),
@@ -143,6 +150,8 @@ FailureOr<Value> Importer::getParameter(StringRef name) {
   if (!slot.constant->isFloat)
     return fail("initializer '" + name +
                 "' is not a float tensor and cannot be a parameter");
+  if (slot.constant->numel() == 0)
+    return fail("initializer '" + name + "' is empty");
   slot.value = addParameter(name, *slot.constant);
   return slot.value;
 }
@@ -158,6 +167,16 @@ Slot &Importer::getSlot(unsigned index) {
 }
 
 FailureOr<Value> Importer::getValue(unsigned index) {
+  FailureOr<Value> v = getAnyValue(index);
+  if (failed(v))
+    return failure();
+  if (!cast<RankedTensorType>(v->getType()).getElementType().isF32())
+    return fail("input '" + node->input(index) +
+                "' must be a float tensor, got " + describeType(v->getType()));
+  return v;
+}
+
+FailureOr<Value> Importer::getAnyValue(unsigned index) {
   if (static_cast<int>(index) >= node->input_size() ||
       node->input(index).empty())
     return fail("input " + std::to_string(index) + " is missing");
@@ -305,8 +324,10 @@ LogicalResult Importer::addLoss() {
   Value out = it->second.value;
   auto type = cast<RankedTensorType>(out.getType());
   bool ce = options.loss == OnnxLoss::SoftmaxCrossEntropy;
-  if (ce && type.getRank() < 1)
-    return fail("softmax cross-entropy needs logits of rank at least 1");
+  if (ce && type.getRank() < 2)
+    return fail("softmax cross-entropy needs logits of rank at least 2 "
+                "([batch..., classes]), got " +
+                describeType(type));
   auto labelsType = ce ? RankedTensorType::get(type.getShape().drop_back(),
                                                builder.getI32Type())
                        : type;

@@ -74,6 +74,9 @@ sortNodes(const onnx::GraphProto &graph, std::string &error);
 /// The name of ONNX element type `dataType` ("FLOAT"), or its number.
 std::string getTypeName(int32_t dataType);
 
+/// `type` as MLIR prints it, for messages.
+std::string describeType(Type type);
+
 /// `name (op)` for messages.
 std::string describe(const onnx::NodeProto &node);
 
@@ -193,6 +196,8 @@ public:
   /// becomes a parameter of the current layer); fails when absent or when it
   /// is a non-parameter constant.
   FailureOr<Value> getValue(unsigned index);
+  /// getValue of any element type (the integer indices of Gather).
+  FailureOr<Value> getAnyValue(unsigned index);
   /// Input `index` of the current node when known at import time, else null.
   const HostTensor *getConstant(unsigned index);
   /// The slot of input `index` of the current node (an empty one when the

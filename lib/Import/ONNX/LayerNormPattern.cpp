@@ -105,7 +105,7 @@ static LogicalResult takeStep(Importer &im, Slot in, unsigned index) {
     break;
   case NormStep::Variance:
     if (std::optional<double> eps = getScalar(im, other);
-        op == "Add" && eps && *eps >= 0) {
+        op == "Add" && eps && *eps > 0) {
       in.epsilon = *eps;
       return setStep(im, in, NormStep::VarianceEps);
     }

@@ -44,7 +44,7 @@ static LogicalResult convertIdentity(Importer &im) {
     im.setSlot(0, std::move(copy));
     return success();
   }
-  FailureOr<Value> x = im.getValue(0);
+  FailureOr<Value> x = im.getAnyValue(0);
   if (failed(x))
     return failure();
   im.setResult(0, *x);
@@ -52,7 +52,7 @@ static LogicalResult convertIdentity(Importer &im) {
 }
 
 static LogicalResult convertShape(Importer &im) {
-  FailureOr<Value> x = im.getValue(0);
+  FailureOr<Value> x = im.getAnyValue(0);
   if (failed(x))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(*x);
@@ -378,6 +378,22 @@ static FailureOr<SmallVector<int64_t>> getPair(Importer &im, StringRef name,
   return v;
 }
 
+/// Whether `window` with `padding` (non-negative) fits the spatial
+/// dimensions of the NCHW `input`.
+static LogicalResult checkWindow(Importer &im, Value input,
+                                 ArrayRef<int64_t> window,
+                                 ArrayRef<int64_t> padding) {
+  ArrayRef<int64_t> s = shapeOf(input);
+  for (int i = 0; i < 2; ++i) {
+    if (padding[i] < 0 || window[i] <= 0 ||
+        s[2 + i] + 2 * padding[i] < window[i])
+      return im.fail("window " + formatShape(window) + " with padding " +
+                     formatShape(padding) + " does not fit the input " +
+                     formatShape(s));
+  }
+  return success();
+}
+
 static LogicalResult convertConv(Importer &im) {
   const onnx::NodeProto &n = im.getNode();
   if (getIntAttr(n, "group", 1) != 1)
@@ -397,6 +413,8 @@ static LogicalResult convertConv(Importer &im) {
     return im.fail("expected an NCHW input and an OIHW filter, got " +
                    formatShape(shapeOf(*x)) + " and " +
                    formatShape(shapeOf(*w)));
+  if (failed(checkWindow(im, *x, shapeOf(*w).drop_front(2), *padding)))
+    return failure();
   Value y = im.create<Conv2DOp>(*x, *w, *strides, *padding).getResult();
   if (n.input_size() > 2 && !n.input(2).empty()) {
     FailureOr<Value> b = im.getValue(2);
@@ -429,6 +447,10 @@ static LogicalResult convertMaxPool(Importer &im) {
     return failure();
   if (shapeOf(*x).size() != 4)
     return im.fail("expected an NCHW input");
+  if (failed(checkWindow(im, *x, *kernel, *padding)))
+    return failure();
+  if ((*padding)[0] >= (*kernel)[0] || (*padding)[1] >= (*kernel)[1])
+    return im.fail("padding must be smaller than the kernel");
   im.setResult(
       0, im.create<MaxPool2DOp>(*x, *kernel, *strides, *padding).getResult());
   return success();
@@ -511,7 +533,7 @@ static LogicalResult convertGather(Importer &im) {
     return im.fail("only axis 0 (an embedding lookup) is supported");
   if (std::optional<LogicalResult> r = tryPositionGather(im))
     return *r;
-  FailureOr<Value> table = im.getValue(0), indices = im.getValue(1);
+  FailureOr<Value> table = im.getValue(0), indices = im.getAnyValue(1);
   if (failed(table) || failed(indices))
     return failure();
   if (shapeOf(*table).size() != 2 ||
@@ -544,6 +566,8 @@ static LogicalResult convertLayerNorm(Importer &im) {
       shapeOf(*beta) != ArrayRef<int64_t>{h})
     return im.fail("scale and bias must be 1-D of size " + std::to_string(h));
   double eps = getFloatAttr(n, "epsilon", 1e-5f);
+  if (!(eps > 0))
+    return im.fail("epsilon must be positive");
   im.setResult(0, im.create<LayerNormOp>(*x, *gamma, *beta, llvm::APFloat(eps))
                       .getResult());
   return success();
