@@ -323,6 +323,9 @@ LogicalResult Importer::addLoss() {
     return fail("the graph output '" + name + "' is not a computed tensor");
   Value out = it->second.value;
   auto type = cast<RankedTensorType>(out.getType());
+  if (!type.getElementType().isF32())
+    return fail("the graph output '" + name + "' must be a float tensor, got " +
+                describeType(type));
   bool ce = options.loss == OnnxLoss::SoftmaxCrossEntropy;
   if (ce && type.getRank() < 2)
     return fail("softmax cross-entropy needs logits of rank at least 2 "
