@@ -18,6 +18,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   python3-sklearn python3-numpy
   coinor-libcbc-dev pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
 )
 
 missing=()

@@ -64,6 +64,21 @@ if config.strata_have_cuda:
                 config.available_features.add("multi-gpu")
     except (OSError, subprocess.SubprocessError):
         pass
+# `onnx`: strata-translate --import-onnx is built (libonnx-dev was found).
+if getattr(config, "strata_have_onnx", False):
+    config.available_features.add("onnx")
+# `torch`: STRATA_TORCH_PYTHON names a Python with torch and onnx (a virtual
+# environment); tests that export models from PyTorch run with it as
+# %torch_python.
+_torch_python = os.environ.get("STRATA_TORCH_PYTHON", "")
+if _torch_python:
+    try:
+        if _subprocess.run([_torch_python, "-c", "import torch, onnx"],
+                           capture_output=True, timeout=120).returncode == 0:
+            config.available_features.add("torch")
+            config.substitutions.append(("%torch_python", _torch_python))
+    except (OSError, _subprocess.SubprocessError):
+        pass
 if config.strata_have_mpi:
     config.available_features.add("mpi")
     import shutil
