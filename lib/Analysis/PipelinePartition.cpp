@@ -54,6 +54,26 @@ std::vector<LayerTensor> LayerGraph::tensors() const {
   return out;
 }
 
+/// Each tensor as the edge from its producer to its last reader, in the
+/// order of its first edge (what the cuts of prefixes depend on; no
+/// per-tensor reader lists, as evaluatePartition runs it many times).
+static std::vector<PartitionEdge> tensorSpans(const LayerGraph &graph) {
+  std::vector<PartitionEdge> spans;
+  spans.reserve(graph.edges.size());
+  std::map<int64_t, size_t> byId;
+  for (const PartitionEdge &edge : graph.edges) {
+    if (edge.tensor >= 0) {
+      auto [it, inserted] = byId.try_emplace(edge.tensor, spans.size());
+      if (!inserted) {
+        spans[it->second].to = std::max(spans[it->second].to, edge.to);
+        continue;
+      }
+    }
+    spans.push_back(edge);
+  }
+  return spans;
+}
+
 std::vector<double> LayerGraph::cutBytes() const {
   size_t n = layers.size();
   std::vector<double> cuts(n > 0 ? n - 1 : 0, 0.0);
@@ -62,9 +82,9 @@ std::vector<double> LayerGraph::cutBytes() const {
   // A difference array: a tensor from a last read at b adds its bytes to
   // cuts a..b-1.
   std::vector<double> delta(n, 0.0);
-  for (const LayerTensor &tensor : tensors()) {
+  for (const PartitionEdge &tensor : tensorSpans(*this)) {
     delta[tensor.from] += tensor.bytes;
-    delta[tensor.readers.back()] -= tensor.bytes;
+    delta[tensor.to] -= tensor.bytes;
   }
   double running = 0;
   for (size_t j = 0; j + 1 < n; ++j) {
@@ -486,7 +506,7 @@ PartitionEvaluation mlir::strata::evaluatePartition(
     totalForward += layer.forwardSeconds;
     totalBackward += layer.backwardSeconds;
   }
-  std::vector<LayerTensor> tensors = graph.tensors();
+  std::vector<PartitionEdge> tensors = tensorSpans(graph);
   int64_t device = 0;
   eval.fitsMemory = true;
   for (int64_t s = 0; s < stages; ++s) {
@@ -525,13 +545,13 @@ PartitionEvaluation mlir::strata::evaluatePartition(
     stage.commBytes = factor * static_cast<double>(r - 1) * params * syncs;
     // Tensors crossing the cut before the stage and the one after it.
     double input = 0;
-    for (const LayerTensor &tensor : tensors)
-      if (tensor.from < first && tensor.readers.back() >= first)
+    for (const PartitionEdge &tensor : tensors)
+      if (tensor.from < first && tensor.to >= first)
         input += tensor.bytes;
     if (s + 1 < stages) {
       double crossing = 0;
-      for (const LayerTensor &tensor : tensors)
-        if (tensor.from <= last && tensor.readers.back() > last)
+      for (const PartitionEdge &tensor : tensors)
+        if (tensor.from <= last && tensor.to > last)
           crossing += tensor.bytes;
       int64_t next = device + r;
       bool sameNode = (next - 1) / g == next / g;
