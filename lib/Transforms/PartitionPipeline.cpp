@@ -230,6 +230,8 @@ void PartitionPipelinePass::runOnOperation() {
     signalPassFailure();
   };
   PartitionOptions options;
+  // The stage attributes are layer ranges of the IR's order.
+  options.cuts = CutSpace::Prefixes;
   options.objective = objective;
   options.schedule = schedule;
   if (stages != "auto") {
@@ -329,6 +331,8 @@ LogicalResult PartitionPipelinePass::runOnStep(
 
   Builder b(func.getContext());
   const PartitionEvaluation &best = result.best;
+  // Stages are layer ranges: the options search prefixes of the layer order.
+  assert(best.order.empty() && "the pass partitions at prefixes only");
   SmallVector<PipelineStageAttr> stageAttrs;
   SmallVector<int64_t> firstDevices, memory;
   SmallVector<double> stageSeconds;
