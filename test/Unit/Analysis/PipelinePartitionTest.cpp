@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 
 #include <array>
-#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -820,14 +820,13 @@ TEST(PipelinePartition, LargeModelIsFast) {
   topo.interBandwidth = 50e9;
   topo.interLatency = 5e-6;
   topo.memoryBytes = 80.0 * 1024 * 1024 * 1024;
-  auto start = std::chrono::steady_clock::now();
+  std::clock_t start = std::clock();
   PartitionResult r = partitionPipeline(graph, topo, PartitionOptions());
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  double seconds = double(std::clock() - start) / CLOCKS_PER_SEC;
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_TRUE(r.best.fitsMemory);
-  // Generous against a loaded CI machine; bench/partition.md has timings.
+  // A guard against a blow-up, not a benchmark (bench/partition.md has the
+  // timings): processor time, which a loaded machine does not inflate.
   // Sanitizer builds (STRATA_SANITIZE) run it several times slower.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   EXPECT_LT(seconds, 100.0);
