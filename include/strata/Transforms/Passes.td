@@ -641,10 +641,11 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
 }
 
 def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
-  let summary = "Compute every matmul in bf16 with f32 accumulation";
+  let summary = "Compute matmuls and convolutions in bf16 with f32 accumulation";
   let description = [{
     Mixed precision as every modern trainer does it: with `compute=bf16`
-    (the default) every `strata.matmul` of the module gets `bf16`, so its
+    (the default) every `strata.matmul`, `strata.conv2d` and convolution
+    gradient of the module gets `bf16` (MixedPrecisionOpInterface), so its
     operands are rounded to bfloat16 (to nearest even) and their products
     summed in f32. Tensors stay f32: parameters are the f32 master weights
     the optimizer updates, and gradients, optimizer state, layer norm,
@@ -652,10 +653,16 @@ def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
     where the GEMM packs its operands (the runtime's CPU bf16 GEMM, cuBLAS's
     bf16 tensor-core mode on a GPU), so a weight is not copied to bf16 in
     memory. bf16 keeps f32's exponent range, so no loss scaling is needed.
-    Convolutions stay f32. `compute=f32` removes the marks.
+    `compute=f32` removes the marks.
+
+    A model whose tensors are bf16 (`strata-model --dtype bf16`) is first
+    widened: every bf16 tensor becomes f32 (the runtime keeps no bf16
+    tensors), and with `compute=model` exactly the ops that multiplied bf16
+    tensors compute in bf16 (the others keep their marks). With `bf16` or
+    `f32` the widening happens too, then every op is marked or unmarked.
 
     Run it after `--strata-autodiff` (it marks the gradient products too;
-    marked before autodiff, a matmul's gradient products inherit the mark).
+    marked before autodiff, a product's gradient products inherit the mark).
     `--strata-tile-gemm` leaves `bf16` matmuls alone: the bf16 GEMM has its
     own blocking.
 
@@ -667,15 +674,17 @@ def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
   let options = [
     Option<"compute", "compute", "::mlir::strata::ComputePrecision",
            /*default=*/"::mlir::strata::ComputePrecision::BF16",
-           "Arithmetic of the matmuls: bf16 or f32",
+           "Arithmetic of the matmuls and convolutions: bf16, f32 or model",
            [{::llvm::cl::values(
              clEnumValN(::mlir::strata::ComputePrecision::BF16, "bf16",
                         "bf16 operands, f32 accumulation"),
              clEnumValN(::mlir::strata::ComputePrecision::F32, "f32",
-                        "f32 throughout"))}]>,
+                        "f32 throughout"),
+             clEnumValN(::mlir::strata::ComputePrecision::Model, "model",
+                        "bf16 where the model's tensors were bf16"))}]>,
   ];
   let statistics = [
-    Statistic<"numMarked", "bf16-matmuls", "Matmuls computing in bf16">,
+    Statistic<"numMarked", "bf16-ops", "Matmuls and convolutions computing in bf16">,
   ];
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
