@@ -516,9 +516,13 @@ def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
     kc = 256 clamped to the problem, and the register tile among 12x32, 8x32,
     4x32, 8x16, 4x16 that wastes the least padded work), or is an error at
     the matmul with `fallback=none`. Without `db`, every matmul gets the
-    analytic tiling. A `bf16` matmul (`--strata-mixed-precision`) gets none
-    (and loses one it had): the runtime's bf16 GEMM has its own blocking. A database that cannot be read, is malformed, or holds
-    GPU tilings is an error.
+    analytic tiling. A `bf16` matmul (`--strata-mixed-precision`) is keyed
+    by dtype `bf16`: its tiling from the database blocks the runtime's bf16
+    GEMM (mc, nc, kc on the register tile of the bf16 path the CPU runs;
+    `strata-tune` measures bf16 GEMMs with that kernel). Without a database
+    entry it gets no tiling (and loses one it had), so the bf16 GEMM runs its
+    path's own blocking: the analytic model is the f32 GEMM's. A database
+    that cannot be read, is malformed, or holds GPU tilings is an error.
 
     Example:
 
@@ -663,8 +667,7 @@ def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
 
     Run it after `--strata-autodiff` (it marks the gradient products too;
     marked before autodiff, a product's gradient products inherit the mark).
-    `--strata-tile-gemm` leaves `bf16` matmuls alone: the bf16 GEMM has its
-    own blocking.
+    `--strata-tile-gemm` gives `bf16` matmuls tilings of the bf16 GEMM.
 
     ```
     strata-opt step.mlir --strata-mixed-precision

@@ -113,5 +113,44 @@ TEST(KernelsBf16, Conv2dGradsRoundTheirOperands) {
   }
 }
 
+// A bf16 matmul's tiling attributes block the bf16 GEMM (a register tile of
+// the bf16 paths, which the f32 GEMM does not have, is accepted); the result
+// is the rounded operands' product whatever the tiling.
+TEST(KernelsBf16, MatmulTilingAttributes) {
+  Random rng(63);
+  HostTensor a = rng.tensor({3, 41, 29}), b = rng.tensor({29, 37});
+  Vec expected = ref::matmul(rounded(a), a.desc.shape, rounded(b), b.desc.shape,
+                             false, false);
+  for (GemmTiling t : {GemmTiling{64, 64, 32, 32, 32},
+                       GemmTiling{24, 96, 16, 12, 32}, GemmTiling()}) {
+    HostTensor out = f32({3, 41, 37});
+    Attrs attrs = makeAttrs({{"bf16", 1},
+                             {"mc", t.mc},
+                             {"nc", t.nc},
+                             {"kc", t.kc},
+                             {"mr", t.mr},
+                             {"nr", t.nr}});
+    runKernel("matmul", {&a, &b}, {&out}, attrs, 2);
+    expectClose(out.f, expected, kRtol, 1e-5 * 29,
+                "bf16 matmul with tiling " + std::to_string(t.mc) + "," +
+                    std::to_string(t.nc) + "," + std::to_string(t.kc));
+  }
+  std::vector<TensorDesc> in = {desc({41, 29}), desc({29, 37})};
+  std::vector<TensorDesc> out = {desc({41, 37})};
+  auto tiled = [](double bf16, double mr, double nr) {
+    return makeAttrs({{"bf16", bf16},
+                      {"mc", 64},
+                      {"nc", 64},
+                      {"kc", 32},
+                      {"mr", mr},
+                      {"nr", nr}});
+  };
+  EXPECT_EQ(verifyMessage("matmul", in, out, tiled(1, 32, 32)), "");
+  EXPECT_NE(verifyMessage("matmul", in, out, tiled(0, 32, 32)), "");
+  EXPECT_NE(verifyMessage("matmul", in, out, tiled(1, 32, 16))
+                .find("unsupported bf16 gemm register tile"),
+            std::string::npos);
+}
+
 } // namespace
 } // namespace strata::rt::test
