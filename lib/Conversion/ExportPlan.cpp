@@ -4,11 +4,13 @@
 // carry buffers (--strata-lower-to-plan). Instructions are the strata ops in
 // program order: the plan op is the op's mnemonic and its attributes are the
 // op's inherent attributes, serialised generically (booleans and units as
-// 0/1, integers, floats, integer arrays).
+// 0/1, integers, floats, integer arrays). A step of bf16 tensors is widened
+// first (Bf16Tensors.h): the runtime keeps f32 tensors.
 //
 //===----------------------------------------------------------------------===//
 
 #include "strata/Analysis/BufferLiveness.h"
+#include "strata/Conversion/Bf16Tensors.h"
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 
@@ -485,6 +487,16 @@ LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os,
            << "expected exactly one training step (strata.train_step), found "
            << steps.size() << "; run --strata-autodiff first";
   func::FuncOp func = steps.front();
+  if (hasBf16Tensors(module)) {
+    // The runtime keeps f32 tensors: a bf16 model trains in mixed precision.
+    if (func->hasAttr(StrataDialect::getArenaBytesAttrName()))
+      return emitError(func.getLoc())
+             << "the step has bf16 tensors and buffers planned for them, "
+                "but the runtime keeps f32 tensors (bf16 only in matmul and "
+                "convolution arithmetic): run --strata-mixed-precision before "
+                "--strata-plan-buffers (or use --strata-train-pipeline)";
+    widenBf16Tensors(module);
+  }
   if (!func->hasAttr(StrataDialect::getArenaBytesAttrName())) {
     if (failed(assignBuffers(func)))
       return failure();

@@ -44,6 +44,9 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].info().attr(AttrId::Lr))
       planLearningRates.push_back({i, (*program)[i].attrs.lr});
+  for (size_t i = 0; i < program->size(); ++i)
+    if ((*program)[i].attrs.bf16)
+      planBf16.push_back(i);
   if (plan.stages > 1) {
     int64_t replica = plan.ranks[options.rank].replica;
     for (int64_t stage = 0; stage < plan.stages; ++stage)
@@ -215,6 +218,11 @@ Status Executor::checkIndexOperands(size_t index) const {
 void Executor::setLearningRates(const std::function<double(double)> &rate) {
   for (auto [index, planned] : planLearningRates)
     (*program)[index].attrs.lr = rate(planned);
+}
+
+void Executor::setBf16Products(bool on) {
+  for (size_t index : planBf16)
+    (*program)[index].attrs.bf16 = on;
 }
 
 Status Executor::runStep(int64_t step, float &loss) {

@@ -233,10 +233,17 @@ Status GradChecker::checkParameter(size_t p) {
 
 Status GradChecker::finish() {
   // Leave the model as it was: recompute the forward at the original point.
+  executor.setBf16Products(true);
   double unused = 0;
   if (Status status = forward(unused); !status.ok())
     return status;
   int64_t total = static_cast<int64_t>(result.samples.size());
+  if (options.log && executor.countBf16Products() > 0)
+    std::fprintf(options.log,
+                 "gradcheck: gradients of the plan's bf16 step against "
+                 "differences of its %s forward (%zu bf16 instructions)\n",
+                 options.f32Reference ? "f32" : "bf16",
+                 executor.countBf16Products());
   if (options.log)
     std::fprintf(options.log,
                  "gradcheck: %lld of %lld elements within tolerance "
@@ -268,9 +275,14 @@ Status checkGradients(Executor &executor, DataSource &data,
   data.fill(/*step=*/1, executor.getTensors(), &executor.getPool());
   GradChecker checker(executor, options, result);
   Status status = checker.computeGradients();
+  // The differences below run the f32 forward of a mixed-precision plan.
+  if (options.f32Reference)
+    executor.setBf16Products(false);
   for (size_t p = 0; status.ok() && p < executor.getPlan().parameters.size();
        ++p)
     status = checker.checkParameter(p);
+  if (!status.ok())
+    executor.setBf16Products(true);
   return status.ok() ? checker.finish() : status;
 }
 

@@ -396,6 +396,13 @@ Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
          "unknown kind \"" + kind +
              "\" (expected param, grad, state, input or activation)");
   std::string dtype = readStringField(entry, "dtype", where);
+  if (dtype == "bf16")
+    fail(member(where, "dtype"),
+         "bf16 tensors are not supported: the runtime keeps f32 tensors and "
+         "computes bf16 matmuls and convolutions on them; compile the model "
+         "with strata-opt --strata-mixed-precision (before "
+         "--strata-plan-buffers), or export it with strata-translate "
+         "--export-plan, which widens an unplanned bf16 step itself");
   if (!parseDType(dtype, buffer.desc.dtype))
     fail(member(where, "dtype"),
          "unknown dtype \"" + dtype + "\" (expected f32 or i32)");

@@ -1145,7 +1145,7 @@ Status train(const TrainOptions &options, TrainResult &result) {
     rankOptions.tracePath = rankPath(options.tracePath, result.rank, ".json");
 
   if (options.gradientSamples > 0) {
-    GradCheckOptions check;
+    GradCheckOptions check = options.gradientCheck;
     check.samplesPerParameter = options.gradientSamples;
     check.seed = result.seed;
     check.log = rankOptions.log;

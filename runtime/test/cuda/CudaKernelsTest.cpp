@@ -509,6 +509,25 @@ std::vector<Case> makeCases() {
     add("conv2d_grad_input", c.label, {t(y), t(c.w)}, {desc(c.x)}, a);
     add("conv2d_grad_filter", c.label, {t(y), t(c.x)}, {desc(c.w)}, a);
   }
+  // bf16 convolutions (--strata-mixed-precision) against the CPU's bf16
+  // im2col GEMMs, with the bf16 matmuls' tolerance.
+  for (const ConvConfig &c : {convs[0], convs[3]}) {
+    Shape y = {c.x[0], c.w[0],
+               outSize(c.x[2], c.w[2], c.strides[0], c.padding[0]),
+               outSize(c.x[3], c.w[3], c.strides[1], c.padding[1])};
+    Attrs a =
+        attrs({{"bf16", 1}}, {{"strides", c.strides}, {"padding", c.padding}});
+    // (add returns a reference into a growing vector: use it at once.)
+    auto loosen = [](Case &bf16) {
+      bf16.rtol = 1e-2;
+      bf16.atol = 5e-2;
+    };
+    loosen(add("conv2d", "bf16 " + c.label, {t(c.x), t(c.w)}, {desc(y)}, a));
+    loosen(add("conv2d_grad_input", "bf16 " + c.label, {t(y), t(c.w)},
+               {desc(c.x)}, a));
+    loosen(add("conv2d_grad_filter", "bf16 " + c.label, {t(y), t(c.x)},
+               {desc(c.w)}, a));
+  }
 
   // Pooling.
   struct PoolConfig {

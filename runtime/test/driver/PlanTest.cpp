@@ -389,6 +389,16 @@ TEST_F(PlanRejection, UnknownDType) {
   expectRejected("buffers[0].dtype: unknown dtype \"f16\"");
 }
 
+// bf16 buffers are refused with what to do: mixed precision keeps f32
+// tensors and marks the products.
+TEST_F(PlanRejection, Bf16DType) {
+  plan["buffers"][0]["dtype"] = "bf16";
+  expectRejected("buffers[0].dtype: bf16 tensors are not supported: the "
+                 "runtime keeps f32 tensors and computes bf16 matmuls and "
+                 "convolutions on them; compile the model with strata-opt "
+                 "--strata-mixed-precision");
+}
+
 TEST_F(PlanRejection, UnknownKind) {
   plan["buffers"][0]["kind"] = "weights";
   expectRejected("buffers[0].kind: unknown kind \"weights\"");

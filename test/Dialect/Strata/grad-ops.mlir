@@ -31,6 +31,11 @@ func.func @grads(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>
   %8 = strata.conv2d_grad_input %dc, %w strides = [2, 2] padding = [1, 1] : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
   // CHECK: strata.conv2d_grad_filter %{{.+}}, %{{.+}} strides = [2, 2] padding = [1, 1] : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
   %9 = strata.conv2d_grad_filter %dc, %img strides = [2, 2] padding = [1, 1] : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+  // The bf16 variants (gradients of a bf16 conv2d).
+  // CHECK: strata.conv2d_grad_input %{{.+}}, %{{.+}} strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %dx_bf16 = strata.conv2d_grad_input %dc, %w strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  // CHECK: strata.conv2d_grad_filter %{{.+}}, %{{.+}} strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+  %dw_bf16 = strata.conv2d_grad_filter %dc, %img strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
   // CHECK: strata.max_pool2d_grad %{{.+}}, %{{.+}} kernel = [2, 2] strides = [2, 2] padding = [0, 0] : (tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
   %10 = strata.max_pool2d_grad %dp, %img kernel = [2, 2] strides = [2, 2] padding = [0, 0] : (tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
   // CHECK: strata.global_avg_pool_grad %{{.+}} : tensor<2x3xf32> -> tensor<2x3x8x8xf32>

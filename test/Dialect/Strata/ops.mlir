@@ -81,8 +81,8 @@ func.func @cnn(%x: tensor<2x3x32x32xbf16>, %w: tensor<8x3x3x3xbf16>, %cb: tensor
   %cbias = strata.bias_add %c, %cb axis = 1 : (tensor<2x8x32x32xbf16>, tensor<8xbf16>) -> tensor<2x8x32x32xbf16>
   // CHECK: strata.max_pool2d %{{.+}} kernel = [2, 2] strides = [2, 2] padding = [0, 0] : tensor<2x8x32x32xbf16> -> tensor<2x8x16x16xbf16>
   %p = strata.max_pool2d %cbias kernel = [2, 2] strides = [2, 2] padding = [0, 0] : tensor<2x8x32x32xbf16> -> tensor<2x8x16x16xbf16>
-  // CHECK: strata.conv2d %{{.+}}, %{{.+}} strides = [2, 2] padding = [0, 0] : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
-  %c2 = strata.conv2d %p, %w2 strides = [2, 2] padding = [0, 0] : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
+  // CHECK: strata.conv2d %{{.+}}, %{{.+}} strides = [2, 2] padding = [0, 0] bf16 : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
+  %c2 = strata.conv2d %p, %w2 strides = [2, 2] padding = [0, 0] bf16 : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
   // CHECK: strata.global_avg_pool %{{.+}} : tensor<2x8x8x8xbf16> -> tensor<2x8xbf16>
   %g = strata.global_avg_pool %c2 : tensor<2x8x8x8xbf16> -> tensor<2x8xbf16>
   // CHECK: strata.flatten %{{.+}} : tensor<2x8x8x8xbf16> -> tensor<2x512xbf16>

@@ -285,7 +285,10 @@ def Strata_GemmTilingAttr : Strata_Attr<"GemmTiling", "gemm_tiling"> {
     GEMM. `strata-translate --export-plan` writes the five numbers as the
     matmul instruction's `mc`, `nc`, `kc`, `mr`, `nr` attributes; the plan
     loader checks that the register tile is one the micro-kernel has. `mc` is
-    a multiple of `mr` and `nc` of `nr`.
+    a multiple of `mr` and `nc` of `nr`. On a `bf16` matmul the numbers block
+    the bf16 GEMM (a database entry keyed `bf16`): `mc`, `nc`, `kc` on the
+    register tile of the bf16 path the CPU runs (32x32 with AMX, 12x32 with
+    AVX512-BF16, an f32 tile for the fallback).
 
     ```mlir
     %y = strata.matmul %x, %w {strata.gemm_tiling = #strata.gemm_tiling<mc = 96, nc = 2048, kc = 256, mr = 12, nr = 32>} : (tensor<128x768xf32>, tensor<768x768xf32>) -> tensor<128x768xf32>

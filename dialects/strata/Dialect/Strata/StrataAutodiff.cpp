@@ -241,13 +241,16 @@ LogicalResult Conv2DOp::buildGradients(OpBuilder &b,
                                        ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  Value dx = Conv2DGradInputOp::create(b, getLoc(), getInput().getType(), dy,
-                                       getFilter(), getStridesAttr(),
+  // The gradient products compute in the forward product's precision.
+  auto dx = Conv2DGradInputOp::create(b, getLoc(), getInput().getType(), dy,
+                                      getFilter(), getStridesAttr(),
+                                      getPaddingAttr());
+  auto dw = Conv2DGradFilterOp::create(b, getLoc(), getFilter().getType(), dy,
+                                       getInput(), getStridesAttr(),
                                        getPaddingAttr());
-  Value dw = Conv2DGradFilterOp::create(b, getLoc(), getFilter().getType(), dy,
-                                        getInput(), getStridesAttr(),
-                                        getPaddingAttr());
-  operandGrads.append({dx, dw});
+  dx.setBf16(getBf16());
+  dw.setBf16(getBf16());
+  operandGrads.append({dx.getResult(), dw.getResult()});
   return success();
 }
 

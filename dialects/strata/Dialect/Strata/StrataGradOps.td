@@ -214,44 +214,52 @@ def Strata_PositionEmbeddingGradOp : Strata_ComputeOp<"position_embedding_grad">
 // Gradients of convolutional ops
 //===----------------------------------------------------------------------===//
 
-def Strata_Conv2DGradInputOp : Strata_ComputeOp<"conv2d_grad_input"> {
+def Strata_Conv2DGradInputOp : Strata_ComputeOp<"conv2d_grad_input",
+    [DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{
     The input gradient `[N, C, H, W]` (the result type) of a `conv2d` with the
     same `strides` and `padding`, from the output gradient and the filter.
-    Cost: the FLOPs of the forward convolution.
+    `bf16`: computed in bf16 with f32 accumulation (as the forward `conv2d`
+    with `bf16`, whose gradient it is). Cost: the FLOPs of the forward
+    convolution.
 
     ```mlir
     %dx = strata.conv2d_grad_input %dy, %w strides = [1, 1] padding = [1, 1] : (tensor<8x64x32x32xf32>, tensor<64x3x3x3xf32>) -> tensor<8x3x32x32xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$filter,
-                       Strata_Pair:$strides, Strata_Pair:$padding);
+                       Strata_Pair:$strides, Strata_Pair:$padding,
+                       UnitAttr:$bf16);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $filter `strides` `=` $strides `padding` `=` $padding attr-dict
-    `:` functional-type(operands, results)
+    $grad `,` $filter `strides` `=` $strides `padding` `=` $padding
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Strata_Conv2DGradFilterOp : Strata_ComputeOp<"conv2d_grad_filter"> {
+def Strata_Conv2DGradFilterOp : Strata_ComputeOp<"conv2d_grad_filter",
+    [DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "gradient of conv2d with respect to its filter";
   let description = [{
     The filter gradient `[F, C, KH, KW]` (the result type) of a `conv2d` with
     the same `strides` and `padding`, from the output gradient and the input.
-    Cost: the FLOPs of the forward convolution.
+    `bf16`: computed in bf16 with f32 accumulation (as the forward `conv2d`
+    with `bf16`, whose gradient it is). Cost: the FLOPs of the forward
+    convolution.
 
     ```mlir
     %dw = strata.conv2d_grad_filter %dy, %x strides = [1, 1] padding = [1, 1] : (tensor<8x64x32x32xf32>, tensor<8x3x32x32xf32>) -> tensor<64x3x3x3xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$input,
-                       Strata_Pair:$strides, Strata_Pair:$padding);
+                       Strata_Pair:$strides, Strata_Pair:$padding,
+                       UnitAttr:$bf16);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $input `strides` `=` $strides `padding` `=` $padding attr-dict
-    `:` functional-type(operands, results)
+    $grad `,` $input `strides` `=` $strides `padding` `=` $padding
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -68,7 +68,8 @@ class Strata_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
 // Dense algebra
 //===----------------------------------------------------------------------===//
 
-def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable]> {
+def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable,
+    DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "matrix product, optionally batched and transposed";
   let description = [{
     Computes `op(lhs) · op(rhs)` over the last two dimensions, where `op`
@@ -353,7 +354,8 @@ def Strata_FlattenOp : Strata_InferredOp<"flatten", [Strata_Differentiable],
 // Convolutional networks
 //===----------------------------------------------------------------------===//
 
-def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable]> {
+def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable,
+    DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "2-D convolution, NCHW input and OIHW filter";
   let description = [{
     Cross-correlation of an input `[N, C, H, W]` with a filter `[F, C, KH, KW]`
@@ -361,18 +363,24 @@ def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable]> {
     The result is `[N, F, (H + 2ph - KH) / sh + 1, (W + 2pw - KW) / sw + 1]`.
     Bias is a separate `strata.bias_add ... axis = 1`.
 
-    Cost: `2 · N · F · OH · OW · C · KH · KW` FLOPs.
+    With `bf16` (set by `--strata-mixed-precision`), the input and filter are
+    rounded to bfloat16 as the im2col GEMM packs them and the products are
+    summed in f32, as for a `bf16` matmul; the gradient ops inherit it.
+
+    Cost: `2 · N · F · OH · OW · C · KH · KW` FLOPs (at the target's bf16
+    peak with `bf16`).
 
     ```mlir
     %y = strata.conv2d %x, %w strides = [1, 1] padding = [1, 1] : (tensor<8x3x224x224xf32>, tensor<64x3x3x3xf32>) -> tensor<8x64x224x224xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$filter,
-                       Strata_Pair:$strides, Strata_Pair:$padding);
+                       Strata_Pair:$strides, Strata_Pair:$padding,
+                       UnitAttr:$bf16);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $filter `strides` `=` $strides `padding` `=` $padding attr-dict
-    `:` functional-type(operands, results)
+    $input `,` $filter `strides` `=` $strides `padding` `=` $padding
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
