@@ -172,6 +172,12 @@ Status Executor::syncToHost() const {
   return backend->download(buffers);
 }
 
+void Executor::setEvaluation(bool evaluation) {
+  context.evaluation = evaluation;
+  if (backend)
+    backend->setEvaluation(evaluation);
+}
+
 void Executor::initialize(uint64_t seed) {
   for (const Parameter &param : plan.parameters)
     initializeTensor(tensors[param.buffer], param.init, seed, param.name,

@@ -573,10 +573,82 @@ static LogicalResult convertLayerNorm(Importer &im) {
   return success();
 }
 
+/// Whether the BatchNormalization node computes batch statistics: the
+/// `training_mode` attribute (opset 14+), or before opset 14 the running
+/// statistics among its outputs (training graphs ask for them).
+static bool isTrainingBatchNorm(const onnx::NodeProto &n) {
+  if (findAttr(n, "training_mode"))
+    return getIntAttr(n, "training_mode", 0) != 0;
+  return n.output_size() > 1 && !n.output(1).empty();
+}
+
+/// BatchNormalization in training mode (torch.onnx.export with
+/// training=TrainingMode.TRAINING): strata.batch_norm with the running
+/// mean and variance initializers as running statistics. ONNX's momentum
+/// weighs the old statistic (PyTorch's is 1 - it); the running variance
+/// follows PyTorch, the exporter's source, and takes the unbiased batch
+/// variance (ONNX's reference says the biased one).
 static LogicalResult convertBatchNorm(Importer &im) {
-  return im.fail("batch normalisation has no Strata op yet; export with "
-                 "model.eval(), which folds it into the preceding Conv "
-                 "(inference form)");
+  const onnx::NodeProto &n = im.getNode();
+  if (n.input_size() != 5 ||
+      llvm::any_of(n.input(), [](const std::string &s) { return s.empty(); }))
+    return im.fail("expects 5 inputs (X, scale, B, input_mean, input_var), "
+                   "got " +
+                   std::to_string(n.input_size()));
+  if (!isTrainingBatchNorm(n))
+    return im.fail(
+        "batch normalisation in inference form (training_mode = 0) uses "
+        "fixed statistics, which Strata does not train; export with "
+        "training=torch.onnx.TrainingMode.TRAINING (batch statistics and "
+        "running statistics), or let the exporter fold it into the Conv "
+        "(model.eval() with do_constant_folding=True)");
+  if (n.output_size() > 3 && !n.output(3).empty())
+    return im.fail("the saved mean and variance outputs (opset 9) are not "
+                   "supported");
+  FailureOr<Value> x = im.getValue(0), gamma = im.getValue(1),
+                   beta = im.getValue(2);
+  if (failed(x) || failed(gamma) || failed(beta))
+    return failure();
+  ArrayRef<int64_t> s = shapeOf(*x);
+  if (s.size() < 2)
+    return im.fail("expected an input [N, C, ...], got " + formatShape(s));
+  int64_t channels = s[1], values = checkedNumel(s) / channels;
+  if (values < 2)
+    return im.fail("the input " + formatShape(s) +
+                   " has one value per channel; batch statistics need more");
+  for (unsigned i = 1; i < 5; ++i) {
+    const Slot &slot = im.getSlot(i);
+    ArrayRef<int64_t> shape =
+        i < 3 ? shapeOf(i == 1 ? *gamma : *beta)
+              : (slot.constant ? ArrayRef<int64_t>(slot.constant->shape)
+                               : ArrayRef<int64_t>());
+    if (i >= 3 && !slot.constant)
+      return im.fail("input '" + n.input(i) +
+                     "' must be an initializer (a running statistic of the "
+                     "model)");
+    if (shape != ArrayRef<int64_t>{channels})
+      return im.fail("input '" + n.input(i) + "' must be 1-D of the " +
+                     std::to_string(channels) + " channels, got " +
+                     formatShape(shape));
+  }
+  FailureOr<Value> mean = im.getRunningStat(3, InitKind::zeros);
+  FailureOr<Value> var = failed(mean) ? FailureOr<Value>(failure())
+                                      : im.getRunningStat(4, InitKind::ones);
+  if (failed(var))
+    return failure();
+  double eps = getFloatAttr(n, "epsilon", 1e-5f);
+  // 1 - momentum in f32, as the file holds it (0.9f gives 0.1 + 2.4e-8).
+  double momentum = 1.0f - getFloatAttr(n, "momentum", 0.9f);
+  if (!(eps > 0))
+    return im.fail("epsilon must be positive");
+  if (!(momentum >= 0 && momentum <= 1))
+    return im.fail("momentum must lie in [0, 1]");
+  auto op = im.create<BatchNormOp>(*x, *gamma, *beta, *mean, *var,
+                                   llvm::APFloat(eps), llvm::APFloat(momentum));
+  im.setResult(0, op.getResult());
+  im.setResult(1, op.getNewRunningMean());
+  im.setResult(2, op.getNewRunningVar());
+  return success();
 }
 
 LogicalResult onnx_import::convertOperator(Importer &im) {

@@ -106,8 +106,14 @@ struct OpInfo {
   int numOutputs;
   uint32_t traits;
   std::vector<OpAttrSpec> attrs;
-  /// kInPlace ops: output #i is the buffer of input #inPlace[i].
+  /// kInPlace ops: output #i is the buffer of input #inPlace[i], or a fresh
+  /// buffer when inPlace[i] is -1 (batch_norm's normalised output); empty
+  /// for other ops.
   std::vector<int> inPlace;
+  /// The input whose buffer output `o` updates in place, or -1.
+  int inPlaceInput(size_t o) const {
+    return o < inPlace.size() ? inPlace[o] : -1;
+  }
   /// kIndexOperands ops.
   IndexOperandSpec indexOperand;
 

@@ -343,6 +343,10 @@ void CudaBackend::setCompression(CompressionState *compression) {
   context_.compression = compression;
 }
 
+void CudaBackend::setEvaluation(bool evaluation) {
+  context_.evaluation = evaluation;
+}
+
 Status CudaBackend::orderAfterSends() {
   Status result = Status::success();
   for (std::unique_ptr<Request> &request : context_.pendingSends)

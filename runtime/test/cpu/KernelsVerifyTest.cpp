@@ -72,6 +72,29 @@ TEST(KernelsVerify, ShapeMismatch) {
   EXPECT_EQ(verifyMessage("layer_norm", {desc({2, 8}), desc({7}), desc({8})},
                           {desc({2, 8})}),
             "input #1 must have shape [8], got [7]");
+  EXPECT_EQ(
+      verifyMessage(
+          "batch_norm",
+          {desc({2, 8, 3, 3}), desc({8}), desc({8}), desc({7}), desc({8})},
+          {desc({2, 8, 3, 3}), desc({8}), desc({8}), desc({8}), desc({8})}),
+      "input #3 must have shape [8], got [7]");
+  EXPECT_EQ(
+      verifyMessage("batch_norm",
+                    {desc({1, 8}), desc({8}), desc({8}), desc({8}), desc({8})},
+                    {desc({1, 8}), desc({8}), desc({8}), desc({8}), desc({8})}),
+      "input #0 [1, 8] has one value per channel; batch normalisation "
+      "needs more");
+  EXPECT_EQ(
+      verifyMessage("batch_norm",
+                    {desc({2, 8}), desc({8}), desc({8}), desc({8}), desc({8})},
+                    {desc({2, 8}), desc({8}), desc({8}), desc({8}), desc({8})},
+                    makeAttrs({{"momentum", 1.5}})),
+      "attribute 'momentum' must lie in [0, 1], got 1.5");
+  EXPECT_EQ(verifyMessage("batch_norm_grad",
+                          {desc({2, 8, 3}), desc({2, 8, 4}), desc({8}),
+                           desc({8}), desc({8})},
+                          {desc({2, 8, 4}), desc({8}), desc({8})}),
+            "input #0 must have shape [2, 8, 4], got [2, 8, 3]");
   EXPECT_EQ(verifyMessage("reshape", {desc({2, 3})}, {desc({7})}),
             "output #0 must have 6 elements like input #0, got shape [7]");
   EXPECT_EQ(verifyMessage("flatten", {desc({2, 3, 4})}, {desc({6, 4})}),

@@ -233,6 +233,13 @@ TEST_F(PlanContract, ExportedPlansMatchTheTable) {
   cnn.classes = 4;
   merge(checkPlan(compile(mstrata::buildCNN(&context, cnn),
                           "strata-autodiff{optimizer=sgd lr=0.1}")));
+  // Batch normalisation (in-place running statistics), pipelined.
+  cnn.batchNorm = true;
+  merge(checkPlan(compile(mstrata::buildCNN(&context, cnn),
+                          "strata-autodiff{optimizer=sgd lr=0.1},"
+                          "strata-schedule-pipeline{stages=2 "
+                          "micro-batches=2 schedule=gpipe}")));
+  EXPECT_TRUE(seen.count("batch_norm") && seen.count("batch_norm_grad"));
   merge(checkPlan(compile(mstrata::buildMLP(&context, mlp),
                           "strata-autodiff{optimizer=sgd lr=0.1},"
                           "strata-compress-activations{format=auto "

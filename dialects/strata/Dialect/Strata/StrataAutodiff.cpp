@@ -164,6 +164,27 @@ LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+SmallVector<Value> BatchNormOp::getSavedForBackward() {
+  return {getInput(), getGamma(), getSavedMean(), getSavedInvStd()};
+}
+
+LogicalResult
+BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  // Only the normalised output carries a gradient: the batch statistics and
+  // the running statistics are not differentiated (as in PyTorch).
+  if (!resultGrads[0]) {
+    operandGrads.append(getNumOperands(), Value());
+    return success();
+  }
+  auto grads =
+      BatchNormGradOp::create(b, getLoc(), resultGrads[0], getInput(),
+                              getGamma(), getSavedMean(), getSavedInvStd());
+  operandGrads.append({grads.getInputGrad(), grads.getGammaGrad(),
+                       grads.getBetaGrad(), Value(), Value()});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Embeddings
 //===----------------------------------------------------------------------===//

@@ -151,6 +151,34 @@ def Strata_LayerNormGradOp : Strata_InferredOp<"layer_norm_grad"> {
   }];
 }
 
+def Strata_BatchNormGradOp : Strata_InferredOp<"batch_norm_grad"> {
+  let summary = "gradients of batch normalisation (training mode)";
+  let description = [{
+    From the gradient of the output, the batch norm's input, `gamma` and the
+    batch statistics its forward pass saved (`mean`, `inv_std`), computes
+    the gradients of the input, `gamma` and `beta`. Per channel, over the `m`
+    values of the batch, with `x̂ = (x - mean) · inv_std`:
+    `beta_grad = Σ grad`, `gamma_grad = Σ grad · x̂` and
+    `input_grad = gamma · inv_std / m · (m · grad - beta_grad - x̂ · gamma_grad)`
+    (the batch statistics depend on the input). Cost: ten FLOPs per input
+    element.
+
+    ```mlir
+    %dx, %dg, %db = strata.batch_norm_grad %dy, %x, %g, %mean, %istd : (tensor<8x64x56x56xf32>, tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$input,
+                       Strata_FloatTensor:$gamma, Strata_FloatTensor:$mean,
+                       Strata_FloatTensor:$inv_std);
+  let results = (outs Strata_FloatTensor:$input_grad,
+                      Strata_FloatTensor:$gamma_grad,
+                      Strata_FloatTensor:$beta_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $gamma `,` $mean `,` $inv_std attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Strata_BiasAddGradOp : Strata_ComputeOp<"bias_add_grad"> {
   let summary = "gradient of a bias: sum over every other dimension";
   let description = [{

@@ -329,6 +329,68 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *context,
 int64_t LayerNormOp::getFlops() { return 8 * getNumElements(getResult()); }
 
 //===----------------------------------------------------------------------===//
+// BatchNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 2)
+    return emitOptionalError(loc,
+                             "input must have rank >= 2 ([N, C, ...]), "
+                             "got ",
+                             *input);
+  int64_t channels = input->getDimSize(1);
+  if (input->getNumElements() / channels < 2)
+    return emitOptionalError(loc,
+                             "batch normalisation needs more than one value "
+                             "per channel, got ",
+                             *input);
+  SmallVector<Type> stats;
+  for (auto [value, name] :
+       {std::pair(adaptor.getGamma(), "gamma"),
+        std::pair(adaptor.getBeta(), "beta"),
+        std::pair(adaptor.getRunningMean(), "running_mean"),
+        std::pair(adaptor.getRunningVar(), "running_var")}) {
+    FailureOr<RankedTensorType> vector = getRanked(loc, value.getType(), name);
+    if (failed(vector) ||
+        failed(checkSameElementType(loc, *input, *vector, "input", name)))
+      return failure();
+    if (vector->getRank() != 1 || vector->getDimSize(0) != channels)
+      return emitOptionalError(loc, name, " must be 1-D of the ", channels,
+                               " channels, got ", *vector);
+    stats.push_back(*vector);
+  }
+  if (!(adaptor.getEpsilon().convertToDouble() > 0.0))
+    return emitOptionalError(loc, "epsilon must be positive");
+  double momentum = adaptor.getMomentum().convertToDouble();
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOptionalError(loc, "momentum must lie in [0, 1], got ",
+                             momentum);
+  results.append({*input, stats[0], stats[0], stats[0], stats[0]});
+  return success();
+}
+
+int64_t BatchNormOp::getFlops() {
+  int64_t channels =
+      cast<RankedTensorType>(getGamma().getType()).getNumElements();
+  return 8 * getNumElements(getResult()) + 6 * channels;
+}
+
+Value BatchNormOp::getUpdatedOperand(unsigned index) {
+  if (index == 3)
+    return getRunningMean();
+  if (index == 4)
+    return getRunningVar();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
 // EmbeddingOp and PositionEmbeddingOp
 //===----------------------------------------------------------------------===//
 
