@@ -115,6 +115,19 @@ def main():
                      helper.make_node("Mul", ["h", "h2"], ["y"], name="/mul/Mul"),
                      helper.make_node("Relu", ["h"], ["h2"], name="/act/Relu")],
          [x_input()], [logits()], [weight()])
+    # A Split whose sizes do not add up to the dimension, and a Concat of
+    # tensors that differ in a dimension other than the axis.
+    sizes = helper.make_tensor("sizes", TensorProto.INT64, [2], [3, 3])
+    save("split-sizes", [
+        helper.make_node("Split", ["x", "sizes"], ["a", "b"], name="/qkv/Split",
+                         axis=1),
+        helper.make_node("Concat", ["a", "b"], ["c"], name="/cat/Concat", axis=1),
+        gemm(inputs=("c", "w"))], [x_input()], [logits()], [weight(), sizes])
+    save("concat-shapes", [
+        helper.make_node("Relu", ["x2"], ["r"], name="/act/Relu"),
+        helper.make_node("Concat", ["x", "r"], ["y"], name="/cat/Concat", axis=1)],
+        [x_input(), helper.make_tensor_value_info("x2", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [])
     # A mean that is not part of a layer norm over the last axis.
     save("reduce-mean", [gemm(output="h"),
                          helper.make_node("ReduceMean", ["h"], ["y"],

@@ -14,7 +14,8 @@ using only the Python standard library.
 For every model NAME it writes:
   NAME.onnx                the forward graph (torch.onnx.export, TorchScript
                            exporter, opset 17, static shapes; the GPT also
-                           at opset 14 as gpt-opset14.onnx)
+                           at opset 14 as gpt-opset14.onnx, the GPT-2 layout
+                           at 13 and 18, the MLP at 13, 15 and 18)
   NAME.data.safetensors    one batch: "inputs" and "labels" (strata-run --data)
   NAME.ref.safetensors     PyTorch's results from the exported weights:
                            "grad/P"     gradient of the first step's loss
@@ -175,6 +176,116 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
+class SplitConcat(nn.Module):
+    """An MLP whose hidden layer is split, sliced, recombined and joined:
+    Split, Slice, Sub of two tensors, a scalar Mul, Neg and Concat."""
+
+    def __init__(self, inputs=16, hidden=32, classes=4):
+        super().__init__()
+        self.fc0 = nn.Linear(inputs, hidden)
+        self.fc1 = nn.Linear(44, classes)
+
+    def forward(self, x):
+        h = torch.relu(self.fc0(x))
+        a, b = h.split([12, 20], dim=1)
+        return self.fc1(torch.cat([a - b[:, :12], 0.5 * b, -a], dim=1))
+
+
+class GPT2Block(nn.Module):
+    """A GPT-2 block with Hugging Face's module names: the fused
+    query/key/value projection attn.c_attn, split into three (Split)."""
+
+    def __init__(self, hidden, heads, seq):
+        super().__init__()
+        self.heads, self.hidden = heads, hidden
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.attn = nn.Module()
+        self.attn.c_attn = nn.Linear(hidden, 3 * hidden)
+        self.attn.c_proj = nn.Linear(hidden, hidden)
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.mlp = nn.Module()
+        self.mlp.c_fc = nn.Linear(hidden, 4 * hidden)
+        self.mlp.c_proj = nn.Linear(4 * hidden, hidden)
+        self.gelu = nn.GELU(approximate="tanh")
+        mask = torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def split_heads(self, t):
+        b, s, h = t.shape
+        return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.attn.c_attn(self.ln_1(x)).split(self.hidden, dim=2)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(h // self.heads))
+        att = att.masked_fill(self.mask == 0, float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, s, h)
+        x = x + self.attn.c_proj(y)
+        return x + self.mlp.c_proj(self.gelu(self.mlp.c_fc(self.ln_2(x))))
+
+
+class GPT2(nn.Module):
+    """GPT-2's layout (fused c_attn, module names of Hugging Face's GPT2Model
+    without the `transformer.` prefix), the head tied to the token
+    embedding as in GPT-2."""
+
+    def __init__(self, vocab=32, hidden=16, heads=2, seq=8, layers=2):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(seq, hidden)
+        self.h = nn.ModuleList(GPT2Block(hidden, heads, seq)
+                               for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(self, tokens):
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.wte(tokens) + self.wpe(positions)
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+class VGG16(nn.Module):
+    """torchvision.models.vgg16's layout and module names (13 convolutions
+    in 5 blocks with max pooling, `features.N`; 3 linear layers with ReLU
+    and dropout, `classifier.N`), reduced for small committed files: widths
+    divided by 32 (2..16 channels), classifier 32 wide, 32x32 images. The
+    final feature map is 1x1, which AdaptiveAvgPool2d((7, 7)) would
+    replicate and torch.onnx cannot export, so the pool is (1, 1)."""
+
+    def __init__(self, classes=10, width=2, hidden=32):
+        super().__init__()
+        layers, channels = [], 3
+        for v in (1, 1, "M", 2, 2, "M", 4, 4, 4, "M", 8, 8, 8, "M", 8, 8, 8,
+                  "M"):
+            if v == "M":
+                layers.append(nn.MaxPool2d(2, 2))
+                continue
+            layers += [nn.Conv2d(channels, v * width, 3, padding=1),
+                       nn.ReLU(inplace=True)]
+            channels = v * width
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.classifier = nn.Sequential(
+            nn.Linear(channels, hidden), nn.ReLU(True), nn.Dropout(),
+            nn.Linear(hidden, hidden), nn.ReLU(True), nn.Dropout(),
+            nn.Linear(hidden, classes))
+        # torchvision's initialisation.
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out",
+                                        nonlinearity="relu")
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x):
+        x = torch.flatten(self.avgpool(self.features(x)), 1)
+        return self.classifier(x)
+
+
 def no_norm(channels):
     return nn.Identity()
 
@@ -332,7 +443,8 @@ def randomize_batch_norm(model):
             m.running_var.uniform_(0.5, 1.5)
 
 
-MODELS = ["mlp", "gpt", "resnet18", "resnet18-bn"]
+MODELS = ["mlp", "gpt", "resnet18", "resnet18-bn", "split-concat", "gpt2",
+          "vgg16", "mlp-opsets"]
 
 
 def main():
@@ -397,6 +509,52 @@ def main():
     if "resnet18-bn" in wanted:
         export("resnet18-bn", resnet_bn, images_bn, classes_bn, args.out,
                training=True, sgd_lr=0.02, adamw_lr=0.001, float64=True)
+
+    # An MLP with Split, Slice, Sub, a scalar Mul, Neg and Concat.
+    torch.manual_seed(3)
+    split_concat = SplitConcat()
+    x_sc = torch.randn(16, 16)
+    y_sc = torch.randint(0, 4, (16,), dtype=torch.int32)
+    if "split-concat" in wanted:
+        export("split-concat", split_concat, x_sc, y_sc, args.out,
+               float64=True)
+
+    # GPT-2's layout: fused c_attn split into query, key and value, the head
+    # tied to the token embedding.
+    torch.manual_seed(4)
+    gpt2 = GPT2()
+    tokens2 = torch.randint(0, 32, (4, 8), dtype=torch.int32)
+    targets2 = torch.randint(0, 32, (4, 8), dtype=torch.int32)
+    if "gpt2" in wanted:
+        export("gpt2", gpt2, tokens2, targets2, args.out, float64=True)
+        # The same weights at opset 13 (layer norm decomposed, Split sizes
+        # as an input) and 18 (ReduceMean axes as inputs): the reference and
+        # the batch of "gpt2" apply.
+        for opset in (13, 18):
+            torch.onnx.export(gpt2.eval(), (tokens2,),
+                              os.path.join(args.out, f"gpt2-opset{opset}.onnx"),
+                              dynamo=False, opset_version=opset,
+                              input_names=["inputs"], output_names=["logits"],
+                              do_constant_folding=False)
+
+    # VGG-16 (torchvision's layout, reduced; see VGG16). Exported and
+    # trained without dropout (random), as torchvision's model.eval() runs.
+    torch.manual_seed(5)
+    vgg = VGG16()
+    images_vgg = torch.randn(4, 3, 32, 32)
+    classes_vgg = torch.randint(0, 10, (4,), dtype=torch.int32)
+    if "vgg16" in wanted:
+        export("vgg16", vgg, images_vgg, classes_vgg, args.out, float64=True)
+
+    # The MLP's weights at opsets 13, 15 and 18 (mlp.onnx is opset 17): the
+    # reference and the batch of "mlp" apply.
+    if "mlp-opsets" in wanted:
+        for opset in (13, 15, 18):
+            torch.onnx.export(mlp.eval(), (x,),
+                              os.path.join(args.out, f"mlp-opset{opset}.onnx"),
+                              dynamo=False, opset_version=opset,
+                              input_names=["inputs"], output_names=["logits"],
+                              do_constant_folding=False)
 
     if args.resnet224:
         big = ResNet18().train()

@@ -302,9 +302,11 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
   node = &current;
   nodeLoc = NameLoc::get(builder.getStringAttr(current.name()),
                          FileLineColLoc::get(context, fileName, 0, 0));
-  // A node starts a layer when it is in a numbered block ("layer1.0") or
-  // uses a parameter of a top-level module ("fc", "ln_f"); parameterless
-  // modules ("relu", "maxpool") stay in the layer before them.
+  // A node starts a layer when it is inside a numbered block ("layer1.0"
+  // of "layer1.0.conv1") or uses a parameter ("fc", "ln_f",
+  // "features.0"); parameterless modules ("relu", "maxpool", and the
+  // entries of a Sequential such as VGG's "features.1") stay in the layer
+  // before them.
   std::string previousLayer = pendingLayer;
   int64_t createdBefore = created;
   std::string path = getModulePath(current.name());
@@ -318,7 +320,8 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
                        (isParameter(i) || !getSlot(i).transposeOf.empty());
     if (current.op_type() == "BatchNormalization" && !pendingLayer.empty())
       usesParameter = false;
-    if (pendingLayer.empty() || isBlockLayer(name) || usesParameter)
+    bool insideBlock = isBlockLayer(name) && name != path;
+    if (pendingLayer.empty() || insideBlock || usesParameter)
       enterLayer(name);
   }
   bool allConstant = true;

@@ -279,6 +279,8 @@ bool isElementwise(StringRef opType);
 /// Add of two tensors: a residual (equal shapes), a bias along one axis, or
 /// learned positions ([B, S, H] + [S, H]).
 LogicalResult convertTensorAdd(Importer &importer);
+/// Sub of two tensors: the Add of the first and the second scaled by -1.
+LogicalResult convertTensorSub(Importer &importer);
 /// Converts an element-wise node into a pending expression, a residual or
 /// bias Add, or the causal mask of a Where or Add.
 LogicalResult convertElementwise(Importer &importer);

@@ -51,6 +51,10 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"layer_norm_grad", 3, 3},
       {"batch_norm", 5, 5},
       {"batch_norm_grad", 5, 3},
+      {"slice", 1, 1},
+      {"slice_grad", 1, 1},
+      // Any number of inputs (-1).
+      {"concat", -1, 1},
       {"bias_add_grad", 1, 1},
       {"embedding_grad", 2, 1},
       {"position_embedding_grad", 1, 1},
@@ -306,6 +310,40 @@ TEST(KernelsForward, BatchNormEvaluation) {
   EXPECT_EQ(rm.f, rmBefore);
   EXPECT_EQ(rv.f, rvBefore);
   EXPECT_EQ(mean.f, rmBefore);
+}
+
+/// slice copies a range of one dimension; concat of the slices of a tensor
+/// along that dimension gives the tensor back; slice_grad puts a range in a
+/// zero tensor. Pure copies: exact.
+TEST(KernelsForward, SliceConcatSliceGrad) {
+  Random rng(173);
+  Shape s{3, 7, 4};
+  HostTensor x = rng.tensor(s);
+  HostTensor a = f32({3, 2, 4}), b = f32({3, 5, 4});
+  runKernel("slice", {&x}, {&a},
+            makeAttrs({{"axis", 1}, {"offset", 0}, {"size", 2}}));
+  runKernel("slice", {&x}, {&b},
+            makeAttrs({{"axis", 1}, {"offset", 2}, {"size", 5}}));
+  expectClose(a.f, ref::slice(x.asDouble(), s, 1, 0, 2), 0, 0, "slice");
+  expectClose(b.f, ref::slice(x.asDouble(), s, 1, 2, 5), 0, 0, "slice");
+  HostTensor joined = f32(s);
+  runKernel("concat", {&a, &b}, {&joined}, makeAttrs({{"axis", 1}}), 2);
+  EXPECT_EQ(joined.f, x.f);
+  HostTensor grad = f32(s);
+  std::fill(grad.f.begin(), grad.f.end(), 7.0f); // overwritten with zeros
+  runKernel("slice_grad", {&b}, {&grad},
+            makeAttrs({{"axis", 1}, {"offset", 2}}));
+  expectClose(
+      grad.f,
+      [&] {
+        Vec want = x.asDouble();
+        for (int64_t o = 0; o < 3; ++o)
+          for (int64_t r = 0; r < 2; ++r)
+            for (int64_t i = 0; i < 4; ++i)
+              want[(o * 7 + r) * 4 + i] = 0;
+        return want;
+      }(),
+      0, 0, "slice_grad");
 }
 
 TEST(KernelsForward, EmbeddingWithRepeatedIds) {

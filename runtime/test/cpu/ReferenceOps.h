@@ -160,6 +160,22 @@ inline Vec batchNorm(const Vec &x, const Shape &s, const Vec &gamma,
   return batchNormWith(x, s, gamma, beta, mean, var, eps);
 }
 
+/// x[..., offset : offset + size, ...] along dimension `axis`.
+inline Vec slice(const Vec &x, const Shape &s, int64_t axis, int64_t offset,
+                 int64_t size) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d)
+    inner *= s[d];
+  Vec y;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = offset; r < offset + size; ++r)
+      for (int64_t i = 0; i < inner; ++i)
+        y.push_back(x[(o * s[axis] + r) * inner + i]);
+  return y;
+}
+
 inline Vec embedding(const Vec &table, int64_t h,
                      const std::vector<int32_t> &ids) {
   Vec y(ids.size() * h);

@@ -476,6 +476,20 @@ std::vector<Case> makeCases() {
       {desc({16, 8, 17, 17}), desc({8}), desc({8})})
       .atol = kLongSumAtol;
 
+  // slice, slice_grad and concat: pure copies, bit for bit.
+  add("slice", "middle axis", {t({3, 10, 5})}, {desc({3, 4, 5})},
+      attrs({{"axis", 1}, {"offset", 3}, {"size", 4}}))
+      .exact = true;
+  add("slice", "last axis", {t({6, 48})}, {desc({6, 16})},
+      attrs({{"axis", 1}, {"offset", 32}, {"size", 16}}))
+      .exact = true;
+  add("slice_grad", "middle axis", {t({3, 4, 5})}, {desc({3, 10, 5})},
+      attrs({{"axis", 1}, {"offset", 3}}))
+      .exact = true;
+  add("concat", "three inputs", {t({2, 3, 4}), t({2, 1, 4}), t({2, 5, 4})},
+      {desc({2, 9, 4})}, attrs({{"axis", 1}}))
+      .exact = true;
+
   // Embeddings.
   add("embedding", "h 12 (vector)", {t({17, 12}), rng.ids({3, 5}, 17)},
       {desc({3, 5, 12})})

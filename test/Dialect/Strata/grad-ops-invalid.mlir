@@ -121,3 +121,19 @@ func.func @batch_norm_grad_stats(%dy: tensor<4x16xf32>, %g: tensor<16xf32>, %m: 
   %0:3 = strata.batch_norm_grad %dy, %dy, %g, %m, %g : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
+
+// -----
+
+func.func @slice_grad_range(%dy: tensor<4x16xf32>) {
+  // expected-error @+1 {{range [20, 20 + 16) does not fit dimension 1 of 'tensor<4x32xf32>'}}
+  %0 = strata.slice_grad %dy axis = 1 offset = 20 : tensor<4x16xf32> -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_shape(%dy: tensor<4x16xf32>) {
+  // expected-error @+1 {{result 'tensor<5x32xf32>' must equal the gradient 'tensor<4x16xf32>' outside dimension 1}}
+  %0 = strata.slice_grad %dy axis = 1 offset = 0 : tensor<4x16xf32> -> tensor<5x32xf32>
+  return
+}

@@ -145,3 +145,17 @@ func.func @batch_norm(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf
   %z:5 = strata.batch_norm %v, %g, %b, %y#3, %y#4 : (tensor<6x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<6x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return %y#0, %z#0 : tensor<2x4x3x3xf32>, tensor<6x4xf32>
 }
+
+// -----
+
+// Slices of one dimension and their concatenation.
+// CHECK-LABEL: func.func @slice_concat
+// CHECK: %[[A:.+]] = strata.slice %arg0 axis = 1 offset = 0 size = 2 : tensor<3x7x4xf32> -> tensor<3x2x4xf32>
+// CHECK: %[[B:.+]] = strata.slice %arg0 axis = 1 offset = 2 size = 5 : tensor<3x7x4xf32> -> tensor<3x5x4xf32>
+// CHECK: strata.concat %[[B]], %[[A]] axis = 1 : (tensor<3x5x4xf32>, tensor<3x2x4xf32>) -> tensor<3x7x4xf32>
+func.func @slice_concat(%x: tensor<3x7x4xf32>) -> tensor<3x7x4xf32> {
+  %a = strata.slice %x axis = 1 offset = 0 size = 2 : tensor<3x7x4xf32> -> tensor<3x2x4xf32>
+  %b = strata.slice %x axis = 1 offset = 2 size = 5 : tensor<3x7x4xf32> -> tensor<3x5x4xf32>
+  %c = strata.concat %b, %a axis = 1 : (tensor<3x5x4xf32>, tensor<3x2x4xf32>) -> tensor<3x7x4xf32>
+  return %c : tensor<3x7x4xf32>
+}

@@ -7,7 +7,9 @@
       without momentum: (INIT - AFTER) / LR against "grad/P" (PyTorch's
       float32 gradients; with --key grad64, its float64 ones)
     compare_torch.py REF.safetensors params KEY AFTER.safetensors --rtol R
-      the parameters after the run against "KEY/P" (sgd10, adamw10)
+        [--exclude REGEX]
+      the parameters after the run against "KEY/P" (sgd10, adamw10), but
+      those whose name matches REGEX
     compare_torch.py REF.safetensors losses KEY LOG --rtol R
       the "step N loss L" lines of a strata-run log against the losses in
       REF's metadata (KEY: sgd_losses, adamw_losses)
@@ -66,6 +68,9 @@ def main():
     parser.add_argument("--rtol", type=float, required=True)
     parser.add_argument("--key", default="grad",
                         help="grads: the reference's key (grad, grad64)")
+    parser.add_argument("--exclude", default=None,
+                        help="grads, params: leave out the tensors whose "
+                             "name matches this regular expression")
     args = parser.parse_args()
     ref, meta = load(args.ref)
     if args.mode == "losses":
@@ -89,8 +94,9 @@ def main():
         after, _ = load(args.b)
         prefix = args.a + "/"
         actual = {prefix + n: v for n, v in after.items()}
-    compare_tensors({n: v for n, v in ref.items() if n.startswith(prefix)},
-                    actual, args.rtol)
+    expected = {n: v for n, v in ref.items() if n.startswith(prefix) and
+                not (args.exclude and re.search(args.exclude, n))}
+    compare_tensors(expected, actual, args.rtol)
 
 
 if __name__ == "__main__":

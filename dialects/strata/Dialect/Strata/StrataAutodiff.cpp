@@ -114,6 +114,15 @@ LogicalResult BiasAddOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+SmallVector<Value> ScaleOp::getSavedForBackward() { return {}; }
+
+LogicalResult ScaleOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ScaleOp::create(b, getLoc(), resultGrads[0], getFactorAttr()));
+  return success();
+}
+
 SmallVector<Value> AddOp::getSavedForBackward() { return {}; }
 
 LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -247,6 +256,32 @@ TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
     inverse[p] = i;
   operandGrads.push_back(
       TransposeOp::create(b, getLoc(), resultGrads[0], inverse));
+  return success();
+}
+
+SmallVector<Value> SliceOp::getSavedForBackward() { return {}; }
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SliceGradOp::create(b, getLoc(), getInput().getType(),
+                                             resultGrads[0], getAxisAttr(),
+                                             getOffsetAttr()));
+  return success();
+}
+
+SmallVector<Value> ConcatOp::getSavedForBackward() { return {}; }
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  // Each input's gradient is its range of the result's.
+  int64_t axis = getAxis(), offset = 0;
+  for (Value input : getInputs()) {
+    int64_t size = tensorType(input).getDimSize(axis);
+    operandGrads.push_back(
+        SliceOp::create(b, getLoc(), resultGrads[0], axis, offset, size));
+    offset += size;
+  }
   return success();
 }
 

@@ -163,6 +163,27 @@ BatchNormGradOp::inferReturnTypes(MLIRContext *context,
 
 int64_t BatchNormGradOp::getFlops() { return 10 * numElements(getInput()); }
 
+LogicalResult SliceGradOp::verify() {
+  RankedTensorType grad = tensorType(getGrad()), result = getType();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (grad.getRank() != result.getRank() || axis >= grad.getRank())
+    return emitOpError("axis ") << axis << " must be a dimension of both "
+                                << grad << " and " << result;
+  for (int64_t d = 0; d < grad.getRank(); ++d)
+    if (d != axis && grad.getDimSize(d) != result.getDimSize(d))
+      return emitOpError("result ") << result << " must equal the gradient "
+                                    << grad << " outside dimension " << axis;
+  if (static_cast<int64_t>(getOffset()) >
+      result.getDimSize(axis) - grad.getDimSize(axis))
+    return emitOpError("range [")
+           << getOffset() << ", " << getOffset() << " + "
+           << grad.getDimSize(axis) << ") does not fit dimension " << axis
+           << " of " << result;
+  return verifySameElementType(*this, getGrad(), getResult(), "grad", "result");
+}
+
+int64_t SliceGradOp::getFlops() { return 0; }
+
 LogicalResult BiasAddGradOp::verify() {
   RankedTensorType grad = tensorType(getGrad());
   int64_t rank = grad.getRank();

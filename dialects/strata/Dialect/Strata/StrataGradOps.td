@@ -29,11 +29,13 @@ def Strata_FillOp : Strata_ComputeOp<"fill", [], ["getBytesRead"]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Strata_ScaleOp : Strata_ElementwiseOp<"scale"> {
+def Strata_ScaleOp : Strata_ElementwiseOp<"scale", [Strata_Differentiable]> {
   let summary = "a tensor times a constant";
   let description = [{
     `result = input · factor`, element-wise. The pipeline scheduler averages
-    the per-micro-batch losses with it.
+    the per-micro-batch losses with it; the ONNX importer makes a scalar
+    multiple of a tensor (and, with `factor = -1`, the negation of a `Sub`)
+    of it. Its gradient is the result's gradient times `factor`.
 
     Cost: one FLOP per element.
 
@@ -177,6 +179,29 @@ def Strata_BatchNormGradOp : Strata_InferredOp<"batch_norm_grad"> {
     $grad `,` $input `,` $gamma `,` $mean `,` $inv_std attr-dict `:`
     functional-type(operands, results)
   }];
+}
+
+def Strata_SliceGradOp : Strata_ComputeOp<"slice_grad"> {
+  let summary = "gradient of a slice: its gradient in place, zeros elsewhere";
+  let description = [{
+    A tensor of the result type, zero except for the range
+    `[offset, offset + n)` of dimension `axis` (`n` the size of `grad` along
+    it), which holds `grad`. The result type is the sliced input's; the
+    other dimensions equal `grad`'s. Cost: no FLOPs; writes the result once.
+
+    ```mlir
+    %dqkv = strata.slice_grad %dq axis = 2 offset = 0 : tensor<8x128x768xf32> -> tensor<8x128x2304xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `axis` `=` $axis `offset` `=` $offset attr-dict `:` type($grad) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def Strata_BiasAddGradOp : Strata_ComputeOp<"bias_add_grad"> {

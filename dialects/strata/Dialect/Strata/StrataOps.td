@@ -414,6 +414,52 @@ def Strata_FlattenOp : Strata_InferredOp<"flatten", [Strata_Differentiable],
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Strata_SliceOp : Strata_InferredOp<"slice", [Strata_Differentiable],
+    ["getBytesRead"]> {
+  let summary = "a contiguous range of one dimension";
+  let description = [{
+    `result = input[..., offset : offset + size, ...]` along dimension
+    `axis`; the other dimensions are unchanged. ONNX's `Split` (GPT-2's
+    fused query/key/value projection) and `Slice` import as slices.
+
+    Cost: no FLOPs; reads and writes the range once.
+
+    ```mlir
+    %q = strata.slice %qkv axis = 2 offset = 0 size = 768 : tensor<8x128x2304xf32> -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$size);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `offset` `=` $offset `size` `=` $size attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+def Strata_ConcatOp : Strata_InferredOp<"concat", [Strata_Differentiable]> {
+  let summary = "joins tensors along one dimension";
+  let description = [{
+    The `inputs` (at least one, of one rank and element type, equal in
+    every dimension but `axis`) one after the other along dimension `axis`.
+    ONNX's `Concat` of computed tensors imports as it.
+
+    Cost: no FLOPs; reads and writes every element once.
+
+    ```mlir
+    %c = strata.concat %a, %b axis = 1 : (tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<8x48xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Strata_FloatTensor>:$inputs,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolutional networks
 //===----------------------------------------------------------------------===//
