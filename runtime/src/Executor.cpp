@@ -325,7 +325,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       outputs.push_back(tensors[id]);
     delay(i);
     // A send may still read a buffer that an update is about to overwrite.
-    if (inst.has(kInPlace) && !context.pendingSends.empty())
+    if (inst.info().waitsForSends() && !context.pendingSends.empty())
       if (Status sent = finishSends(); !sent.ok())
         return Status::failure("step " + std::to_string(step) +
                                ": instruction #" + std::to_string(i) + " (" +

@@ -1281,8 +1281,8 @@ void PlanParser::checkBufferLifetimes() {
       continue;
     std::vector<LiveInstruction> &program = programs.emplace_back();
     for (const Instruction &inst : rank.program)
-      program.push_back(
-          {inst.in, inst.out, inst.has(kInPlace), inst.has(kReadsAfterReturn)});
+      program.push_back({inst.in, inst.out, inst.info().waitsForSends(),
+                         inst.has(kReadsAfterReturn)});
   }
   std::vector<bool> persistent(plan.buffers.size());
   std::vector<int64_t> offsets, bytes;

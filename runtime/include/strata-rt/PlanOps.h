@@ -59,6 +59,11 @@ enum OpTrait : uint32_t {
   /// from kAsyncStart/kAsyncWait, which mean bucket all-reduces.
   kCopyStart = 1u << 8,
   kCopyWait = 1u << 9,
+  /// A kInPlace op whose updated buffers never leave the rank (batch_norm's
+  /// running statistics, which no send reads): the sends in flight need not
+  /// complete before it (OpInfo::waitsForSends), and a send's input stays
+  /// live past it (Liveness.h).
+  kLocalUpdate = 1u << 10,
 };
 
 enum class AttrId : uint8_t {
@@ -118,6 +123,9 @@ struct OpInfo {
   IndexOperandSpec indexOperand;
 
   bool has(OpTrait trait) const { return (traits & trait) != 0; }
+  /// Updates in place buffers a send may read (parameters, optimizer
+  /// state): the sends in flight must complete before it runs.
+  bool waitsForSends() const { return has(kInPlace) && !has(kLocalUpdate); }
   /// A point-to-point op that sends its one input to `peer` (the other kind
   /// receives its one output from `peer`).
   bool sends() const { return has(kPointToPoint) && numInputs == 1; }

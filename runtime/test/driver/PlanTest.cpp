@@ -878,6 +878,9 @@ TEST(PlanOps, TableIsConsistent) {
     EXPECT_EQ(info.has(kInPlace), !info.inPlace.empty()) << info.name;
     for (int input : info.inPlace)
       EXPECT_LT(input, info.numInputs) << info.name;
+    // A local update is an in-place op that does not hold sends back.
+    if (info.has(kLocalUpdate))
+      EXPECT_TRUE(info.has(kInPlace) && !info.waitsForSends()) << info.name;
     // Every in-place op updates at least one operand; outputs it does not
     // list are fresh (-1), and none past its last output.
     if (info.has(kInPlace)) {
