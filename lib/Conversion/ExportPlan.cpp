@@ -144,6 +144,9 @@ std::string PlanWriter::getName(Value value) {
   if (auto s = func.getArgAttrOfType<StateAttr>(
           i, StrataDialect::getStateAttrName()))
     return s.getName().str();
+  if (auto r = func.getArgAttrOfType<RunningStatAttr>(
+          i, StrataDialect::getRunningStatAttrName()))
+    return r.getName().str();
   if (auto in = func.getArgAttrOfType<InputAttr>(
           i, StrataDialect::getInputAttrName()))
     return in.getName().str();
@@ -156,12 +159,13 @@ LogicalResult PlanWriter::collect() {
     const char *kind = "input";
     if (func.getArgAttr(i, StrataDialect::getParamAttrName()))
       kind = "param";
-    else if (func.getArgAttr(i, StrataDialect::getStateAttrName()))
+    else if (func.getArgAttr(i, StrataDialect::getStateAttrName()) ||
+             func.getArgAttr(i, StrataDialect::getRunningStatAttrName()))
       kind = "state";
     else if (!func.getArgAttr(i, StrataDialect::getInputAttrName()))
       return func.emitOpError() << "argument #" << i
-                                << " is neither a parameter, a state nor an "
-                                   "input";
+                                << " is neither a parameter, a state, a "
+                                   "running statistic nor an input";
     buffers[getBuffer(arg).getId()] = {arg, kind};
   }
   WalkResult walk = func.walk([&](Operation *op) {
@@ -244,13 +248,25 @@ llvm::json::Array PlanWriter::buildParameters() {
 
 llvm::json::Array PlanWriter::buildStates() {
   llvm::json::Array array;
-  for (BlockArgument arg : func.getArguments())
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
     if (auto state = func.getArgAttrOfType<StateAttr>(
-            arg.getArgNumber(), StrataDialect::getStateAttrName()))
+            i, StrataDialect::getStateAttrName()))
       array.push_back(llvm::json::Object{{"name", state.getName()},
                                          {"buffer", getBuffer(arg).getId()},
                                          {"param", state.getParam()},
                                          {"init", "zeros"}});
+    // Running statistics are states the forward pass updates: weights
+    // files carry them (strata-run --init loads them with the parameters).
+    if (auto stat = func.getArgAttrOfType<RunningStatAttr>(
+            i, StrataDialect::getRunningStatAttrName()))
+      array.push_back(
+          llvm::json::Object{{"name", stat.getName()},
+                             {"buffer", getBuffer(arg).getId()},
+                             {"kind", "running"},
+                             {"layer", stat.getLayer()},
+                             {"init", stringifyInitKind(stat.getInit())}});
+  }
   return array;
 }
 

@@ -175,6 +175,12 @@ Status Executor::syncToHost() const {
   return backend->download(buffers);
 }
 
+void Executor::setEvaluation(bool evaluation) {
+  context.evaluation = evaluation;
+  if (backend)
+    backend->setEvaluation(evaluation);
+}
+
 void Executor::initialize(uint64_t seed) {
   for (const Parameter &param : plan.parameters)
     initializeTensor(tensors[param.buffer], param.init, seed, param.name,
@@ -327,7 +333,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       outputs.push_back(tensors[id]);
     delay(i);
     // A send may still read a buffer that an update is about to overwrite.
-    if (inst.has(kInPlace) && !context.pendingSends.empty())
+    if (inst.info().waitsForSends() && !context.pendingSends.empty())
       if (Status sent = finishSends(); !sent.ok())
         return Status::failure("step " + std::to_string(step) +
                                ": instruction #" + std::to_string(i) + " (" +

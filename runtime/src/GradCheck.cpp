@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -273,6 +274,15 @@ Status checkGradients(Executor &executor, DataSource &data,
                       GradCheckResult &result) {
   result = GradCheckResult();
   data.fill(/*step=*/1, executor.getTensors(), &executor.getPool());
+  // Every forward run updates batch_norm's running statistics (they do not
+  // change the loss in training mode): keep them as they were.
+  std::vector<std::pair<const Tensor *, std::vector<char>>> running;
+  for (const State &state : executor.getPlan().states)
+    if (state.running) {
+      const Tensor &t = executor.getTensor(state.buffer);
+      const char *bytes = static_cast<const char *>(t.data);
+      running.push_back({&t, std::vector<char>(bytes, bytes + t.desc.bytes())});
+    }
   GradChecker checker(executor, options, result);
   Status status = checker.computeGradients();
   // The differences below run the f32 forward of a mixed-precision plan.
@@ -281,9 +291,15 @@ Status checkGradients(Executor &executor, DataSource &data,
   for (size_t p = 0; status.ok() && p < executor.getPlan().parameters.size();
        ++p)
     status = checker.checkParameter(p);
-  if (!status.ok())
+  if (status.ok())
+    status = checker.finish();
+  else
     executor.setBf16Products(true);
-  return status.ok() ? checker.finish() : status;
+  for (auto &[tensor, bytes] : running)
+    std::memcpy(tensor->data, bytes.data(), bytes.size());
+  if (!running.empty())
+    executor.markHostModified();
+  return status;
 }
 
 } // namespace strata::rt

@@ -123,6 +123,12 @@ public:
   /// their phase).
   Status runStep(int64_t step, float &loss, StepPart part);
 
+  /// Evaluation mode for the steps that follow (strata-run --infer,
+  /// --eval-data): batch_norm uses and keeps its running statistics, as
+  /// PyTorch's model.eval(). Off (training mode) by default.
+  void setEvaluation(bool evaluation);
+  bool isEvaluation() const { return context.evaluation; }
+
   /// Lagging gradients: leave the collectives to the lagging aggregator
   /// (KernelContext::deferCollectives).
   void setDeferCollectives(bool defer) { context.deferCollectives = defer; }

@@ -19,6 +19,10 @@ func.func @grads(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>
   %2 = strata.softmax_grad %dy, %x scale = 0.5 : tensor<4x16xf32>
   // CHECK: strata.layer_norm_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
   %3:3 = strata.layer_norm_grad %dy, %x, %g : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  // CHECK: strata.batch_norm_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %bn:3 = strata.batch_norm_grad %dy, %x, %g, %g, %g : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  // CHECK: strata.slice_grad %{{.+}} axis = 1 offset = 4 : tensor<4x16xf32> -> tensor<4x32xf32>
+  %sg = strata.slice_grad %dy axis = 1 offset = 4 : tensor<4x16xf32> -> tensor<4x32xf32>
   // CHECK: strata.bias_add_grad %{{.+}} : tensor<4x16xf32> -> tensor<16xf32>
   %4 = strata.bias_add_grad %dy : tensor<4x16xf32> -> tensor<16xf32>
   // CHECK: strata.bias_add_grad %{{.+}} axis = 1 : tensor<2x4x4x4xf32> -> tensor<4xf32>

@@ -114,6 +114,15 @@ LogicalResult BiasAddOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+SmallVector<Value> ScaleOp::getSavedForBackward() { return {}; }
+
+LogicalResult ScaleOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ScaleOp::create(b, getLoc(), resultGrads[0], getFactorAttr()));
+  return success();
+}
+
 SmallVector<Value> AddOp::getSavedForBackward() { return {}; }
 
 LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -161,6 +170,27 @@ LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                        getGamma(), getEpsilonAttr());
   operandGrads.append(
       {grads.getInputGrad(), grads.getGammaGrad(), grads.getBetaGrad()});
+  return success();
+}
+
+SmallVector<Value> BatchNormOp::getSavedForBackward() {
+  return {getInput(), getGamma(), getSavedMean(), getSavedInvStd()};
+}
+
+LogicalResult
+BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  // Only the normalised output carries a gradient: the batch statistics and
+  // the running statistics are not differentiated (as in PyTorch).
+  if (!resultGrads[0]) {
+    operandGrads.append(getNumOperands(), Value());
+    return success();
+  }
+  auto grads =
+      BatchNormGradOp::create(b, getLoc(), resultGrads[0], getInput(),
+                              getGamma(), getSavedMean(), getSavedInvStd());
+  operandGrads.append({grads.getInputGrad(), grads.getGammaGrad(),
+                       grads.getBetaGrad(), Value(), Value()});
   return success();
 }
 
@@ -226,6 +256,32 @@ TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
     inverse[p] = i;
   operandGrads.push_back(
       TransposeOp::create(b, getLoc(), resultGrads[0], inverse));
+  return success();
+}
+
+SmallVector<Value> SliceOp::getSavedForBackward() { return {}; }
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SliceGradOp::create(b, getLoc(), getInput().getType(),
+                                             resultGrads[0], getAxisAttr(),
+                                             getOffsetAttr()));
+  return success();
+}
+
+SmallVector<Value> ConcatOp::getSavedForBackward() { return {}; }
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  // Each input's gradient is its range of the result's.
+  int64_t axis = getAxis(), offset = 0;
+  for (Value input : getInputs()) {
+    int64_t size = tensorType(input).getDimSize(axis);
+    operandGrads.push_back(
+        SliceOp::create(b, getLoc(), resultGrads[0], axis, offset, size));
+    offset += size;
+  }
   return success();
 }
 

@@ -145,4 +145,29 @@ def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
   }];
 }
 
+def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    A forward op that, besides computing its results, updates persistent
+    model buffers that are neither parameters nor optimizer state (the
+    running statistics of `strata.batch_norm`, function arguments marked
+    `strata.running_stat`). Some of its results are the new versions of those
+    operands: the runtime computes them in place, in the operands' buffers,
+    and the other results are fresh values. Unlike `InPlaceOpInterface`, the
+    op is no optimizer update (it has no gradient operand), so passes that
+    average, accumulate or schedule updates leave it alone.
+
+    Such ops declare a memory effect on the running-statistics resource, so
+    CSE and DCE keep them and `--strata-remat` never clones one into the
+    backward pass (a recompute would update the statistics twice).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns the operand that result `index` replaces in place, or null
+        when result `index` is a fresh value.
+      }],
+      "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+  ];
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAINTERFACES_TD
