@@ -75,7 +75,10 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
         inst.out.push_back(idOf(value));
       }
       auto update = dyn_cast<InPlaceOpInterface>(op);
-      inst.inPlace = static_cast<bool>(update);
+      // The runtime treats every op that writes an operand's buffer as in
+      // place (PlanOps.def's kInPlace): optimizer updates and the ops of
+      // StatefulOpInterface.
+      inst.inPlace = update || isa<StatefulOpInterface>(op);
       inst.readsAfterReturn = isa<SendOp>(op);
       if (update)
         result.persistent[idOf(update.getGradient())] = true;

@@ -245,10 +245,11 @@ llvm::json::Array PlanWriter::buildStates() {
   for (BlockArgument arg : func.getArguments())
     if (auto state = func.getArgAttrOfType<StateAttr>(
             arg.getArgNumber(), StrataDialect::getStateAttrName()))
-      array.push_back(llvm::json::Object{{"name", state.getName()},
-                                         {"buffer", getBuffer(arg).getId()},
-                                         {"param", state.getParam()},
-                                         {"init", "zeros"}});
+      array.push_back(
+          llvm::json::Object{{"name", state.getName()},
+                             {"buffer", getBuffer(arg).getId()},
+                             {"param", state.getParam()},
+                             {"init", stringifyStateInit(state.getInit())}});
   return array;
 }
 
@@ -460,6 +461,10 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
                            {"lower_bound", memory.getLowerBound()},
                            {"unplanned_bytes", memory.getUnplannedBytes()},
                            {"optimal", memory.getOptimal()}};
+  // The asynchronous pipeline schedules update the weights once per window.
+  if (pipeline && pipeline.getWindow() > 0)
+    plan["updates_per_step"] =
+        pipeline.getMicroBatches() / pipeline.getWindow();
   plan["replicas"] = replicas;
   plan["groups"] = std::move(groups);
   plan["ranks"] = std::move(ranks);

@@ -364,6 +364,12 @@ void PlanParser::parseHeader(const json &root) {
     plan.memoryPlanStrategy =
         optionalStringField(*memory, "strategy", "memory_plan");
   }
+  if (const json *updates = optionalField(root, "updates_per_step")) {
+    plan.updatesPerStep = readInt(*updates, "updates_per_step");
+    if (plan.updatesPerStep < 1)
+      fail("updates_per_step",
+           "must be at least 1, got " + std::to_string(plan.updatesPerStep));
+  }
   if (const json *optimizer = optionalField(root, "optimizer")) {
     expectObject(*optimizer, "optimizer");
     plan.optimizerKind = optionalStringField(*optimizer, "kind", "optimizer");
@@ -686,7 +692,25 @@ void PlanParser::parseStates(const json &states) {
         fail(member(where, "param"),
              "no parameter is named \"" + state.param + "\"");
     }
-    state.init = parseInit(entry, where, buffer, /*required=*/false);
+    // "param": a copy of the parameter (kept weight versions).
+    const json *init = optionalField(entry, "init");
+    if (init && init->is_string() && init->get<std::string>() == "param") {
+      if (state.param.empty())
+        fail(member(where, "init"),
+             "\"param\" needs the state's 'param' (the parameter to copy)");
+      const Parameter *owner = nullptr;
+      for (const Parameter &p : plan.parameters)
+        if (p.name == state.param)
+          owner = &p;
+      if (plan.buffers[owner->buffer].desc.shape != buffer.desc.shape)
+        fail(member(where, "init"),
+             "\"param\": the state's shape " + formatShape(buffer.desc.shape) +
+                 " differs from parameter \"" + state.param + "\"'s " +
+                 formatShape(plan.buffers[owner->buffer].desc.shape));
+      state.copiesParam = true;
+    } else {
+      state.init = parseInit(entry, where, buffer, /*required=*/false);
+    }
     plan.states.push_back(std::move(state));
   }
 }

@@ -90,6 +90,22 @@ void checkAdam(bool decoupled) {
 TEST(KernelsOptim, AdamCoupledWeightDecay) { checkAdam(false); }
 TEST(KernelsOptim, AdamWDecoupledWeightDecay) { checkAdam(true); }
 
+TEST(KernelsOptim, CopyIntoKeepsAWeightVersion) {
+  // In place, as the executor runs it: the state's buffer takes the
+  // parameter's bits; the parameter is untouched. A later update of the
+  // parameter leaves the kept version alone.
+  Random rng(55);
+  HostTensor p = rng.tensor({5, 7}), kept = rng.tensor({5, 7});
+  std::vector<float> before = p.f;
+  runKernel("copy_into", {&p, &kept}, {&kept}, makeAttrs({}));
+  EXPECT_EQ(kept.f, before);
+  EXPECT_EQ(p.f, before);
+  HostTensor g = rng.tensor({5, 7}), vel = f32({5, 7});
+  runKernel("sgd_update", {&p, &g, &vel}, {&p, &vel}, makeAttrs({{"lr", 0.5}}));
+  EXPECT_EQ(kept.f, before);
+  EXPECT_NE(p.f, before);
+}
+
 TEST(KernelsOptim, AdamStepMustBePositive) {
   HostTensor p = f32({3}), g = f32({3}), m = f32({3}), v = f32({3}),
              step = i32({});

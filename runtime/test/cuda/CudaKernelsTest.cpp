@@ -554,6 +554,9 @@ std::vector<Case> makeCases() {
              {"epsilon", 1e-8},
              {"weight_decay", 0.01},
              {"decoupled", 1}}));
+  add("copy_into", "a kept weight version", {t({7, 13}), t({7, 13})},
+      {desc({7, 13})})
+      .exact = true;
   add("adam_update", "Adam L2 step 1",
       {t({1001}), t({1001}), t({1001}), rng.f32({1001}, 0, 1), scalarI32(1)},
       {desc({1001}), desc({1001}), desc({1001})},

@@ -119,4 +119,25 @@ def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
   }];
 }
 
+def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    An op that writes persistent buffers of the step (function arguments
+    that live from one step to the next) in place, and is no optimizer
+    update: it has no gradient operand, so the passes that average,
+    accumulate or schedule updates (`InPlaceOpInterface`) leave it alone.
+    Some of its results are the new versions of such operands: the runtime
+    computes them in the operands' buffers (PlanOps.def's `kInPlace`), and
+    the other results are fresh values. `strata.copy_into`, which keeps the
+    older weight versions of the asynchronous pipeline schedules, is one.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns the operand that result `index` replaces in place, or null
+        when result `index` is a fresh value.
+      }],
+      "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+  ];
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAINTERFACES_TD
