@@ -476,8 +476,8 @@ def PartitionPipelinePass
            "Micro-batches per step (0: 4 per device)">,
     Option<"schedule", "schedule", "::mlir::strata::PipelineSchedule",
            /*default=*/"::mlir::strata::PipelineSchedule::OneFOneB",
-           "gpipe, 1f1b, interleaved or zb-h1 (activations in flight and "
-           "the bubble)",
+           "gpipe, 1f1b, interleaved, zb-h1, pipedream or 2bw "
+           "(activations in flight, the bubble, weight versions and syncs)",
            [{::llvm::cl::values(
              clEnumValN(::mlir::strata::PipelineSchedule::GPipe, "gpipe",
                         "all forwards, then all backwards"),
@@ -486,7 +486,11 @@ def PartitionPipelinePass
              clEnumValN(::mlir::strata::PipelineSchedule::Interleaved,
                         "interleaved", "interleaved 1F1B"),
              clEnumValN(::mlir::strata::PipelineSchedule::ZeroBubbleH1,
-                        "zb-h1", "zero bubble"))}]>,
+                        "zb-h1", "zero bubble"),
+             clEnumValN(::mlir::strata::PipelineSchedule::PipeDream,
+                        "pipedream", "asynchronous 1F1B, weight stashing"),
+             clEnumValN(::mlir::strata::PipelineSchedule::TwoBW, "2bw",
+                        "PipeDream-2BW"))}]>,
     Option<"memoryBytes", "memory-bytes", "int64_t", /*default=*/"0",
            "Memory per device in bytes (0: the target's)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
@@ -602,7 +606,10 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
       copies it into the state whose version no micro-batch reads any more,
       so buffer planning and strata-sim count the stash. Across steps the
       versions are exactly PipeDream's; within one, the plan's step still
-      drains the pipeline at its end (the bubble of 1F1B stays). Only
+      drains the pipeline at its end (the bubble of 1F1B stays, and the
+      prediction below, which replays this order with the updates and
+      copies, shows it; the partitioner's pipedream and 2bw terms price
+      PipeDream's steady state without a flush). Only
       `sgd_update` (with momentum and weight decay) is supported: Adam's
       bias correction counts steps, not updates.
     - Across devices the ops are placed so that every recv follows its send:
