@@ -70,7 +70,7 @@ def predicted(mlir):
     return float(m.group(1)), float(b.group(1))
 
 
-# The asynchronous schedules need SGD (Adam's bias correction counts steps).
+# SGD with momentum, as PipeDream's experiments.
 SGD = "optimizer=sgd lr=0.01 momentum=0.9"
 ASYNC = [
     # (row, --strata-partition-pipeline schedule, scheduler options)
@@ -194,8 +194,8 @@ def async_lines(arows, train, args, load_before, load_after):
         "",
         f"`{command}` (on {cpu_name()}, {os.cpu_count()} cores, shared).",
         "",
-        f"Same model and link, SGD (`{SGD}`: the asynchronous schedules run "
-        f"SGD only), {RANKS} stages on {RANKS} ranks, {MICRO} micro-batches "
+        f"Same model and link, SGD (`{SGD}`) for every schedule, "
+        f"{RANKS} stages on {RANKS} ranks, {MICRO} micro-batches "
         "per step, each schedule on the stages the partitioner "
         "(`--strata-partition-pipeline` on the calibrated target) chooses "
         f"for it. Measured: the median over {args.rounds} rounds that "

@@ -618,12 +618,11 @@ LogicalResult Scheduler::prepareVersions() {
       names.insert(st.getName());
   }
   for (Operation *update : updates) {
-    if (!isa<SgdUpdateOp>(update))
+    if (!isa<SgdUpdateOp, AdamUpdateOp>(update))
       return update->emitOpError()
              << "cannot run in the " << name
              << " schedule, which updates the weights several times per "
-                "step: only sgd_update is supported (Adam's bias correction "
-                "counts steps, not updates)";
+                "step: only sgd_update and adam_update can";
     Value param = cast<InPlaceOpInterface>(update).getParameter();
     auto arg = dyn_cast<BlockArgument>(param);
     ParamAttr attr =
@@ -783,6 +782,13 @@ void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
       latest[inPlace.getUpdatedOperand(i)] = copy;
     }
     Versions &kept = versions.find(param)->second;
+    // Adam's bias correction counts updates: this is update
+    // kept.paramVersion of the step's updatesPerStep.
+    int64_t updatesPerStep = shape.microBatches / updateWindow(shape);
+    if (auto adam = dyn_cast<AdamUpdateOp>(clone); adam && updatesPerStep > 1) {
+      adam.setUpdateAttr(builder.getI64IntegerAttr(kept.paramVersion));
+      adam.setUpdatesAttr(builder.getI64IntegerAttr(updatesPerStep));
+    }
     kept.param = latest.lookup(param);
     ++kept.paramVersion;
   }

@@ -11,25 +11,6 @@
 // DIVIDE: error: 'func.func' op cannot be scheduled: the 2bw schedule needs the micro-batch count (3) to be a multiple of the window (2)
 // SHORT: error: 'func.func' op cannot be scheduled: the 2bw schedule needs a window of at least devices - 1 (2) micro-batches, got 1
 
-// Adam's bias correction counts steps; with several updates per step it
-// would be wrong, so only SGD runs.
-func.func @step(%x: tensor<2x4xf32> {strata.input = #strata.input<name = "x", role = data>}, %t: tensor<i32> {strata.input = #strata.input<name = "step", role = step>}, %w0: tensor<4x4xf32> {strata.param = #strata.param<name = "w0", layer = 0, init = zeros, scale = 0.0>}, %w1: tensor<4x4xf32> {strata.param = #strata.param<name = "w1", layer = 1, init = zeros, scale = 0.0>}, %m0: tensor<4x4xf32> {strata.state = #strata.state<name = "w0.m", param = "w0">}, %v0: tensor<4x4xf32> {strata.state = #strata.state<name = "w0.v", param = "w0">}, %m1: tensor<4x4xf32> {strata.state = #strata.state<name = "w1.m", param = "w1">}, %v1: tensor<4x4xf32> {strata.state = #strata.state<name = "w1.v", param = "w1">}) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>) attributes {strata.train_step, strata.layer_names = ["a", "b"]} {
-  %h = strata.matmul %x, %w0 {strata.layer = 0 : i64} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-  %o = strata.matmul %h, %w1 {strata.layer = 1 : i64} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-  %l = strata.mse_loss %o, %x {strata.layer = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
-  %one = strata.fill 1.000000e+00 {strata.layer = 1 : i64, strata.phase = #strata<phase backward>} : tensor<f32>
-  %do = strata.mse_loss_grad %o, %x, %one {strata.layer = 1 : i64, strata.phase = #strata<phase backward>} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
-  %g1 = strata.matmul %h, %do transpose_a {strata.layer = 1 : i64, strata.phase = #strata<phase backward>} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
-  %dh = strata.matmul %do, %w1 transpose_b {strata.layer = 1 : i64, strata.phase = #strata<phase backward>} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-  %g0 = strata.matmul %x, %dh transpose_a {strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
-  // expected-error @+1 {{'strata.adam_update' op cannot run in the pipedream schedule, which updates the weights several times per step: only sgd_update is supported (Adam's bias correction counts steps, not updates)}}
-  %n0, %nm0, %nv0 = strata.adam_update %w0, %g0, %m0, %v0, %t lr = 1.000000e-03 beta1 = 9.000000e-01 beta2 = 9.990000e-01 epsilon = 1.000000e-08 weight_decay = 0.000000e+00 {strata.layer = 0 : i64, strata.phase = #strata<phase update>} : tensor<4x4xf32>, tensor<i32>
-  %n1, %nm1, %nv1 = strata.adam_update %w1, %g1, %m1, %v1, %t lr = 1.000000e-03 beta1 = 9.000000e-01 beta2 = 9.990000e-01 epsilon = 1.000000e-08 weight_decay = 0.000000e+00 {strata.layer = 1 : i64, strata.phase = #strata<phase update>} : tensor<4x4xf32>, tensor<i32>
-  return %n0, %n1, %nm0, %nv0, %nm1, %nv1, %l : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>
-}
-
-// -----
-
 // A parameter read on another device (a tied weight: stage 1 reads w0)
 // would need its versions on both devices; the weights stay on their own.
 func.func @step(%x: tensor<2x4xf32> {strata.input = #strata.input<name = "x", role = data>}, %w0: tensor<4x4xf32> {strata.param = #strata.param<name = "w0", layer = 0, init = zeros, scale = 0.0>}, %v0: tensor<4x4xf32> {strata.state = #strata.state<name = "w0.velocity", param = "w0">}) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>) attributes {strata.train_step, strata.layer_names = ["a", "b"]} {

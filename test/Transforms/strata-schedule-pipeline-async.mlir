@@ -5,6 +5,7 @@
 // RUN: strata-model mlp --layers 2 --batch 2 --hidden 4 --inputs 4 --classes 2 | strata-opt --strata-autodiff="optimizer=sgd" --strata-schedule-pipeline="stages=2 micro-batches=4 schedule=2bw window=2 replicas=2" | FileCheck %s --check-prefix=TWOBW
 // RUN: strata-model mlp --layers 2 --batch 2 --hidden 4 --inputs 4 --classes 2 | strata-opt --strata-autodiff="optimizer=sgd" --strata-schedule-pipeline="stages=2 micro-batches=2 schedule=pipedream target=cpu-local trace=%t.json" -o /dev/null
 // RUN: FileCheck %s --check-prefix=TRACE < %t.json
+// RUN: strata-model mlp --layers 2 --batch 2 --hidden 4 --inputs 4 --classes 2 | strata-opt --strata-autodiff="optimizer=adamw" --strata-schedule-pipeline="stages=2 micro-batches=3 schedule=pipedream" | FileCheck %s --check-prefix=ADAM
 // RUN: strata-model mlp --layers 2 --batch 2 --hidden 4 --inputs 4 --classes 2 | strata-opt --strata-autodiff="optimizer=sgd" --strata-partition-pipeline="target=v100-pcie-4x devices=2 stages=2 micro-batches=2 schedule=pipedream" --strata-schedule-pipeline="micro-batches=2 schedule=pipedream" | FileCheck %s --check-prefix=PARTITIONED
 
 // pipedream on 2 stages, 3 micro-batches: stage 0 keeps one older version
@@ -73,3 +74,9 @@
 // PARTITIONED-LABEL: func.func @mlp(
 // PARTITIONED-SAME: schedule = "pipedream", objective = "throughput"{{.*}}bubble_fraction = 0.000000e+00
 // PARTITIONED-SAME: strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "pipedream", devices = 2, virtual = 1, micro_batches = 2, replicas = 1, window = 1
+
+// Adam counts updates: update u of the step's 3 carries `update u of 3`.
+// ADAM-LABEL: func.func @mlp(
+// ADAM: strata.adam_update {{.*}} decoupled update 0 of 3 {{.*}}strata.stage = 1
+// ADAM: strata.adam_update {{.*}} decoupled update 1 of 3 {{.*}}strata.stage = 1
+// ADAM: strata.adam_update {{.*}} decoupled update 2 of 3 {{.*}}strata.stage = 0

@@ -609,9 +609,9 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
       drains the pipeline at its end (the bubble of 1F1B stays, and the
       prediction below, which replays this order with the updates and
       copies, shows it; the partitioner's pipedream and 2bw terms price
-      PipeDream's steady state without a flush). Only
-      `sgd_update` (with momentum and weight decay) is supported: Adam's
-      bias correction counts steps, not updates.
+      PipeDream's steady state without a flush). Both `sgd_update` and
+      `adam_update` run so; Adam's updates carry `update u of U` so that
+      their bias correction counts updates (t = (step - 1) U + u + 1).
     - Across devices the ops are placed so that every recv follows its send:
       a schedule that would deadlock is reported, never emitted.
 

@@ -71,6 +71,13 @@ std::string verifyAdam(const Descs &inputs, const Descs &outputs,
   if (v.ok() && epsilon < 0)
     v.fail("attribute 'epsilon' must be non-negative, got " +
            formatNumber(epsilon));
+  double update = 0, updates = 1;
+  if (v.ok() && v.number("update", false, update, 0) &&
+      v.number("updates", false, updates, 1) &&
+      !(updates >= 1 && update >= 0 && update < updates))
+    v.fail("attributes 'update' and 'updates' must satisfy 0 <= update < "
+           "updates, got " +
+           formatNumber(update) + " of " + formatNumber(updates));
   return v.error();
 }
 
@@ -80,10 +87,13 @@ void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
               *v = inputs[3].f32();
   float *pOut = outputs[0].f32(), *mOut = outputs[1].f32(),
         *vOut = outputs[2].f32();
-  int32_t step = inputs[4].i32()[0];
-  if (step < 1)
+  int32_t stepInput = inputs[4].i32()[0];
+  if (stepInput < 1)
     throw std::runtime_error("adam_update: step must be at least 1, got " +
-                             std::to_string(step));
+                             std::to_string(stepInput));
+  // Several updates per step (asynchronous pipeline schedules): t counts
+  // updates.
+  int64_t step = (int64_t(stepInput) - 1) * attrs.updates + attrs.update + 1;
   double beta1 = attrs.beta1, beta2 = attrs.beta2;
   float lr = (float)attrs.lr, epsilon = (float)attrs.epsilon,
         decay = (float)attrs.weightDecay;

@@ -30,7 +30,9 @@ Fisher-Yates shuffle per epoch over the run's seed, replica r reading
   2bw:       window t (micro-batches [t K, (t + 1) K)) reads version
              max(0, t - 1) of every stage; W(t + 1) = W(t) - lr g(W(t - 1)),
              g the mean over the window and the replicas.
-SGD: v = momentum v + (g + weight_decay p); p -= lr v.
+SGD: v = momentum v + (g + weight_decay p); p -= lr v. Adam (--optimizer
+adam, adamw): strata's adam_update with t the stage's count of updates
+(several per step for pipedream and 2bw with more than one window).
 """
 
 import argparse
@@ -154,14 +156,17 @@ class Stage:
         self.history = [[(init["fc%d.weight" % i].astype(np.float64),
                           init["fc%d.bias" % i].astype(np.float64))
                          for i in layers]]
-        self.velocity = [(np.zeros_like(w), np.zeros_like(b))
-                         for w, b in self.history[0]]
+        zeros = [(np.zeros_like(w), np.zeros_like(b))
+                 for w, b in self.history[0]]
+        self.velocity, self.m, self.v = zeros, zeros, zeros
         self.a = a
 
     def version(self, v):
         return self.history[max(0, v)]
 
     def update(self, grads):
+        if self.a.optimizer != "sgd":
+            return self.adam(grads)
         a, new, vel = self.a, [], []
         for (w, b), (vw, vb), (gw, gb) in zip(self.history[-1], self.velocity,
                                               grads):
@@ -171,6 +176,30 @@ class Stage:
             vel.append((vw, vb))
         self.history.append(new)
         self.velocity = vel
+
+    def adam(self, grads):
+        a, t = self.a, len(self.history)
+        new, ms, vs = [], [], []
+        for params, m_old, v_old, g_pair in zip(self.history[-1], self.m,
+                                                self.v, grads):
+            out_p, out_m, out_v = [], [], []
+            for p, m, v, g in zip(params, m_old, v_old, g_pair):
+                if a.optimizer == "adamw":
+                    p = p - a.lr * a.weight_decay * p
+                else:
+                    g = g + a.weight_decay * p
+                m = a.beta1 * m + (1 - a.beta1) * g
+                v = a.beta2 * v + (1 - a.beta2) * g * g
+                p = p - a.lr * (m / (1 - a.beta1 ** t)) / (
+                    np.sqrt(v / (1 - a.beta2 ** t)) + a.epsilon)
+                out_p.append(p)
+                out_m.append(m)
+                out_v.append(v)
+            new.append(tuple(out_p))
+            ms.append(tuple(out_m))
+            vs.append(tuple(out_v))
+        self.history.append(new)
+        self.m, self.v = ms, vs
 
 
 def simulate(a):
@@ -234,7 +263,11 @@ def expected_tensors(a, stages, per_stage):
             for k, part in enumerate(("weight", "bias")):
                 name = "fc%d.%s" % (i, part)
                 out[name] = stage.history[-1][j][k]
-                out[name + ".velocity"] = stage.velocity[j][k]
+                if a.optimizer == "sgd":
+                    out[name + ".velocity"] = stage.velocity[j][k]
+                else:
+                    out[name + ".m"] = stage.m[j][k]
+                    out[name + ".v"] = stage.v[j][k]
                 updates = len(stage.history) - 1
                 for back in range(1, kept[a.schedule] + 1):
                     out[name + ".stash%d" % back] = \
@@ -294,6 +327,11 @@ def main():
     c.add_argument("--lr", type=float, required=True)
     c.add_argument("--momentum", type=float, default=0.0)
     c.add_argument("--weight-decay", type=float, default=0.0)
+    c.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
+                   default="sgd")
+    c.add_argument("--beta1", type=float, default=0.9)
+    c.add_argument("--beta2", type=float, default=0.999)
+    c.add_argument("--epsilon", type=float, default=1e-8)
     c.add_argument("--data", required=True)
     c.add_argument("--init", required=True)
     c.add_argument("--checkpoint", required=True)
