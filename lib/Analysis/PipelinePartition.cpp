@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata/Analysis/PipelinePartition.h"
+#include "strata/Analysis/PartitionReplay.h"
 #include "strata/Analysis/PipelineDownSets.h"
 #include "strata/Target/TargetDescription.h"
 
@@ -529,6 +530,10 @@ PartitionEvaluation mlir::strata::evaluatePartition(
       stash += layer.stashBytes;
     }
     double work = stageWork(o, forward, backward);
+    stage.forwardSeconds = forward;
+    stage.backwardSeconds = work - forward;
+    stage.stepUpdateSeconds = update;
+    stage.paramBytes = params;
     int64_t n = ceilDiv(o.microBatches, r);
     double share = replicaShare(o, r);
     double syncs = syncsPerStep(o, share);
@@ -553,6 +558,7 @@ PartitionEvaluation mlir::strata::evaluatePartition(
       for (const PartitionEdge &tensor : tensors)
         if (tensor.from <= last && tensor.to > last)
           crossing += tensor.bytes;
+      stage.cutBytes = crossing;
       int64_t next = device + r;
       bool sameNode = (next - 1) / g == next / g;
       stage.transferSeconds =
@@ -1966,6 +1972,14 @@ explainInfeasible(const LayerGraph &graph, const PartitionTopology &topology,
 /// Evaluates the baselines of a `chosen`-stage partition: the uniform
 /// partition with as many stages and pure data parallelism, and the
 /// speed-ups over the latter.
+/// Fills `eval`'s replay on the timeline model.
+static void replay(PartitionEvaluation &eval, const PartitionTopology &topology,
+                   const PartitionOptions &o) {
+  PartitionReplay r = replayPartition(eval, topology, o);
+  eval.replayStepSeconds = r.stepSeconds;
+  eval.replayNote = r.error;
+}
+
 static void evaluateBaselines(const LayerGraph &graph,
                               const PartitionTopology &topology,
                               const PartitionOptions &o, int64_t chosen,
@@ -1985,7 +1999,10 @@ static void evaluateBaselines(const LayerGraph &graph,
     dp.schedule = PipelineSchedule::OneFOneB;
     result.dataParallel = evaluatePartition(
         graph, topology, dp, {{0u, static_cast<unsigned>(L - 1)}}, {D});
+    replay(result.dataParallel, topology, dp);
   }
+  replay(result.best, topology, o);
+  replay(result.uniform, topology, o);
   if (result.best.stepSeconds > 0) {
     result.speedup = result.dataParallel.stepSeconds / result.best.stepSeconds;
     if (result.uniform.stepSeconds > 0)

@@ -443,6 +443,11 @@ static void printSummary(raw_ostream &os, const PartitionEvaluation &eval,
   if (eval.stepSeconds > 0)
     os << format(", %.2fx data parallelism", dpStep / eval.stepSeconds);
   os << "\n";
+  if (eval.replayNote.empty())
+    os << format("  timeline replay: step %.4f ms\n",
+                 eval.replayStepSeconds * 1e3);
+  else
+    os << "  timeline replay: none (" << eval.replayNote << ")\n";
 }
 
 void mlir::strata::printPartitionReport(raw_ostream &os,
@@ -499,7 +504,9 @@ static json::Value evaluationToJSON(const LayerGraph &graph,
                       {"bubble_fraction", eval.bubbleFraction},
                       {"step_seconds", eval.stepSeconds},
                       {"peak_memory_bytes", eval.peakMemoryBytes},
-                      {"fits_memory", eval.fitsMemory}};
+                      {"fits_memory", eval.fitsMemory},
+                      {"replay_step_seconds", eval.replayStepSeconds},
+                      {"replay_note", eval.replayNote}};
 }
 
 json::Value mlir::strata::partitionReportToJSON(const LayerGraph &graph,

@@ -98,7 +98,8 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
             getBuffer(inPlace.getUpdatedOperand(result.getResultNumber())));
         continue;
       }
-      // A stateful op's new version of an operand takes its buffer.
+      // A stateful op's new version of an operand (running statistics, a
+      // kept weight version) takes its buffer.
       if (Value updated =
               stateful ? stateful.getUpdatedOperand(result.getResultNumber())
                        : Value()) {

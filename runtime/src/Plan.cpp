@@ -294,6 +294,10 @@ private:
   void parseGroups(const json &root);
   void parseParameters(const json &params);
   void parseStates(const json &states);
+  /// Checks a state with `"init": "param"` (a kept weight version): it
+  /// names a parameter of its own shape and is no running statistic.
+  void checkCopiesParam(const State &state, const Buffer &buffer,
+                        const std::string &where);
   void parseInputs(const json &inputs);
   void checkEveryBufferClaimed();
   void parseLoss(const json &loss);
@@ -402,6 +406,13 @@ Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
          "unknown kind \"" + kind +
              "\" (expected param, grad, state, input or activation)");
   std::string dtype = readStringField(entry, "dtype", where);
+  if (dtype == "bf16")
+    fail(member(where, "dtype"),
+         "bf16 tensors are not supported: the runtime keeps f32 tensors and "
+         "computes bf16 matmuls and convolutions on them; compile the model "
+         "with strata-opt --strata-mixed-precision (before "
+         "--strata-plan-buffers), or export it with strata-translate "
+         "--export-plan, which widens an unplanned bf16 step itself");
   if (!parseDType(dtype, buffer.desc.dtype))
     fail(member(where, "dtype"),
          "unknown dtype \"" + dtype + "\" (expected f32 or i32)");
@@ -670,6 +681,21 @@ void PlanParser::parseParameters(const json &params) {
   }
 }
 
+void PlanParser::checkCopiesParam(const State &state, const Buffer &buffer,
+                                  const std::string &where) {
+  if (state.running)
+    fail(where, "\"param\": a running statistic is no weight version");
+  if (state.param.empty())
+    fail(where, "\"param\" needs the state's 'param' (the parameter to copy)");
+  for (const Parameter &p : plan.parameters)
+    if (p.name == state.param &&
+        plan.buffers[p.buffer].desc.shape != buffer.desc.shape)
+      fail(where, "\"param\": the state's shape " +
+                      formatShape(buffer.desc.shape) +
+                      " differs from parameter \"" + state.param + "\"'s " +
+                      formatShape(plan.buffers[p.buffer].desc.shape));
+}
+
 void PlanParser::parseStates(const json &states) {
   const DType f32 = DType::F32;
   for (size_t i = 0; i < states.size(); ++i) {
@@ -692,21 +718,20 @@ void PlanParser::parseStates(const json &states) {
         fail(member(where, "param"),
              "no parameter is named \"" + state.param + "\"");
     }
+    std::string kind =
+        optionalStringField(entry, "kind", where, std::string("optimizer"));
+    if (kind != "optimizer" && kind != "running")
+      fail(member(where, "kind"),
+           "unknown kind \"" + kind + "\" (expected optimizer or running)");
+    state.running = kind == "running";
+    if (state.running && !state.param.empty())
+      fail(member(where, "param"),
+           "a running statistic belongs to no parameter");
+    state.layer = optionalIntField(entry, "layer", where, -1);
     // "param": a copy of the parameter (kept weight versions).
     const json *init = optionalField(entry, "init");
     if (init && init->is_string() && init->get<std::string>() == "param") {
-      if (state.param.empty())
-        fail(member(where, "init"),
-             "\"param\" needs the state's 'param' (the parameter to copy)");
-      const Parameter *owner = nullptr;
-      for (const Parameter &p : plan.parameters)
-        if (p.name == state.param)
-          owner = &p;
-      if (plan.buffers[owner->buffer].desc.shape != buffer.desc.shape)
-        fail(member(where, "init"),
-             "\"param\": the state's shape " + formatShape(buffer.desc.shape) +
-                 " differs from parameter \"" + state.param + "\"'s " +
-                 formatShape(plan.buffers[owner->buffer].desc.shape));
+      checkCopiesParam(state, buffer, member(where, "init"));
       state.copiesParam = true;
     } else {
       state.init = parseInit(entry, where, buffer, /*required=*/false);
@@ -1240,17 +1265,17 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
     fail(where, "expects " + std::to_string(info.numOutputs) +
                     " outputs, got " + std::to_string(inst.out.size()));
 
-  // Optimizer updates name the buffers they update as outputs.
-  const std::vector<int> *inPlace =
-      info.has(kInPlace) ? &info.inPlace : nullptr;
+  // Optimizer updates (and batch_norm's running statistics) name the
+  // buffers they update as outputs.
   for (size_t o = 0; o < inst.out.size(); ++o) {
     const Buffer &out = plan.buffers[inst.out[o]];
     std::string name = "out[" + std::to_string(o) + "]";
-    if (inPlace && inst.out[o] != inst.in[(*inPlace)[o]])
+    int updated = info.inPlaceInput(o);
+    if (updated >= 0 && inst.out[o] != inst.in[updated])
       fail(where, name + ": updates in place, so it must be in[" +
-                      std::to_string((*inPlace)[o]) + "] (buffer " +
-                      std::to_string(inst.in[(*inPlace)[o]]) +
-                      "), got buffer " + std::to_string(out.id));
+                      std::to_string(updated) + "] (buffer " +
+                      std::to_string(inst.in[updated]) + "), got buffer " +
+                      std::to_string(out.id));
     for (size_t p = 0; p < o; ++p)
       if (rangesOverlap(out, plan.buffers[inst.out[p]]) ||
           inst.out[o] == inst.out[p])
@@ -1258,7 +1283,7 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
                         ") overlaps out[" + std::to_string(p) + "]");
     for (size_t i = 0; i < inst.in.size(); ++i) {
       bool same = inst.in[i] == inst.out[o];
-      if (inPlace && same && static_cast<int>(i) == (*inPlace)[o])
+      if (same && static_cast<int>(i) == updated)
         continue;
       if (same || rangesOverlap(out, plan.buffers[inst.in[i]]))
         fail(where, name + " (buffer " + std::to_string(out.id) +
@@ -1295,8 +1320,8 @@ void PlanParser::checkBufferLifetimes() {
       continue;
     std::vector<LiveInstruction> &program = programs.emplace_back();
     for (const Instruction &inst : rank.program)
-      program.push_back(
-          {inst.in, inst.out, inst.has(kInPlace), inst.has(kReadsAfterReturn)});
+      program.push_back({inst.in, inst.out, inst.info().waitsForSends(),
+                         inst.has(kReadsAfterReturn)});
   }
   std::vector<bool> persistent(plan.buffers.size());
   std::vector<int64_t> offsets, bytes;

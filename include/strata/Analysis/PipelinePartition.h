@@ -292,6 +292,16 @@ struct StagePlan {
   /// Transfer over the cut after this stage (0 for the last stage).
   double transferSeconds = 0;
   double seconds = 0;
+  /// One micro-batch on one replica: the forward pass, and the backward pass
+  /// with its recomputed forward (PartitionReplay replays these).
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  /// The optimizer update, once per step.
+  double stepUpdateSeconds = 0;
+  double paramBytes = 0;
+  /// Bytes of one micro-batch crossing the cut after this stage (0 for the
+  /// last stage).
+  double cutBytes = 0;
   /// Bytes moved per step by this stage's all-reduce and outgoing cut.
   double commBytes = 0;
   int64_t inFlight = 0;
@@ -312,6 +322,10 @@ struct PartitionEvaluation {
   double stepSeconds = 0;
   double peakMemoryBytes = 0;
   bool fitsMemory = false;
+  /// The timeline model's replay of this partition (PartitionReplay.h):
+  /// its step, or (0 and) why it was not replayed.
+  double replayStepSeconds = 0;
+  std::string replayNote;
 };
 
 struct PartitionResult {

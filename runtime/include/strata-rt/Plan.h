@@ -86,6 +86,12 @@ struct State {
   /// `init` is "param": the state starts as a copy of its parameter's value
   /// (an older weight version of an asynchronous pipeline schedule).
   bool copiesParam = false;
+  /// A running statistic (`"kind": "running"`, batch_norm's running mean or
+  /// variance) rather than optimizer state: part of the model's weights, so
+  /// `--init` loads it with the parameters.
+  bool running = false;
+  /// The layer of a running statistic (-1 when the plan gives none).
+  int64_t layer = -1;
 };
 
 enum class InputRole { Data, Labels, Step };

@@ -34,7 +34,12 @@ Bf16Isa defaultBf16Isa();
 void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                      int64_t m, int64_t n, int64_t k, float alpha,
                      Bf16Operand a, Bf16Operand b, float beta, float *c,
-                     int64_t ldc);
+                     int64_t ldc,
+                     const strata_plan::GemmTiling *tiling = nullptr);
+
+/// The blocking path `isa` runs without a tiling: its cache blocks and its
+/// register tile (the fallback's is the f32 GEMM's default tiling).
+strata_plan::GemmTiling bf16DefaultTiling(Bf16Isa isa);
 
 /// Conversion kernels, from slowest to fastest: the scalar reference, AVX-512F
 /// integer rounding, AVX512-BF16 (vcvtne2ps2bf16 with subnormal lanes fixed

@@ -85,6 +85,32 @@ def Strata_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
   ];
 }
 
+def Strata_MixedPrecisionOpInterface : OpInterface<"MixedPrecisionOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    An op whose products can compute in bf16 with f32 accumulation: a matmul,
+    a convolution and the convolution's gradients. With `computesInBf16`, the
+    runtime rounds both operands to bfloat16 (to nearest even) as its GEMM
+    packs them and sums the products in f32; the tensors stay f32 (fp32
+    master weights). `--strata-mixed-precision` sets it on every such op, the
+    gradient ops of a forward op inherit it, and the cost model prices the op
+    at the target's bf16 peak. The defaults read and write the op's `bf16`
+    unit attribute.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns whether the op computes its products in bf16.
+      }],
+      "bool", "computesInBf16", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return $_op.getBf16(); }]>,
+    InterfaceMethod<[{
+        Sets whether the op computes its products in bf16.
+      }],
+      "void", "setComputesInBf16", (ins "bool":$bf16), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ $_op.setBf16(bf16); }]>,
+  ];
+}
+
 def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
   let cppNamespace = "::mlir::strata";
   let description = [{
@@ -128,8 +154,16 @@ def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
     accumulate or schedule updates (`InPlaceOpInterface`) leave it alone.
     Some of its results are the new versions of such operands: the runtime
     computes them in the operands' buffers (PlanOps.def's `kInPlace`), and
-    the other results are fresh values. `strata.copy_into`, which keeps the
-    older weight versions of the asynchronous pipeline schedules, is one.
+    the other results are fresh values. Two ops implement it:
+    `strata.batch_norm`, a forward op that updates running statistics
+    (function arguments marked `strata.running_stat`), and
+    `strata.copy_into`, which keeps the older weight versions of the
+    asynchronous pipeline schedules.
+
+    Running-statistics updates declare a memory effect on the
+    running-statistics resource, so CSE and DCE keep them and
+    `--strata-remat` never clones one into the backward pass (a recompute
+    would update the statistics twice).
   }];
   let methods = [
     InterfaceMethod<[{
@@ -137,6 +171,14 @@ def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
         when result `index` is a fresh value.
       }],
       "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+    InterfaceMethod<[{
+        Returns whether the buffers the op updates never leave the rank (no
+        send reads them, as batch_norm's running statistics): the sends in
+        flight need not complete before the op (the runtime's
+        `kLocalUpdate`). Otherwise (a kept weight version) they must.
+      }],
+      "bool", "updatesRankLocalState", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return false; }]>,
   ];
 }
 
