@@ -489,6 +489,10 @@ TEST_F(PlanRejection, StateCopyingItsParameter) {
   expectRejected("states[0].init: \"param\": the state's shape");
   plan["states"][0].erase("param");
   expectRejected("states[0].init: \"param\" needs the state's 'param'");
+  // A running statistic belongs to no parameter, so it copies none.
+  plan["states"][0]["kind"] = "running";
+  expectRejected(
+      "states[0].init: \"param\": a running statistic is no weight version");
 }
 
 TEST_F(PlanRejection, UpdatesPerStepArePositive) {
