@@ -21,6 +21,7 @@ thread). The links of the target are the emulated link.
 """
 import argparse
 import json
+import math
 import os
 import re
 import tempfile
@@ -119,7 +120,22 @@ def final_loss(output):
     return float(summary.split("final loss ")[1].split()[0])
 
 
-def async_rows(tools, tmp, step, target, emulate, args):
+def profile_predictions(tools, profile, target, part):
+    """strata-partition's price of 4 stages x 1 replica (the boundaries its
+    model finds best for them) on the measured per-layer profile, under
+    Strata's cost terms and under PipeDream's optimizer's terms."""
+    partition = f"{os.path.dirname(tools[0])}/strata-partition"
+    out = {}
+    for terms in ("strata", "pipedream"):
+        report = json.loads(sh(
+            f"{partition} {profile} --target {target} --devices {RANKS} "
+            f"--micro-batches {MICRO} --schedule {part} --cost-model {terms} "
+            f"--evaluate {'-'.join(['1'] * RANKS)} --json"))
+        out[terms] = report["partition"]["step_seconds"]
+    return out
+
+
+def async_rows(tools, tmp, step, target, profile, emulate, args):
     """pipedream and 2bw beside 1F1B-flush on 4 ranks: the partitioner's and
     the timeline model's predictions and the measured step (median of
     rounds that alternate the schedules)."""
@@ -138,14 +154,53 @@ def async_rows(tools, tmp, step, target, emulate, args):
            f"-o {plan}")
         pred, bubble = schedule_prediction(mlir)
         updates = json.load(open(plan)).get("updates_per_step", 1)
-        rows.append([name, partition_prediction(mlir), pred, bubble, updates,
-                     plan, []])
+        rows.append({"name": name, "partitioner": partition_prediction(mlir),
+                     "timeline": pred, "bubble": bubble, "updates": updates,
+                     "plan": plan, "measured": [],
+                     "profile": profile_predictions(tools, profile, target,
+                                                    part)})
     for _ in range(args.rounds):
         for row in rows:
-            out = sh(f"{mpirun} -np {RANKS} {run} {row[5]} --steps "
+            out = sh(f"{mpirun} -np {RANKS} {run} {row['plan']} --steps "
                      f"{args.steps} --threads 1 {emulate}")
-            row[6].append(mean_step_ms(out) / 1e3)
+            row["measured"].append(mean_step_ms(out) / 1e3)
     return rows
+
+
+# The models compared with the measured step: key, description.
+MODELS = [
+    ("timeline", "scheduler's timeline model (replays the plan's order)"),
+    ("partitioner", "partitioner, Strata's terms, op cost model"),
+    ("profile-strata", "strata-partition, Strata's terms, measured profile"),
+    ("profile-pipedream",
+     "strata-partition, PipeDream's terms, measured profile"),
+]
+
+
+def model_prediction(row, key):
+    if key.startswith("profile-"):
+        return row["profile"][key[len("profile-"):]]
+    return row[key]
+
+
+def model_errors(arows):
+    """Per model: the mean |log(measured / predicted)| over the schedules
+    (absolute), and the mean |log| of (measured ratio to 1F1B) / (predicted
+    ratio to 1F1B) over the asynchronous schedules (relative: the
+    calibration and the oversubscription scale every schedule alike and
+    cancel)."""
+    flush = arows[0]
+    meas = {r["name"]: statistics.median(r["measured"]) for r in arows}
+    errors = {}
+    for key, _ in MODELS:
+        absolute = [abs(math.log(meas[r["name"]] / model_prediction(r, key)))
+                    for r in arows]
+        relative = [abs(math.log(
+            (meas[r["name"]] / meas[flush["name"]]) /
+            (model_prediction(r, key) / model_prediction(flush, key))))
+            for r in arows[1:]]
+        errors[key] = (statistics.mean(absolute), statistics.mean(relative))
+    return errors
 
 
 def train_rows(tools, tmp, emulate, args):
@@ -177,7 +232,8 @@ def train_rows(tools, tmp, emulate, args):
                          f"--log-json {log}")
                 row[2].append(mean_step_ms(out) / 1e3)
                 losses = [json.loads(l)["loss"] for l in open(log)]
-                row[3] = (losses[0], sum(losses[-5:]) / 5, final_loss(out))
+                last = losses[-5:]
+                row[3] = (losses[0], sum(last) / len(last), final_loss(out))
         results.append((model, MICRO * batch, optimizer, rows))
     return results
 
@@ -186,38 +242,113 @@ ASYNC_MARKER = "## Asynchronous schedules"
 
 
 def async_lines(arows, train, args, load_before, load_after):
-    command = (f"python3 bench/pipeline.py{' --async-only' if args.async_only else ''}"
+    command = (f"flock /work/notes/cpu.lock python3 bench/pipeline.py"
+               f"{' --async-only' if args.async_only else ''}"
                f" --steps {args.steps} --rounds {args.rounds} --train-steps "
                f"{args.train_steps}")
     lines = [
         f"{ASYNC_MARKER}: pipedream and 2bw beside 1F1B-flush",
         "",
-        f"`{command}` (on {cpu_name()}, {os.cpu_count()} cores, shared).",
+        f"`{command}` (on {cpu_name()}, {os.cpu_count()} cores shared with "
+        "other users' jobs; the lock keeps builds and benchmarks apart).",
         "",
         f"Same model and link, SGD (`{SGD}`) for every schedule, "
-        f"{RANKS} stages on {RANKS} ranks, {MICRO} micro-batches "
+        f"{RANKS} stages on {RANKS} ranks ({RANKS} single-threaded ranks on "
+        f"{os.cpu_count()} cores: oversubscribed), {MICRO} micro-batches "
         "per step, each schedule on the stages the partitioner "
         "(`--strata-partition-pipeline` on the calibrated target) chooses "
         f"for it. Measured: the median over {args.rounds} rounds that "
         f"alternate the schedules, {args.steps} steps each (load average "
-        f"{load_before:.2f} before, {load_after:.2f} after). "
-        "`partitioner ms`: the partitioner's model of the step (PipeDream's "
-        "steady state: no bubble for pipedream and 2bw); `timeline ms`: the "
-        "scheduler's timeline model replaying the plan's own order, which "
-        "drains the pipeline at every step's end.",
+        f"{load_before:.2f} before, {load_after:.2f} after). Predictions: "
+        "`timeline`, the scheduler's timeline model replaying the plan's "
+        "own order (which drains the pipeline at every step's end); "
+        "`partitioner`, the partitioner pass's closed form with Strata's "
+        "cost terms on the op cost model (PipeDream's steady state for "
+        "pipedream and 2bw: no bubble); `profile strata` and `profile "
+        "pipedream`, `strata-partition --evaluate 1-1-1-1` on the per-layer "
+        "profile a 1-rank run measured (`strata-run --profile`), with "
+        "Strata's and with PipeDream's optimizer's cost terms "
+        "(`--cost-model`).",
         "",
-        "| schedule | updates/step | partitioner ms | timeline ms | timeline "
-        "bubble | measured ms (median) | runs | measured / timeline | "
-        "measured / partitioner |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+        "| schedule | updates/step | timeline ms (bubble) | partitioner ms | "
+        "profile strata ms | profile pipedream ms | measured ms (median) | "
+        "runs |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for name, part, pred, bubble, updates, _, measured in arows:
-        med = statistics.median(measured)
-        runs = ", ".join(f"{m * 1e3:.1f}" for m in measured)
-        lines.append(f"| {name} | {updates} | {part * 1e3:.3f} | "
-                     f"{pred * 1e3:.3f} | {bubble:.2f} | {med * 1e3:.3f} | "
-                     f"{runs} | {med / pred:.2f} | {med / part:.2f} |")
+    for r in arows:
+        med = statistics.median(r["measured"])
+        runs = ", ".join(f"{m * 1e3:.1f}" for m in r["measured"])
+        lines.append(
+            f"| {r['name']} | {r['updates']} | {r['timeline'] * 1e3:.2f} "
+            f"({r['bubble']:.2f}) | {r['partitioner'] * 1e3:.2f} | "
+            f"{r['profile']['strata'] * 1e3:.2f} | "
+            f"{r['profile']['pipedream'] * 1e3:.2f} | {med * 1e3:.2f} | "
+            f"{runs} |")
+    errors = model_errors(arows)
+    flush = arows[0]
+    meas = {r["name"]: statistics.median(r["measured"]) for r in arows}
     lines += [
+        "",
+        "Each model against the measurements: measured / predicted per "
+        "schedule, and each asynchronous schedule's step relative to "
+        "1F1B's (measured ratio, then the model's). `abs err` and `rel err` "
+        "are the mean |ln(measured / predicted)| over the schedules and "
+        "over the relative steps (0 is exact; the relative error cancels "
+        "the calibration and the oversubscription, which scale every "
+        "schedule alike).",
+        "",
+        "| model | " + " | ".join(f"{r['name']}: meas/pred" for r in arows)
+        + " | " + " | ".join(f"{r['name']} / 1f1b" for r in arows[1:])
+        + " | abs err | rel err |",
+        "| --- |" + " ---: |" * (2 * len(arows) - 1 + 2),
+        "| measured | " + " | ".join("1" for _ in arows) + " | "
+        + " | ".join(f"{meas[r['name']] / meas[flush['name']]:.2f}"
+                     for r in arows[1:]) + " | | |",
+    ]
+    for key, description in MODELS:
+        pred = {r["name"]: model_prediction(r, key) for r in arows}
+        lines.append(
+            f"| {description} | "
+            + " | ".join(f"{meas[n] / p:.2f}" for n, p in pred.items())
+            + " | " + " | ".join(f"{pred[r['name']] / pred[flush['name']]:.2f}"
+                                 for r in arows[1:])
+            + f" | {errors[key][0]:.2f} | {errors[key][1]:.2f} |")
+    same_terms = all(r["profile"]["strata"] == r["profile"]["pipedream"]
+                     for r in arows)
+    if same_terms:
+        lines += [
+            "",
+            "Strata's and PipeDream's terms price these partitions alike: "
+            "they differ only for replicated stages (all-reduce volume, "
+            "per-replica transfers and shares, replica counts), and here "
+            "every stage has one replica.",
+        ]
+    best_rel = min(errors, key=lambda k: errors[k][1])
+    best_abs = min(errors, key=lambda k: errors[k][0])
+    names = dict(MODELS)
+    lines += [
+        "",
+        f"**Which model predicts the measurements.** Relative to 1F1B (the "
+        f"question the schedule choice asks): the {names[best_rel]} "
+        f"(rel err {errors[best_rel][1]:.2f}). In absolute time: the "
+        f"{names[best_abs]} (abs err {errors[best_abs][0]:.2f}). "
+        "Strata runs pipedream and 2bw with PipeDream's weight versions "
+        "across steps but drains the pipeline at the end of every plan "
+        "step, so their steps keep 1F1B's warm-up and drain and add the "
+        "updates of every window and the copies into the kept versions; "
+        "the partitioner's pipedream and 2bw terms price PipeDream's steady "
+        "state without a flush, which these plans cannot reach. "
+        "Noise: 4 single-threaded ranks share 2 cores (a rank computes up to "
+        "2x slower whenever the others compute too) with other users' jobs "
+        "outside the lock possible; the runs column shows the spread "
+        "between rounds, and differences smaller than it mean nothing.",
+    ]
+    lines += train_lines(train, args)
+    return lines
+
+
+def train_lines(train, args):
+    lines = [
         "",
         "### Throughput and loss after "
         f"{args.train_steps} steps on {RANKS} ranks",
@@ -227,8 +358,8 @@ def async_lines(arows, train, args, load_before, load_after):
         f"{RANKS} replicas of a {MICRO // RANKS}x larger batch for data "
         f"parallelism (`--strata-data-parallel`). Same link emulation; step "
         f"time is the median over {args.rounds} alternating rounds; the "
-        "losses (strata-run's, rank 0's report) are the same every round. "
-        "Optimizers: "
+        "losses (strata-run's, rank 0's report) are those of the last "
+        "round. Optimizers: "
         + "; ".join(f"{m[0]} `{m[3]}`" for m in TRAIN_MODELS) + ".",
         "",
         "| model | layout | samples/step | updates/step | median ms | runs | "
@@ -243,35 +374,19 @@ def async_lines(arows, train, args, load_before, load_after):
             lines.append(f"| {model} | {name} | {samples} | {updates} | "
                          f"{med * 1e3:.1f} | {runs} | {samples / med:.1f} | "
                          f"{loss[0]:.4f} | {loss[1]:.4f} | {loss[2]:.4f} |")
-    by_name = {row[0]: row for row in arows}
-    flush, pd = by_name["1f1b (flush)"], by_name["pipedream"]
-    med = {name: statistics.median(row[6]) for name, row in by_name.items()}
     lines += [
         "",
-        "**Reading.** Strata runs pipedream and 2bw with PipeDream's weight "
-        "versions across steps but drains the pipeline at the end of every "
-        "plan step, so their steps keep 1F1B's warm-up and drain (idle "
-        f"time per device in the timeline model: {pd[3] * pd[2] * 1e3:.1f} "
-        f"ms for pipedream, {flush[3] * flush[2] * 1e3:.1f} ms for 1F1B; "
-        "pipedream's bubble fraction is lower only because its updates add "
-        "busy time) and add "
-        "the updates of every window and the copies into the kept versions "
-        f"({pd[4]} updates and as many copies of each stage's weights per "
-        "step for pipedream, memory-bound on this CPU). Pipedream's step "
-        "against 1F1B's: the partitioner predicts "
-        f"{pd[1] / flush[1]:.2f}x (its pipedream and 2bw terms price "
-        "PipeDream's steady state without a flush: no bubble, one update's "
-        "time per step, which these plans cannot reach), the timeline "
-        f"model {pd[2] / flush[2]:.2f}x, measured "
-        f"{med['pipedream'] / med['1f1b (flush)']:.2f}x: for the plans Strata "
-        "runs, the timeline model, which replays each device's own order, "
-        "is the one to keep. Absolute ratios (measured / predicted) mix the "
-        "calibration with oversubscription (4 ranks on 2 shared cores, up "
-        "to 2x) and the machine's load. In loss per "
-        "step, pipedream makes 8 updates of one micro-batch each where "
-        "1F1B and data parallelism make one of the whole batch (the two "
-        "agree to float rounding: same arithmetic in another order), and "
-        "2bw one per window on weights one update old.",
+        "In loss per step, pipedream makes one update per micro-batch "
+        f"({MICRO} per step, each on weights up to {RANKS - 1} updates "
+        "stale) where 1F1B and data parallelism make one of the whole "
+        "batch (the same arithmetic in another order), and 2bw one per "
+        "window on weights one update old. The hyperparameters are the same "
+        "for every layout and tuned for none: pipedream applies the same lr "
+        "and momentum to every micro-batch's gradient (8 times per step), "
+        "2bw to gradients one update stale, so the losses show what these "
+        "settings do, not each schedule at its best. Step times on 4 ranks "
+        "sharing 2 cores: differences within the runs column's spread are "
+        "noise.",
     ]
     return lines
 
@@ -284,7 +399,8 @@ def main():
     parser.add_argument("--train-steps", type=int, default=30)
     parser.add_argument("--async-only", action="store_true",
                         help="only the asynchronous schedules' sections "
-                        "(printed, pipeline.md left alone)")
+                        "(they replace those of bench/pipeline.md; the rest "
+                        "of the file is kept)")
     args = parser.parse_args()
     bin_dir = os.path.abspath(os.path.join(args.build, "bin"))
     here = os.path.dirname(os.path.abspath(__file__))
@@ -364,8 +480,18 @@ def main():
            f"'{SGD}' -o {sgd_step}")
         tools = (opt, f"{bin_dir}/strata-translate", run, mpirun,
                  f"{bin_dir}/strata-model")
+        # The per-layer profile of one micro-batch's SGD step on one rank,
+        # for strata-partition's models (one kernel thread, as the ranks
+        # run).
+        profile = os.path.join(tmp, "profile.json")
+        one_sgd = os.path.join(tmp, "one-sgd.json")
+        sh(f"{bin_dir}/strata-translate {sgd_step} --export-plan "
+           f"-o {one_sgd}")
+        sh(f"{run} {one_sgd} --steps {args.steps} --threads 1 "
+           f"--profile {profile}")
         load_before = os.getloadavg()[0]
-        async_table = async_rows(tools, tmp, sgd_step, target, emulate, args)
+        async_table = async_rows(tools, tmp, sgd_step, target, profile,
+                                 emulate, args)
         train_table = train_rows(tools, tmp, emulate, args)
         load_after = os.getloadavg()[0]
     extra = async_lines(async_table, train_table, args, load_before,
