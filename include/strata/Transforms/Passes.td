@@ -315,6 +315,13 @@ def CompressActivationsPass
     training, and moves a tensor to a wider or narrower candidate when its
     measured error says so (the run log says what changed and why).
     `min-elements`: tensors with fewer elements stay f32.
+    `sensitive`: the format (or `none`: f32) of the saved values whose
+    backward rule amplifies an error in them
+    (`AutodiffOpInterface::amplifiesSavedError`: the inputs of layer and
+    batch normalisation, which their backward pass renormalises, and the
+    probabilities of a softmax); they keep that one format while the others
+    follow `format`/`candidates`/`budget`. Unset, they are treated like the
+    others.
 
     Runs after `--strata-autodiff` (and `--strata-remat`), before
     `--strata-plan-buffers`; a step that already has buffers is an error.
@@ -327,6 +334,7 @@ def CompressActivationsPass
     ```
     strata-opt step.mlir --strata-compress-activations="format=mxfp6"
     strata-opt step.mlir --strata-compress-activations="format=auto budget=0.05"
+    strata-opt step.mlir --strata-compress-activations="format=mxfp4 sensitive=mxfp8"
     ```
   }];
   let options = [
@@ -339,6 +347,9 @@ def CompressActivationsPass
            "none; required for auto)">,
     Option<"minElements", "min-elements", "int64_t", /*default=*/"0",
            "Leave tensors with fewer elements uncompressed">,
+    Option<"sensitive", "sensitive", "std::string", /*default=*/"\"\"",
+           "Format (or none) of the saved values whose gradient amplifies "
+           "their error (default: as the others)">,
   ];
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }

@@ -82,6 +82,16 @@ def Strata_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
         backward rule reads.
       }],
       "::llvm::SmallVector<::mlir::Value>", "getSavedForBackward", (ins)>,
+    InterfaceMethod<[{
+        Whether the backward rule amplifies an error in the saved value
+        `saved` (one of `getSavedForBackward`) beyond its relative size: a
+        normalisation's backward pass renormalises its input by the input's
+        own spread, and a softmax's backward pass weighs the gradient by the
+        probabilities, the small ones included. Activation compression keeps
+        such values in a wider format (`sensitive=`).
+      }],
+      "bool", "amplifiesSavedError", (ins "::mlir::Value":$saved), [{}],
+      [{ return false; }]>,
   ];
 }
 
