@@ -212,7 +212,8 @@ LogicalResult TrainStepBuilder::run() {
           builder.getF64FloatAttr(config.epsilon),
           builder.getF64FloatAttr(config.weightDecay),
           config.kind == OptimizerKind::adamw ? builder.getUnitAttr()
-                                              : UnitAttr());
+                                              : UnitAttr(),
+          /*update=*/IntegerAttr(), /*updates=*/IntegerAttr());
       newParams.push_back(update.getNewParam());
       newStates.append({update.getNewM(), update.getNewV()});
     }

@@ -11,6 +11,7 @@
 #include "KernelsInternal.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace strata::rt::detail {
@@ -70,6 +71,13 @@ std::string verifyAdam(const Descs &inputs, const Descs &outputs,
   if (v.ok() && epsilon < 0)
     v.fail("attribute 'epsilon' must be non-negative, got " +
            formatNumber(epsilon));
+  double update = 0, updates = 1;
+  if (v.ok() && v.number("update", false, update, 0) &&
+      v.number("updates", false, updates, 1) &&
+      !(updates >= 1 && update >= 0 && update < updates))
+    v.fail("attributes 'update' and 'updates' must satisfy 0 <= update < "
+           "updates, got " +
+           formatNumber(update) + " of " + formatNumber(updates));
   return v.error();
 }
 
@@ -79,10 +87,13 @@ void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
               *v = inputs[3].f32();
   float *pOut = outputs[0].f32(), *mOut = outputs[1].f32(),
         *vOut = outputs[2].f32();
-  int32_t step = inputs[4].i32()[0];
-  if (step < 1)
+  int32_t stepInput = inputs[4].i32()[0];
+  if (stepInput < 1)
     throw std::runtime_error("adam_update: step must be at least 1, got " +
-                             std::to_string(step));
+                             std::to_string(stepInput));
+  // Several updates per step (asynchronous pipeline schedules): t counts
+  // updates.
+  int64_t step = (int64_t(stepInput) - 1) * attrs.updates + attrs.update + 1;
   double beta1 = attrs.beta1, beta2 = attrs.beta2;
   float lr = (float)attrs.lr, epsilon = (float)attrs.epsilon,
         decay = (float)attrs.weightDecay;
@@ -108,11 +119,34 @@ void runAdam(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
   });
 }
 
+std::string verifyCopyInto(const Descs &inputs, const Descs &outputs,
+                           const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes() && v.sameShape(in(1), in(0)) &&
+      v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+/// A weight version kept for the asynchronous pipeline schedules: the
+/// output is the buffer of input 1 (the state), overwritten by input 0.
+void runCopyInto(KernelContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const OpAttrs &) {
+  const float *source = inputs[0].f32();
+  float *dest = outputs[0].f32();
+  if (source == dest)
+    return;
+  parallelFor(ctx.pool, inputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    std::memcpy(dest + begin, source + begin,
+                static_cast<size_t>(end - begin) * sizeof(float));
+  });
+}
+
 } // namespace
 
 void appendOptimKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::SgdUpdate, verifySgd, runSgd});
   kernels.push_back({OpCode::AdamUpdate, verifyAdam, runAdam});
+  kernels.push_back({OpCode::CopyInto, verifyCopyInto, runCopyInto});
 }
 
 } // namespace strata::rt::detail

@@ -43,6 +43,9 @@ struct AdamParams {
   double beta1, beta2;
   float lr, epsilon, decay;
   bool decoupled;
+  /// Update `update` of `updates` per step: t = (step - 1) updates +
+  /// update + 1 (asynchronous pipeline schedules; 0 of 1 otherwise).
+  int64_t update, updates;
 };
 
 /// Adam(W). The bias corrections are computed once per block, in double as
@@ -53,9 +56,9 @@ __global__ void adamKernel(const float *p, const float *g, const float *m,
                            const float *v, const int32_t *step, float *pOut,
                            float *mOut, float *vOut, int64_t n, AdamParams a) {
   __shared__ float invBc[2];
-  int32_t t = *step;
-  if (t < 1)
+  if (*step < 1)
     return;
+  int64_t t = ((int64_t)*step - 1) * a.updates + a.update + 1;
   if (threadIdx.x == 0) {
     invBc[0] = (float)(1.0 / (1.0 - pow(a.beta1, (double)t)));
     invBc[1] = (float)(1.0 / (1.0 - pow(a.beta2, (double)t)));
@@ -91,6 +94,8 @@ void runAdam(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   a.epsilon = (float)attrs.epsilon;
   a.decay = (float)attrs.weightDecay;
   a.decoupled = attrs.decoupled;
+  a.update = attrs.update;
+  a.updates = attrs.updates;
   adamKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
       inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), inputs[3].f32(),
       inputs[4].i32(), outputs[0].f32(), outputs[1].f32(), outputs[2].f32(), n,
@@ -98,11 +103,20 @@ void runAdam(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
+/// A weight version kept for the asynchronous pipeline schedules: input 0
+/// into the buffer of input 1 (the output's).
+void runCopyInto(CudaContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const OpAttrs &) {
+  copyDevice(ctx, outputs[0].f32(), inputs[0].f32(),
+             inputs[0].numel() * (int64_t)sizeof(float));
+}
+
 } // namespace
 
 void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({OpCode::SgdUpdate, runSgd});
   kernels.push_back({OpCode::AdamUpdate, runAdam});
+  kernels.push_back({OpCode::CopyInto, runCopyInto});
 }
 
 } // namespace strata::rt::cuda::detail

@@ -616,6 +616,14 @@ std::vector<Case> makeCases() {
              {"epsilon", 1e-8},
              {"weight_decay", 0.01},
              {"decoupled", 1}}));
+  add("adam_update", "Adam update 1 of 3 in step 2",
+      {t({7, 13}), t({7, 13}), t({7, 13}), rng.f32({7, 13}, 0, 1),
+       scalarI32(2)},
+      {desc({7, 13}), desc({7, 13}), desc({7, 13})},
+      attrs({{"lr", 1e-3}, {"update", 1}, {"updates", 3}}));
+  add("copy_into", "a kept weight version", {t({7, 13}), t({7, 13})},
+      {desc({7, 13})})
+      .exact = true;
   add("adam_update", "Adam L2 step 1",
       {t({1001}), t({1001}), t({1001}), rng.f32({1001}, 0, 1), scalarI32(1)},
       {desc({1001}), desc({1001}), desc({1001})},

@@ -253,7 +253,8 @@ def Strata_RunningStatsResource
 def Strata_BatchNormOp : Strata_Op<"batch_norm", [
     Strata_DifferentiableSensitive, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Strata_CostOpInterface>,
-    DeclareOpInterfaceMethods<Strata_StatefulOpInterface>,
+    DeclareOpInterfaceMethods<Strata_StatefulOpInterface,
+                              ["updatesRankLocalState"]>,
     MemoryEffects<[MemRead<Strata_RunningStatsResource>,
                    MemWrite<Strata_RunningStatsResource>]>]> {
   let summary = "batch normalisation over the channel axis, training mode";
