@@ -1334,4 +1334,21 @@ Status loadPlan(const std::string &path, Plan &plan) {
   return parsePlan(text, path, plan);
 }
 
+std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program) {
+  std::vector<size_t> runs(program.size(), 1);
+  for (size_t i = 0; i < program.size();) {
+    const Instruction &first = program[i];
+    size_t end = i + 1;
+    if (first.attrs.multiTensor != 0)
+      while (end < program.size() && program[end].op == first.op &&
+             program[end].attrs.multiTensor == first.attrs.multiTensor)
+        ++end;
+    runs[i] = end - i;
+    for (size_t j = i + 1; j < end; ++j)
+      runs[j] = 0;
+    i = end;
+  }
+  return runs;
+}
+
 } // namespace strata::rt

@@ -10,6 +10,7 @@
 #ifndef STRATA_RT_CPU_GEMMBF16INTERNAL_H
 #define STRATA_RT_CPU_GEMMBF16INTERNAL_H
 
+#include "GemmInternal.h"
 #include "strata-rt/Bf16.h"
 
 namespace strata::rt::detail {
@@ -30,11 +31,12 @@ bool bf16IsaSupported(Bf16Isa isa);
 Bf16Isa defaultBf16Isa();
 
 /// gemmBf16() on an explicit path (an unsupported one runs the fallback) and
-/// an optional pool (nullptr: the calling thread only).
+/// an optional pool (nullptr: the calling thread only); with `epilogue`, a
+/// fused matmul's epilogue is applied to each tile of C once it is complete.
 void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                      int64_t m, int64_t n, int64_t k, float alpha,
                      Bf16Operand a, Bf16Operand b, float beta, float *c,
-                     int64_t ldc);
+                     int64_t ldc, const GemmEpilogue *epilogue = nullptr);
 
 /// Conversion kernels, from slowest to fastest: the scalar reference, AVX-512F
 /// integer rounding, AVX512-BF16 (vcvtne2ps2bf16 with subnormal lanes fixed

@@ -34,6 +34,8 @@ static std::string getComputeDType(Operation *op) {
   // A bf16 matmul computes in bf16 whatever its f32 tensors.
   if (auto matmul = dyn_cast<MatmulOp>(op); matmul && matmul.getBf16())
     return "bf16";
+  if (auto fused = dyn_cast<FusedMatmulOp>(op); fused && fused.getBf16())
+    return "bf16";
   auto isFloatTensor = [](Type type) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     return tensor && isa<FloatType>(tensor.getElementType());

@@ -1,0 +1,20 @@
+#!/usr/bin/env python3
+"""Prints what a plan's first rank program runs, for FileCheck.
+
+    plan_ops.py PLAN.json
+
+One line with the number of fused_matmul instructions and of multi-tensor
+groups (distinct non-zero multi_tensor ids), then every other op name with
+its count, one per line.
+"""
+import collections
+import json
+import sys
+
+program = json.load(open(sys.argv[1]))["ranks"][0]["program"]
+ops = collections.Counter(i["op"] for i in program)
+groups = {i["attrs"].get("multi_tensor", 0) for i in program} - {0}
+print("fused_matmul %d, multi-tensor groups %d" % (ops.pop("fused_matmul", 0),
+                                                  len(groups)))
+for op, count in sorted(ops.items()):
+    print(op, count)
