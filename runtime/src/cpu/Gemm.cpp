@@ -337,7 +337,7 @@ struct Problem {
 /// Computes C[ic.., jc..] for row panels [ip0, ip1) and column panels
 /// [jp0, jp1) of the current (jc, pc) block: packs A an mc block at a time
 /// and runs the micro-kernel over it, column panels outer. `last`: this is
-/// the last kc slice, after which each tile gets the epilogue.
+/// the last kc slice, after which each block of rows gets the epilogue.
 void computeBlock(const Problem &P, const float *packedB, int64_t jc,
                   int64_t ncur, int64_t pc, int64_t kcur, float beta,
                   int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1,
@@ -365,8 +365,6 @@ void computeBlock(const Problem &P, const float *packedB, int64_t jc,
         float *cTile = P.c + i0 * P.ldc + jc + j0;
         if (rows == mr && cols == nr) {
           P.kernel(kcur, aPanel, bPanel, cTile, P.ldc, P.alpha, beta);
-          if (epilogue)
-            epilogue->apply(i0, jc + j0, rows, cols, cTile, P.ldc);
           continue;
         }
         // Edge tile: the same arithmetic through a buffer.
@@ -383,9 +381,16 @@ void computeBlock(const Problem &P, const float *packedB, int64_t jc,
             cTile[i * P.ldc + j] = r;
           }
         }
-        if (epilogue)
-          epilogue->apply(i0, jc + j0, rows, cols, cTile, P.ldc);
       }
+    }
+    // The block's rows are final over these columns: the epilogue runs on
+    // them while they are still in cache, in long row segments.
+    if (epilogue) {
+      int64_t i0 = ib * mr, j0 = jp0 * nr;
+      int64_t rows = std::min(ie * mr, P.m) - i0;
+      int64_t cols = std::min(jp1 * nr, ncur) - j0;
+      epilogue->apply(i0, jc + j0, rows, cols, P.c + i0 * P.ldc + jc + j0,
+                      P.ldc);
     }
   }
 }

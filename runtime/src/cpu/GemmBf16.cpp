@@ -571,17 +571,21 @@ void computeBlock(const Problem &P, const uint16_t *packedB, int64_t jc,
         float *cTile = P.c + i0 * P.ldc + jc + j0;
         if (rows == mr && cols == kNr) {
           P.path.kernel(kcPad, aPanel, bPanel, cTile, P.ldc, P.alpha, beta);
-          if (epilogue)
-            epilogue->apply(i0, jc + j0, rows, cols, cTile, P.ldc);
           continue;
         }
         // Edge tile: the same arithmetic through a buffer.
         P.path.kernel(kcPad, aPanel, bPanel, edge, kNr, 1.0f, 0.0f);
         for (int64_t i = 0; i < rows; ++i)
           foldRow(edge + i * kNr, cTile + i * P.ldc, cols, P.alpha, beta);
-        if (epilogue)
-          epilogue->apply(i0, jc + j0, rows, cols, cTile, P.ldc);
       }
+    }
+    // As in Gemm.cpp: the block's finished rows, in long row segments.
+    if (epilogue) {
+      int64_t i0 = ib * mr, j0 = jp0 * kNr;
+      int64_t rows = std::min(ie * mr, P.m) - i0;
+      int64_t cols = std::min(jp1 * kNr, ncur) - j0;
+      epilogue->apply(i0, jc + j0, rows, cols, P.c + i0 * P.ldc + jc + j0,
+                      P.ldc);
     }
   }
 #if STRATA_BF16_X86

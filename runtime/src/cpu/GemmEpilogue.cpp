@@ -2,12 +2,11 @@
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
-// Each epilogue repeats, element by element, the expression of the unfused
-// kernel it replaces (KernelsDense.cpp: bias_add `x + bias[j]`, relu
-// `x > 0 ? x : 0`, relu_grad `x > 0 ? dy : 0`; VectorMath: gelu and
-// gelu_grad, whose results do not depend on where an array starts or how
-// long it is). This file is compiled without -march flags, like those
-// kernels, so no multiply-add is contracted here either.
+// Each epilogue calls the array loops of the unfused kernels it replaces
+// (VectorMath: add for bias_add, relu, gelu, relu_grad, gelu_grad), whose
+// results do not depend on where an array starts or how long it is, so the
+// fused result is bit-identical. The GEMM drivers call it on blocks of whole
+// rows once their sums are complete, while they are in cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,26 +25,17 @@ void GemmEpilogue::apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols,
     case Epilogue::Bias:
     case Epilogue::BiasRelu:
     case Epilogue::BiasGelu: {
-      const float *b = bias + j0;
-      for (int64_t j = 0; j < cols; ++j)
-        row[j] = row[j] + b[j];
-      if (kind == Epilogue::Bias)
-        break;
+      addArray(row, bias + j0, row, cols);
       float *out = act ? act + (i0 + i) * ldact + j0 : row;
-      if (kind == Epilogue::BiasGelu) {
+      if (kind == Epilogue::BiasRelu)
+        reluArray(row, out, cols);
+      else if (kind == Epilogue::BiasGelu)
         geluArray(row, out, cols);
-        break;
-      }
-      for (int64_t j = 0; j < cols; ++j)
-        out[j] = row[j] > 0.0f ? row[j] : 0.0f;
       break;
     }
-    case Epilogue::ReluGrad: {
-      const float *x = aux + (i0 + i) * ldaux + j0;
-      for (int64_t j = 0; j < cols; ++j)
-        row[j] = x[j] > 0.0f ? row[j] : 0.0f;
+    case Epilogue::ReluGrad:
+      reluGradArray(row, aux + (i0 + i) * ldaux + j0, row, cols);
       break;
-    }
     case Epilogue::GeluGrad:
       geluGradArray(row, aux + (i0 + i) * ldaux + j0, row, cols);
       break;

@@ -28,11 +28,11 @@ bool gemmIsaSupported(GemmIsa isa);
 GemmIsa defaultGemmIsa();
 
 /// A fused_matmul's epilogue (strata_plan::Epilogue) as the GEMM drivers
-/// apply it: to each tile of C once the tile's last kc slice has been
-/// accumulated (so every element is final and still in cache), with exactly
-/// the arithmetic of the unfused kernels (bias_add, relu, gelu, relu_grad,
-/// gelu_grad). A fused GEMM is therefore bit-identical to the GEMM followed
-/// by those kernels.
+/// apply it: to each block of rows of C (an mc block over a thread's column
+/// panels) once the last kc slice has been accumulated into it, so every
+/// element is final and still in cache, with exactly the arithmetic of the
+/// unfused kernels (bias_add, relu, gelu, relu_grad, gelu_grad). A fused
+/// GEMM is therefore bit-identical to the GEMM followed by those kernels.
 struct GemmEpilogue {
   strata_plan::Epilogue kind = strata_plan::Epilogue::Bias;
   /// Bias epilogues: one value per column of C.

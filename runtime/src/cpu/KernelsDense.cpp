@@ -303,24 +303,27 @@ void runAdd(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
             const OpAttrs &) {
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
   float *c = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 1,
-              [=](int64_t i) { c[i] = a[i] + b[i]; });
+  parallelFor(ctx.pool, outputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    addArray(a + begin, b + begin, c + begin, end - begin);
+  });
 }
 
 void runRelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
              const OpAttrs &) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 1,
-              [=](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
+  parallelFor(ctx.pool, outputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    reluArray(x + begin, y + begin, end - begin);
+  });
 }
 
 void runReluGrad(KernelContext &ctx, const Tensors &inputs,
                  const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
   float *dx = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 1,
-              [=](int64_t i) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; });
+  parallelFor(ctx.pool, outputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    reluGradArray(dy + begin, x + begin, dx + begin, end - begin);
+  });
 }
 
 void runGelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
@@ -388,8 +391,7 @@ void runBiasAdd(KernelContext &ctx, const Tensors &inputs,
     int64_t d = view.dim;
     parallelFor(ctx.pool, view.outer, d, [=](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o)
-        for (int64_t j = 0; j < d; ++j)
-          y[o * d + j] = x[o * d + j] + bias[j];
+        addArray(x + o * d, bias, y + o * d, d);
     });
     return;
   }
