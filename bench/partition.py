@@ -104,6 +104,22 @@ def pipedream(bin_dir, profiles):
     return rows
 
 
+def pipedream_table(small):
+    lines = []
+    for row in small:
+        if len(row) == 4:
+            lines.append(f"| {row[0]} | {row[1]} | {row[2]} | | {row[3]} | | | | | |")
+            continue
+        (model, devices, micro, layers, p_shape, p_step, speedup, u_shape,
+         u_fits, u_speedup, d_step, d_fits) = row
+        lines.append(
+            f"| {model} | {devices} | {micro} | {layers} | {p_shape} | "
+            f"{p_step * 1e3:.1f} | {speedup:.2f}x | {u_shape}"
+            f"{'' if u_fits else ' (no fit)'} | {u_speedup:.2f}x | "
+            f"{d_step * 1e3:.1f}{'' if d_fits else ' (no fit)'} |")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
@@ -111,12 +127,17 @@ def main():
     parser.add_argument("--profiles", default=os.path.join(
         HERE, "..", "..", "shared", "data", "pipedream-profiles"))
     parser.add_argument("--output", default=os.path.join(HERE, "partition.md"))
+    parser.add_argument("--pipedream-only", action="store_true",
+                        help="print only the PipeDream profiles' table rows")
     args = parser.parse_args()
     bin_dir = os.path.abspath(os.path.join(args.build, "bin"))
     profiles = os.path.abspath(args.profiles)
     if not os.path.isdir(profiles):
         profiles = "/work/shared/data/pipedream-profiles"
 
+    if args.pipedream_only:
+        print("\n".join(pipedream_table(pipedream(bin_dir, profiles))))
+        return 0
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         big = gpt3(bin_dir, args.repeat, tmp)
@@ -187,17 +208,7 @@ def main():
         "uniform | uniform speedup | DP step ms |",
         "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |",
     ]
-    for row in small:
-        if len(row) == 4:
-            lines.append(f"| {row[0]} | {row[1]} | {row[2]} | | {row[3]} | | | | | |")
-            continue
-        (model, devices, micro, layers, p_shape, p_step, speedup, u_shape,
-         u_fits, u_speedup, d_step, d_fits) = row
-        lines.append(
-            f"| {model} | {devices} | {micro} | {layers} | {p_shape} | "
-            f"{p_step * 1e3:.1f} | {speedup:.2f}x | {u_shape}"
-            f"{'' if u_fits else ' (no fit)'} | {u_speedup:.2f}x | "
-            f"{d_step * 1e3:.1f}{'' if d_fits else ' (no fit)'} |")
+    lines += pipedream_table(small)
     lines += [
         "",
         "Reading: VGG-16's layers stash about 14 GiB of activations per "

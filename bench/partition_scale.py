@@ -15,12 +15,21 @@ micro-batches per step. Each run is
 reported as "> N s". The reference is not started where its choice tables,
 (L + 1)^2 (D + 1) x 4 bytes, exceed --max-ref-gib.
 
+With --before DIR it instead compares the search of this build with that of
+DIR/bin/strata-partition (e.g. a build from before a change) on the same
+graphs, alternating the two --repeat times per row: the least CPU seconds of
+each process (user + system, which a loaded machine disturbs less than the
+wall clock) and the least partition time it printed, and whether the two
+found the same objective.
+
     python3 bench/partition_scale.py [--build build] [--timeout 120]
+    python3 bench/partition_scale.py --before DIR [--repeat 3] [--keep-memory]
 """
 import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -80,6 +89,48 @@ def run(command, timeout):
     return float(m.group(1)), p["objective"], len(p["stages"])
 
 
+def cpu_run(command):
+    """CPU seconds of the process, its partition time and objective."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run("exec " + command, shell=True, text=True,
+                         capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r"partition time: ([0-9.]+) s", out.stderr)
+    if out.returncode != 0 or not m:
+        sys.exit(f"failed: {command}\n{out.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime -
+                                                 before.ru_stime)
+    return cpu, float(m.group(1)), json.loads(out.stdout)["partition"][
+        "objective"]
+
+
+def compare(args, tool, before):
+    print("| layers | devices | before CPU s | after CPU s | before partition "
+          "s | after partition s | same objective |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for nodes in map(int, args.nodes.split(",")):
+            target = write_target(tmp, nodes, args.keep_memory)
+            for layers in map(int, args.layers.split(",")):
+                profile = os.path.join(tmp, f"gpt-{layers}.json")
+                write_profile(profile, layers)
+                runs = {before: [], tool: []}
+                for _ in range(args.repeat):
+                    for binary in (before, tool):
+                        runs[binary].append(cpu_run(
+                            f"{binary} {profile} --target {target} "
+                            "--micro-batches 64 --json --time"))
+                objectives = {r[2] for rs in runs.values() for r in rs}
+                cells = []
+                for k in (0, 1):
+                    for binary in (before, tool):
+                        cells.append(f"{min(r[k] for r in runs[binary]):.3f}")
+                print(f"| {layers} | {8 * nodes} | {cells[0]} | {cells[1]} | "
+                      f"{cells[2]} | {cells[3]} | "
+                      f"{'yes' if len(objectives) == 1 else 'NO'} |",
+                      flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -90,9 +141,17 @@ def main():
     parser.add_argument("--keep-memory", action="store_true",
                         help="keep the target's 80 GiB per device (memory "
                         "binds: stages hold few layers)")
+    parser.add_argument("--before", help="compare with this build "
+                        "directory's strata-partition instead")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     tool = os.path.join(args.build, "bin", "strata-partition")
     print(f"CPU: {cpu_name()}; load average {os.getloadavg()[0]:.1f}")
+    if args.before:
+        compare(args, tool,
+                os.path.join(args.before, "bin", "strata-partition"))
+        print(f"load average at the end {os.getloadavg()[0]:.1f}")
+        return
     print("| layers | devices | reference s | reference objective | "
           "search s | search objective | stages | same optimum |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")

@@ -5,7 +5,8 @@
 // it; odd: PipeDream's graph.txt), the rest is the file. A profile that
 // parses is turned into a layer graph and, when that verifies and has at most
 // kMaxPartitionLayers layers, partitioned on a 2 x 2 device topology (what
-// --strata-partition-pipeline profile=FILE and strata-partition do), and
+// --strata-partition-pipeline profile=FILE and strata-partition do; bit 5
+// of the selector cuts at down-sets), and
 // both reports are printed to a null stream.
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +40,7 @@ static void partition(const LayerGraph &graph, uint8_t selector) {
   options.objective = static_cast<PartitionObjective>((selector >> 1) % 3);
   options.schedule = static_cast<PipelineSchedule>((selector >> 3) % 4);
   options.microBatches = 8;
+  options.cuts = (selector >> 5) & 1 ? CutSpace::DownSets : CutSpace::Prefixes;
   PartitionResult result = partitionPipeline(graph, topology, options);
   if (!result.ok())
     return;

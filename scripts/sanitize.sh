@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 
 SAN_BUILD_DIR=${SAN_BUILD_DIR:-build-san}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+# onnx joins the default targets where the importer is built (libonnx-dev).
+FUZZ_TARGETS_SET=${FUZZ_TARGETS+set}
 FUZZ_TARGETS=${FUZZ_TARGETS:-ir plan safetensors profile tuning-db cost-table}
 SANITIZE_TESTS=${SANITIZE_TESTS:-1}
 
@@ -34,6 +36,9 @@ BUILD_DIR=$SAN_BUILD_DIR \
 STRATA_CMAKE_ARGS="-DSTRATA_ENABLE_CUDA=OFF -DSTRATA_SANITIZE=address,undefined -DSTRATA_BUILD_FUZZERS=ON ${STRATA_CMAKE_ARGS:-}" \
   scripts/setup.sh
 echo "sanitize: build took $(($(date +%s) - start)) s"
+if [ -z "$FUZZ_TARGETS_SET" ] && [ -x "$SAN_BUILD_DIR/bin/strata-fuzz-onnx" ]; then
+  FUZZ_TARGETS="$FUZZ_TARGETS onnx"
+fi
 
 # OpenMPI's own allocations outlive MPI_Finalize (most in plugins it has
 # unloaded, which no suppression can name); LeakSanitizer would report them at

@@ -75,6 +75,9 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
         inst.out.push_back(idOf(value));
       }
       auto update = dyn_cast<InPlaceOpInterface>(op);
+      // Sends in flight complete before an optimizer update (the runtime's
+      // OpInfo::waitsForSends), not before an op that updates running
+      // statistics, which no send reads.
       inst.inPlace = static_cast<bool>(update);
       inst.readsAfterReturn = isa<SendOp>(op);
       if (update)

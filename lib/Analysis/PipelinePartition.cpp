@@ -10,7 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata/Analysis/PipelinePartition.h"
+#include "strata/Analysis/PartitionReplay.h"
+#include "strata/Analysis/PipelineDownSets.h"
 #include "strata/Target/TargetDescription.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <array>
@@ -18,6 +22,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <memory>
 #include <queue>
 #include <sstream>
 #include <thread>
@@ -27,16 +33,59 @@ using namespace mlir::strata;
 
 static constexpr double kInf = std::numeric_limits<double>::infinity();
 
+std::vector<LayerTensor> LayerGraph::tensors() const {
+  std::vector<LayerTensor> out;
+  std::map<int64_t, size_t> byId;
+  for (const PartitionEdge &edge : edges) {
+    size_t t = out.size();
+    if (edge.tensor >= 0) {
+      auto [it, inserted] = byId.try_emplace(edge.tensor, t);
+      t = it->second;
+      if (inserted)
+        out.push_back({edge.from, edge.bytes, {}});
+    } else {
+      out.push_back({edge.from, edge.bytes, {}});
+    }
+    out[t].readers.push_back(edge.to);
+  }
+  for (LayerTensor &tensor : out) {
+    llvm::sort(tensor.readers);
+    tensor.readers.erase(llvm::unique(tensor.readers), tensor.readers.end());
+  }
+  return out;
+}
+
+/// Each tensor as the edge from its producer to its last reader, in the
+/// order of its first edge (what the cuts of prefixes depend on; no
+/// per-tensor reader lists, as evaluatePartition runs it many times).
+static std::vector<PartitionEdge> tensorSpans(const LayerGraph &graph) {
+  std::vector<PartitionEdge> spans;
+  spans.reserve(graph.edges.size());
+  std::map<int64_t, size_t> byId;
+  for (const PartitionEdge &edge : graph.edges) {
+    if (edge.tensor >= 0) {
+      auto [it, inserted] = byId.try_emplace(edge.tensor, spans.size());
+      if (!inserted) {
+        spans[it->second].to = std::max(spans[it->second].to, edge.to);
+        continue;
+      }
+    }
+    spans.push_back(edge);
+  }
+  return spans;
+}
+
 std::vector<double> LayerGraph::cutBytes() const {
   size_t n = layers.size();
   std::vector<double> cuts(n > 0 ? n - 1 : 0, 0.0);
   if (cuts.empty())
     return cuts;
-  // A difference array: an edge from a to b adds its bytes to cuts a..b-1.
+  // A difference array: a tensor from a last read at b adds its bytes to
+  // cuts a..b-1.
   std::vector<double> delta(n, 0.0);
-  for (const PartitionEdge &edge : edges) {
-    delta[edge.from] += edge.bytes;
-    delta[edge.to] -= edge.bytes;
+  for (const PartitionEdge &tensor : tensorSpans(*this)) {
+    delta[tensor.from] += tensor.bytes;
+    delta[tensor.to] -= tensor.bytes;
   }
   double running = 0;
   for (size_t j = 0; j + 1 < n; ++j) {
@@ -44,6 +93,32 @@ std::vector<double> LayerGraph::cutBytes() const {
     cuts[j] = std::max(0.0, running);
   }
   return cuts;
+}
+
+bool LayerGraph::isChain() const {
+  std::vector<bool> linked(layers.size(), false);
+  for (const PartitionEdge &edge : edges)
+    if (edge.to == edge.from + 1)
+      linked[edge.from] = true;
+  for (size_t p = 0; p + 1 < layers.size(); ++p)
+    if (!linked[p])
+      return false;
+  return true;
+}
+
+LayerGraph LayerGraph::reordered(const std::vector<unsigned> &order) const {
+  LayerGraph out;
+  std::vector<unsigned> position(layers.size());
+  for (unsigned p = 0; p < order.size(); ++p) {
+    position[order[p]] = p;
+    out.layers.push_back(layers[order[p]]);
+  }
+  out.edges = edges;
+  for (PartitionEdge &edge : out.edges) {
+    edge.from = position[edge.from];
+    edge.to = position[edge.to];
+  }
+  return out;
 }
 
 /// A finite non-negative time or size (NaN fails every comparison, which
@@ -66,6 +141,20 @@ std::string LayerGraph::verify() const {
     }
     if (!isSize(edge.bytes))
       return "an edge has negative, infinite or NaN bytes";
+  }
+  // The edges of one tensor agree on its producer and size.
+  std::map<int64_t, const PartitionEdge *> first;
+  for (const PartitionEdge &edge : edges) {
+    if (edge.tensor < 0)
+      continue;
+    auto [it, inserted] = first.try_emplace(edge.tensor, &edge);
+    if (!inserted &&
+        (it->second->from != edge.from || it->second->bytes != edge.bytes)) {
+      std::ostringstream os;
+      os << "the edges of tensor " << edge.tensor
+         << " disagree on its producer or size";
+      return os.str();
+    }
   }
   for (const PartitionLayer &layer : layers)
     if (!isSize(layer.forwardSeconds) || !isSize(layer.backwardSeconds) ||
@@ -155,8 +244,20 @@ static const char *stringifyTransfers(TransferModel transfers) {
     return "per-replica";
   case TransferModel::None:
     return "none";
+  case TransferModel::PipeDream:
+    return "pipedream";
   }
   return "per-cut";
+}
+
+static bool parseTransfers(llvm::StringRef name, TransferModel &transfers) {
+  for (TransferModel t : {TransferModel::PerCut, TransferModel::PerReplica,
+                          TransferModel::PipeDream, TransferModel::None})
+    if (name == stringifyTransfers(t)) {
+      transfers = t;
+      return true;
+    }
+  return false;
 }
 
 bool mlir::strata::parseCostTerms(llvm::StringRef spec, CostTerms &terms,
@@ -193,18 +294,14 @@ bool mlir::strata::parseCostTerms(llvm::StringRef spec, CostTerms &terms,
       terms.allReduceFactor = f;
     } else if (key == "shares" && (value == "whole" || value == "even")) {
       terms.evenShares = value == "even";
-    } else if (key == "transfers" &&
-               (value == "per-cut" || value == "per-replica" ||
-                value == "none")) {
-      terms.transfers = value == "per-cut"       ? TransferModel::PerCut
-                        : value == "per-replica" ? TransferModel::PerReplica
-                                                 : TransferModel::None;
+    } else if (key == "transfers" && parseTransfers(value, terms.transfers)) {
     } else if (key == "replicas" && (value == "nodes" || value == "all")) {
       terms.allReplicaCounts = value == "all";
     } else {
       error = ("unknown cost term '" + part.trim() +
                "' (allreduce=F, shares=whole|even, "
-               "transfers=per-cut|per-replica|none, replicas=nodes|all)")
+               "transfers=per-cut|per-replica|pipedream|none, "
+               "replicas=nodes|all)")
                   .str();
       return false;
     }
@@ -372,14 +469,20 @@ static std::array<double, 2> cutTransfers(const PartitionTopology &topology,
 }
 
 /// The transfer term of a stage on `r` replicas whose outgoing cut takes
-/// `out` and incoming cut `in` seconds (evaluatePartition spells it out).
+/// `out` and incoming cut `in` seconds; `first`: the first stage
+/// (evaluatePartition spells it out).
 static double stageTransfer(TransferModel transfers, int64_t r, double out,
-                            double in) {
+                            double in, bool first) {
   switch (transfers) {
   case TransferModel::PerCut:
     return out;
   case TransferModel::PerReplica:
     return std::max(in, out) / static_cast<double>(r);
+  case TransferModel::PipeDream:
+    // PipeDream's recurrence prices the first stage alone (its base case),
+    // without the outgoing cut: that is charged only as the next stage's
+    // input, over the next stage's replicas.
+    return first ? 0.0 : std::max(in, out) / static_cast<double>(r);
   case TransferModel::None:
     return 0.0;
   }
@@ -404,6 +507,7 @@ PartitionEvaluation mlir::strata::evaluatePartition(
     totalForward += layer.forwardSeconds;
     totalBackward += layer.backwardSeconds;
   }
+  std::vector<PartitionEdge> tensors = tensorSpans(graph);
   int64_t device = 0;
   eval.fitsMemory = true;
   for (int64_t s = 0; s < stages; ++s) {
@@ -426,6 +530,10 @@ PartitionEvaluation mlir::strata::evaluatePartition(
       stash += layer.stashBytes;
     }
     double work = stageWork(o, forward, backward);
+    stage.forwardSeconds = forward;
+    stage.backwardSeconds = work - forward;
+    stage.stepUpdateSeconds = update;
+    stage.paramBytes = params;
     int64_t n = ceilDiv(o.microBatches, r);
     double share = replicaShare(o, r);
     double syncs = syncsPerStep(o, share);
@@ -440,15 +548,17 @@ PartitionEvaluation mlir::strata::evaluatePartition(
         M;
     stage.updateSeconds = update / M;
     stage.commBytes = factor * static_cast<double>(r - 1) * params * syncs;
+    // Tensors crossing the cut before the stage and the one after it.
     double input = 0;
-    for (const PartitionEdge &edge : graph.edges)
-      if (edge.from < first && edge.to >= first)
-        input += edge.bytes;
+    for (const PartitionEdge &tensor : tensors)
+      if (tensor.from < first && tensor.to >= first)
+        input += tensor.bytes;
     if (s + 1 < stages) {
       double crossing = 0;
-      for (const PartitionEdge &edge : graph.edges)
-        if (edge.from <= last && edge.to > last)
-          crossing += edge.bytes;
+      for (const PartitionEdge &tensor : tensors)
+        if (tensor.from <= last && tensor.to > last)
+          crossing += tensor.bytes;
+      stage.cutBytes = crossing;
       int64_t next = device + r;
       bool sameNode = (next - 1) / g == next / g;
       stage.transferSeconds =
@@ -457,10 +567,9 @@ PartitionEvaluation mlir::strata::evaluatePartition(
                    sameNode ? topology.intraLatency : topology.interLatency);
       stage.commBytes += 2.0 * crossing * M;
     }
-    if (o.terms.transfers == TransferModel::None) {
-      stage.transferSeconds = 0;
-    } else if (o.terms.transfers == TransferModel::PerReplica) {
-      // Both cuts of the stage, each divided over its replicas.
+    if (o.terms.transfers != TransferModel::PerCut) {
+      // Per replica: both cuts of the stage, each divided over its
+      // replicas (PipeDream: except the first stage's outgoing one).
       bool prevSameNode = device % g != 0;
       double in = s > 0 ? transfer(input,
                                    prevSameNode ? topology.intraBandwidth
@@ -468,8 +577,8 @@ PartitionEvaluation mlir::strata::evaluatePartition(
                                    prevSameNode ? topology.intraLatency
                                                 : topology.interLatency)
                         : 0.0;
-      stage.transferSeconds =
-          std::max(in, stage.transferSeconds) / static_cast<double>(r);
+      stage.transferSeconds = stageTransfer(o.terms.transfers, r,
+                                            stage.transferSeconds, in, s == 0);
     }
     stage.seconds =
         std::max(stage.computeSeconds + stage.syncSeconds + stage.updateSeconds,
@@ -508,18 +617,33 @@ PartitionEvaluation mlir::strata::evaluatePartition(
 namespace {
 enum class Metric { Throughput, Balance, Communication, Memory };
 
-/// Prefix sums over the layers and per-candidate constants shared by the
+/// Sums over the cut states and per-candidate constants shared by the
 /// exhaustive DP (Solver), the bounded search (BoundedSolver) and the
-/// threshold search (ThresholdSolver).
+/// threshold search (ThresholdSolver). A state is the set of layers before a
+/// cut: without a lattice state i is the first i layers (the only kind the
+/// bounded and threshold searches take), with one the lattice's down-sets. A
+/// stage goes from a state to one containing it and holds the difference.
 struct CostTables {
   CostTables(const LayerGraph &graph, const PartitionTopology &topology,
-             const PartitionOptions &o, std::vector<int64_t> candidates);
+             const PartitionOptions &o, std::vector<int64_t> candidates,
+             const DownSetLattice *lattice = nullptr);
+
+  /// Layers in state `s`.
+  int64_t layersIn(int64_t s) const {
+    return lattice ? static_cast<int64_t>(lattice->size[s]) : s;
+  }
 
   const PartitionOptions &o;
   const PartitionTopology &topology;
   std::vector<int64_t> candidates;
-  int64_t numLayers = 0, devices = 0, g = 1;
-  std::vector<double> work, update, params, resident, stash, cuts;
+  const DownSetLattice *lattice;
+  int64_t numLayers = 0, numStates = 0, devices = 0, g = 1;
+  /// Per state, sums over its layers.
+  std::vector<double> work, update, params, resident, stash;
+  /// Per state, the bytes of the tensors leaving it (0: empty or full).
+  std::vector<double> out;
+  /// Without a lattice: bytes crossing the cut after position j.
+  std::vector<double> cuts;
   /// Per candidate: whole micro-batches per replica (the in-flight bound),
   /// the share each replica runs (replicaShare), and the all-reduce cost
   /// per step a * bytes + b on the intra-node (0) and inter-node (1) link.
@@ -534,22 +658,33 @@ public:
   using CostTables::CostTables;
 
   /// Runs the DP for stage counts 1..maxStages; value(S) is the optimum with
-  /// exactly S stages (+inf if none).
-  void solve(Metric metric, double cap, int64_t maxStages, bool onlyLast);
+  /// exactly S stages (+inf if none). `fixed`: the replicas of every stage
+  /// in order (maxStages of them, with onlyLast).
+  void solve(Metric metric, double cap, int64_t maxStages, bool onlyLast,
+             const std::vector<int64_t> *fixed = nullptr);
   const std::vector<double> &values() const { return best; }
   double value(int64_t stages) const { return best[stages]; }
-  /// The optimal partition with `stages` stages (value(stages) finite).
-  void reconstruct(int64_t stages,
-                   std::vector<std::pair<unsigned, unsigned>> &bounds,
+  /// The optimal partition with `stages` stages (value(stages) finite): the
+  /// state after each stage (the last one every layer) and its replicas.
+  void reconstruct(int64_t stages, std::vector<int64_t> &states,
                    std::vector<int64_t> &replicas) const;
 
 private:
+  /// The states a stage from state i may end at with k stages left (the
+  /// k - 1 after it need a layer each), ascending: at(0 .. count - 1).
+  struct Ends {
+    const uint32_t *list;
+    int64_t first, count;
+    int64_t at(int64_t t) const { return list ? list[t] : first + t; }
+  };
+  Ends ends(int64_t i, int64_t k) const;
   size_t index(int64_t i, int64_t off) const {
     return static_cast<size_t>(i) * (devices + 1) + off;
   }
 
   std::vector<double> best;
-  /// choice[k][i * (D + 1) + o] = (j << 16) | candidate index, or ~0u.
+  /// choice[k][i * (D + 1) + o] = (j << 16) | candidate index, or ~0u (j:
+  /// the state after the stage).
   std::vector<std::vector<uint32_t>> choice;
 };
 } // namespace
@@ -557,27 +692,39 @@ private:
 CostTables::CostTables(const LayerGraph &graph,
                        const PartitionTopology &topology,
                        const PartitionOptions &o,
-                       std::vector<int64_t> candidates)
-    : o(o), topology(topology), candidates(std::move(candidates)) {
+                       std::vector<int64_t> candidates,
+                       const DownSetLattice *lattice)
+    : o(o), topology(topology), candidates(std::move(candidates)),
+      lattice(lattice) {
   numLayers = static_cast<int64_t>(graph.layers.size());
+  numStates =
+      lattice ? static_cast<int64_t>(lattice->numStates()) : numLayers + 1;
   devices = o.devices;
   g = std::max<int64_t>(topology.devicesPerNode, 1);
-  work.assign(numLayers + 1, 0.0);
-  update.assign(numLayers + 1, 0.0);
-  params.assign(numLayers + 1, 0.0);
-  resident.assign(numLayers + 1, 0.0);
-  stash.assign(numLayers + 1, 0.0);
-  for (int64_t l = 0; l < numLayers; ++l) {
-    const PartitionLayer &layer = graph.layers[l];
-    work[l + 1] =
-        work[l] + stageWork(o, layer.forwardSeconds, layer.backwardSeconds);
-    update[l + 1] = update[l] + layer.updateSeconds;
-    params[l + 1] = params[l] + layer.paramBytes;
-    resident[l + 1] =
-        resident[l] + 2.0 * layer.paramBytes + layer.optimizerBytes;
-    stash[l + 1] = stash[l] + layer.stashBytes;
+  for (std::vector<double> *sums : {&work, &update, &params, &resident, &stash})
+    sums->assign(numStates, 0.0);
+  // State s is state `from` plus the layer at `l` (prefixes: s - 1 plus
+  // s - 1), so every sum is built by the same additions in both cases.
+  for (int64_t s = 1; s < numStates; ++s) {
+    int64_t from = lattice ? lattice->parent[s] : s - 1;
+    const PartitionLayer &layer =
+        graph.layers[lattice ? lattice->added[s] : s - 1];
+    work[s] =
+        work[from] + stageWork(o, layer.forwardSeconds, layer.backwardSeconds);
+    update[s] = update[from] + layer.updateSeconds;
+    params[s] = params[from] + layer.paramBytes;
+    resident[s] =
+        resident[from] + 2.0 * layer.paramBytes + layer.optimizerBytes;
+    stash[s] = stash[from] + layer.stashBytes;
   }
-  cuts = graph.cutBytes();
+  if (lattice) {
+    out = lattice->outBytes;
+  } else {
+    cuts = graph.cutBytes();
+    out.assign(numStates, 0.0);
+    for (int64_t s = 1; s < numLayers; ++s)
+      out[s] = cuts[s - 1];
+  }
   size_t numCandidates = this->candidates.size();
   perReplica.resize(numCandidates);
   share.resize(numCandidates);
@@ -603,20 +750,46 @@ CostTables::CostTables(const LayerGraph &graph,
   }
 }
 
-void Solver::solve(Metric metric, double cap, int64_t maxStages,
-                   bool onlyLast) {
+Solver::Ends Solver::ends(int64_t i, int64_t k) const {
+  const int64_t L = numLayers;
+  if (!lattice) {
+    if (k == 1)
+      return {nullptr, L, i < L ? 1 : 0};
+    return {nullptr, i + 1, std::max<int64_t>(0, L - k + 1 - i)};
+  }
+  const uint32_t *begin = lattice->supersets.data() + lattice->superBegin[i];
+  const uint32_t *end = lattice->supersets.data() + lattice->superBegin[i + 1];
+  if (k == 1) // The full state, the last superset.
+    return {end - (begin != end ? 1 : 0), 0, begin != end ? 1 : 0};
+  // Supersets are in order of size; k - 1 layers must remain.
+  const uint32_t *stop = std::partition_point(
+      begin, end, [&](uint32_t s) { return lattice->size[s] + (k - 1) <= L; });
+  return {begin, 0, stop - begin};
+}
+
+void Solver::solve(Metric metric, double cap, int64_t maxStages, bool onlyLast,
+                   const std::vector<int64_t> *fixed) {
   const double M = static_cast<double>(o.microBatches);
-  const int64_t D = devices, L = numLayers;
+  const int64_t D = devices, L = numLayers, full = numStates - 1;
   const int64_t rmin = candidates.front();
-  const size_t cells = static_cast<size_t>(L + 1) * (D + 1);
+  const size_t cells = static_cast<size_t>(numStates) * (D + 1);
   std::vector<double> prev(cells, kInf), cur(cells, kInf);
   // k = 0: nothing left, every device used.
-  prev[index(L, D)] = 0.0;
+  prev[index(full, D)] = 0.0;
   // The finite offsets of each row of the previous table lie in
   // [prevLo[i], prevHi[i]] (empty when prevLo > prevHi).
-  std::vector<int64_t> prevLo(L + 1, D + 1), prevHi(L + 1, -1);
-  std::vector<int64_t> curLo(L + 1), curHi(L + 1);
-  prevLo[L] = prevHi[L] = D;
+  std::vector<int64_t> prevLo(numStates, D + 1), prevHi(numStates, -1);
+  std::vector<int64_t> curLo(numStates), curHi(numStates);
+  prevLo[full] = prevHi[full] = D;
+  // With fixed replicas, the device each stage starts at.
+  std::vector<int64_t> fixedOffset;
+  if (fixed) {
+    int64_t off = 0;
+    for (int64_t r : *fixed) {
+      fixedOffset.push_back(off);
+      off += r;
+    }
+  }
   best.assign(maxStages + 1, kInf);
   choice.assign(maxStages + 1, {});
   const bool sum = metric == Metric::Communication;
@@ -629,46 +802,57 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
     std::vector<uint32_t> &choiceK = choice[k];
     choiceK.assign(cells, ~0u);
     bool last = onlyLast && k == maxStages;
-    for (int64_t i = 0; i + k <= L; ++i) {
+    // States are in order of size: k stages need k more layers.
+    for (int64_t i = 0; i < numStates && layersIn(i) + k <= L; ++i) {
       if (last && i > 0)
         break;
-      int64_t lastJ = k == 1 ? L - 1 : L - k;
-      for (int64_t j = k == 1 ? L - 1 : i; j <= lastJ; ++j) {
-        double residentBytes = resident[j + 1] - resident[i];
-        if (residentBytes > cap)
-          break;
-        if (prevLo[j + 1] > prevHi[j + 1])
+      Ends e = ends(i, k);
+      for (int64_t t = 0; t < e.count; ++t) {
+        int64_t j = e.at(t); // The state after the stage.
+        double residentBytes = resident[j] - resident[i];
+        if (residentBytes > cap) {
+          if (!lattice)
+            break; // Grows with j along prefixes.
           continue;
-        double stageWork = work[j + 1] - work[i];
-        double stageUpdate = update[j + 1] - update[i];
-        double stageParams = params[j + 1] - params[i];
-        double stageStash = stash[j + 1] - stash[i];
-        bool hasNext = j + 1 < L;
-        double cut = hasNext ? cuts[j] : 0.0;
+        }
+        if (prevLo[j] > prevHi[j])
+          continue;
+        double stageWork = work[j] - work[i];
+        double stageUpdate = update[j] - update[i];
+        double stageParams = params[j] - params[i];
+        double stageStash = stash[j] - stash[i];
+        bool hasNext = j != full;
+        double cut = out[j];
         std::array<double, 2> xfer = cutTransfers(topology, cut);
-        std::array<double, 2> xferIn =
-            cutTransfers(topology, i > 0 ? cuts[i - 1] : 0.0);
-        const double *restRow = &prev[index(j + 1, 0)];
+        std::array<double, 2> xferIn = cutTransfers(topology, out[i]);
+        const double *restRow = &prev[index(j, 0)];
         for (int64_t c = 0; c < numCandidates; ++c) {
           int64_t r = candidates[c];
+          if (fixed && r != (*fixed)[maxStages - k])
+            continue;
           // Offsets this stage may start at.
           int64_t hi = D - r - (k - 1) * rmin;
           if (hi < 0)
             break; // Larger candidates leave even fewer offsets.
           int64_t lo = k == 1 ? hi : 0;
+          if (fixed) {
+            int64_t at = fixedOffset[maxStages - k];
+            if (at < lo || at > hi)
+              continue;
+            lo = hi = at;
+          }
           if (last) {
             if (lo > 0)
               continue;
             hi = 0;
           }
           // Only offsets whose rest can be finite.
-          lo = std::max(lo, prevLo[j + 1] - r);
-          hi = std::min(hi, prevHi[j + 1] - r);
+          lo = std::max(lo, prevLo[j] - r);
+          hi = std::min(hi, prevHi[j] - r);
           if (hi < lo)
             continue;
           int64_t n = perReplica[c];
-          double memory = stageMemory(o, residentBytes, stageStash,
-                                      i > 0 ? cuts[i - 1] : 0.0,
+          double memory = stageMemory(o, residentBytes, stageStash, out[i],
                                       inFlight(o, k, n), stageParams);
           if (memory > cap)
             continue;
@@ -699,10 +883,10 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
                                                  M;
               for (int same = 0; same < 2; ++same)
                 for (int prevSame = 0; prevSame < 2; ++prevSame)
-                  term[one][same][prevSame] =
-                      std::max(busy, stageTransfer(o.terms.transfers, r,
-                                                   xfer[same ? 0 : 1],
-                                                   xferIn[prevSame ? 0 : 1]));
+                  term[one][same][prevSame] = std::max(
+                      busy,
+                      stageTransfer(o.terms.transfers, r, xfer[same ? 0 : 1],
+                                    xferIn[prevSame ? 0 : 1], i == 0));
             }
             break;
           }
@@ -740,19 +924,45 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages,
   }
 }
 
-void Solver::reconstruct(int64_t stages,
-                         std::vector<std::pair<unsigned, unsigned>> &bounds,
+void Solver::reconstruct(int64_t stages, std::vector<int64_t> &states,
                          std::vector<int64_t> &replicas) const {
   int64_t i = 0, off = 0;
   for (int64_t k = stages; k >= 1; --k) {
     uint32_t c = choice[k][index(i, off)];
     int64_t j = c >> 16;
     int64_t r = candidates[c & 0xffff];
-    bounds.emplace_back(static_cast<unsigned>(i), static_cast<unsigned>(j));
+    states.push_back(j);
     replicas.push_back(r);
-    i = j + 1;
+    i = j;
     off += r;
   }
+}
+
+/// The stage bounds of a partition whose stages end at `states` (Solver's
+/// reconstruct), and with a lattice the layer order they refer to (empty
+/// when it is the graph's own).
+static void statesToStages(const DownSetLattice *lattice,
+                           const std::vector<int64_t> &states,
+                           std::vector<std::pair<unsigned, unsigned>> &bounds,
+                           std::vector<unsigned> &order) {
+  int64_t from = 0;
+  for (int64_t to : states) {
+    unsigned first = lattice ? static_cast<unsigned>(order.size())
+                             : static_cast<unsigned>(from);
+    if (lattice)
+      for (unsigned p : lattice->difference(static_cast<uint32_t>(from),
+                                            static_cast<uint32_t>(to)))
+        order.push_back(p);
+    unsigned end = lattice ? static_cast<unsigned>(order.size())
+                           : static_cast<unsigned>(to);
+    bounds.emplace_back(first, end - 1);
+    from = to;
+  }
+  bool identity = true;
+  for (unsigned p = 0; p < order.size(); ++p)
+    identity &= order[p] == p;
+  if (identity)
+    order.clear();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1711,14 +1921,17 @@ static int64_t chooseStageCount(const LayerGraph &graph,
 /// optimum lies under it, so the cap grows from the device's memory until
 /// something fits under it; the last search is exact. Without any cap
 /// nothing can fit (no split uses the devices).
-static std::string explainInfeasible(const LayerGraph &graph,
-                                     const PartitionTopology &topology,
-                                     const PartitionOptions &o,
-                                     int64_t fixedStages, int64_t maxStages,
-                                     PartitionResult &result) {
+/// `lattice`: the cut space searched (null: prefixes); `fixed`: the replicas
+/// of every stage, when given (their candidates in `candidates`).
+static std::string
+explainInfeasible(const LayerGraph &graph, const PartitionTopology &topology,
+                  const PartitionOptions &o, int64_t fixedStages,
+                  int64_t maxStages, const std::vector<int64_t> &candidates,
+                  const DownSetLattice *lattice,
+                  const std::vector<int64_t> *fixed, PartitionResult &result) {
   auto smallestMemory = [&](double bound) {
-    Solver memory(graph, topology, o, result.replicaCandidates);
-    memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0);
+    Solver memory(graph, topology, o, candidates, lattice);
+    memory.solve(Metric::Memory, bound, maxStages, fixedStages != 0, fixed);
     double need = kInf;
     for (int64_t s = fixedStages ? fixedStages : 1; s <= maxStages; ++s)
       need = std::min(need, memory.value(s));
@@ -1759,6 +1972,14 @@ static std::string explainInfeasible(const LayerGraph &graph,
 /// Evaluates the baselines of a `chosen`-stage partition: the uniform
 /// partition with as many stages and pure data parallelism, and the
 /// speed-ups over the latter.
+/// Fills `eval`'s replay on the timeline model.
+static void replay(PartitionEvaluation &eval, const PartitionTopology &topology,
+                   const PartitionOptions &o) {
+  PartitionReplay r = replayPartition(eval, topology, o);
+  eval.replayStepSeconds = r.stepSeconds;
+  eval.replayNote = r.error;
+}
+
 static void evaluateBaselines(const LayerGraph &graph,
                               const PartitionTopology &topology,
                               const PartitionOptions &o, int64_t chosen,
@@ -1778,69 +1999,16 @@ static void evaluateBaselines(const LayerGraph &graph,
     dp.schedule = PipelineSchedule::OneFOneB;
     result.dataParallel = evaluatePartition(
         graph, topology, dp, {{0u, static_cast<unsigned>(L - 1)}}, {D});
+    replay(result.dataParallel, topology, dp);
   }
+  replay(result.best, topology, o);
+  replay(result.uniform, topology, o);
   if (result.best.stepSeconds > 0) {
     result.speedup = result.dataParallel.stepSeconds / result.best.stepSeconds;
     if (result.uniform.stepSeconds > 0)
       result.uniformSpeedup =
           result.dataParallel.stepSeconds / result.uniform.stepSeconds;
   }
-}
-
-PartitionResult mlir::strata::evaluateGivenPartition(
-    const LayerGraph &graph, const PartitionTopology &topology,
-    const PartitionOptions &options, llvm::StringRef spec) {
-  PartitionResult result;
-  result.options = resolveOptions(topology, options);
-  const PartitionOptions &o = result.options;
-  if (std::string problem = graph.verify(); !problem.empty()) {
-    result.error = problem;
-    return result;
-  }
-  std::vector<std::pair<unsigned, unsigned>> bounds;
-  std::vector<int64_t> replicas;
-  llvm::SmallVector<llvm::StringRef> parts;
-  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
-  int64_t next = 0, used = 0;
-  int64_t L = static_cast<int64_t>(graph.layers.size());
-  for (llvm::StringRef part : parts) {
-    auto [range, count] = part.trim().split(':');
-    auto [first, last] = range.split("..");
-    int64_t a, b, r;
-    if (first.getAsInteger(10, a) || last.getAsInteger(10, b) ||
-        count.getAsInteger(10, r) || r < 1 || r > o.devices) {
-      result.error = ("stage '" + part.trim() +
-                      "' is not FIRST..LAST:REPLICAS with 1 <= REPLICAS <= " +
-                      llvm::Twine(o.devices))
-                         .str();
-      return result;
-    }
-    if (a != next || b < a || b >= L) {
-      result.error =
-          ("stage '" + part.trim() + "' must start at layer " +
-           llvm::Twine(next) + " and end by layer " + llvm::Twine(L - 1))
-              .str();
-      return result;
-    }
-    bounds.push_back({static_cast<unsigned>(a), static_cast<unsigned>(b)});
-    replicas.push_back(r);
-    next = b + 1;
-    used += r;
-  }
-  if (next != L || used != o.devices) {
-    result.error =
-        (next != L ? "the stages cover layers 0.." + llvm::Twine(next - 1) +
-                         " of 0.." + llvm::Twine(L - 1)
-                   : "the replicas sum to " + llvm::Twine(used) +
-                         " devices, not " + llvm::Twine(o.devices))
-            .str();
-    return result;
-  }
-  result.replicaCandidates = replicaCandidates(topology, o);
-  result.best = evaluatePartition(graph, topology, o, bounds, replicas);
-  evaluateBaselines(graph, topology, o, static_cast<int64_t>(bounds.size()),
-                    result);
-  return result;
 }
 
 /// The score (value times M + bubble slots) of the best equal split
@@ -1879,9 +2047,66 @@ static double equalSplitIncumbent(const LayerGraph &graph,
   return incumbent;
 }
 
+/// Work the exhaustive DP over down-sets may take: nested pairs x candidates
+/// x offsets x stage counts (about a second).
+static constexpr double kDownSetWork = 1e9;
+/// Cells of its choice tables (4 bytes each): 1 GiB.
+static constexpr double kDownSetCells = 0x1p28;
+
+/// The down-sets of `graph` when `o` asks for them, the graph is not a chain
+/// (or `force`) and the DP over them stays within the caps (`perPair`: the
+/// DP's work per nested pair); else null, with the reason in
+/// result.cutsNote. Records the cuts searched in `result`.
+static std::unique_ptr<DownSetLattice> chooseCuts(const LayerGraph &graph,
+                                                  const PartitionOptions &o,
+                                                  int64_t maxStages,
+                                                  double perPair, bool force,
+                                                  PartitionResult &result) {
+  result.cutsSearched = CutSpace::Prefixes;
+  if (o.cuts != CutSpace::DownSets || (!force && graph.isChain()))
+    return nullptr;
+  // Choice codes keep a state in 16 bits.
+  uint64_t maxStates =
+      static_cast<uint64_t>(std::clamp<int64_t>(o.maxDownSets, 1, 65535));
+  double pairs = kDownSetWork / std::max(perPair, 1.0);
+  auto lattice = std::make_unique<DownSetLattice>();
+  std::string why = enumerateDownSets(
+      graph, maxStates, static_cast<uint64_t>(std::min(pairs, 1e12)), *lattice);
+  if (why.empty() && static_cast<double>(lattice->numStates()) *
+                             static_cast<double>(o.devices + 1) *
+                             static_cast<double>(maxStages + 1) >
+                         kDownSetCells)
+    why = "the DP's tables over the layer DAG's " +
+          std::to_string(lattice->numStates()) + " down-sets would exceed " +
+          "1 GiB";
+  if (!why.empty()) {
+    result.cutsNote = why;
+    return nullptr;
+  }
+  result.cutsSearched = CutSpace::DownSets;
+  result.downSets = static_cast<int64_t>(lattice->numStates());
+  return lattice;
+}
+
+/// evaluatePartition of the stages `bounds` of the layer order `order`
+/// (empty: the graph's own).
+static PartitionEvaluation
+evaluateInOrder(const LayerGraph &graph, const PartitionTopology &topology,
+                const PartitionOptions &o, const std::vector<unsigned> &order,
+                const std::vector<std::pair<unsigned, unsigned>> &bounds,
+                const std::vector<int64_t> &replicas) {
+  if (order.empty())
+    return evaluatePartition(graph, topology, o, bounds, replicas);
+  PartitionEvaluation eval =
+      evaluatePartition(graph.reordered(order), topology, o, bounds, replicas);
+  eval.order = order;
+  return eval;
+}
+
 /// partitionPipeline with the threshold search (or, with `stages=`, the
-/// bounded search) for the min-max objectives (`reference`: the exhaustive
-/// DP for every objective).
+/// bounded search) for the min-max objectives over prefixes, else the
+/// exhaustive DP (`reference`: the exhaustive DP for every objective, over
+/// down-sets when asked for even on a chain).
 static PartitionResult partition(const LayerGraph &graph,
                                  const PartitionTopology &topology,
                                  const PartitionOptions &options,
@@ -1903,21 +2128,30 @@ static PartitionResult partition(const LayerGraph &graph,
   result.replicaCandidates = replicaCandidates(topology, o);
   int64_t maxStages = fixedStages ? fixedStages : std::min(L, o.devices);
   Metric metric = getMetric(o.objective);
+  std::unique_ptr<DownSetLattice> lattice = chooseCuts(
+      graph, o, maxStages,
+      static_cast<double>(result.replicaCandidates.size()) *
+          static_cast<double>(o.devices + 1) * static_cast<double>(maxStages),
+      reference, result);
   std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<unsigned> order;
   std::vector<int64_t> replicas;
   int64_t chosen = 0;
-  // The fast searches assume whole shares, per-cut transfers and the
-  // node-aligned replica counts; other cost terms take the exhaustive DP.
-  bool exhaustive = o.terms.evenShares ||
+  // The fast searches assume prefixes, whole shares, per-cut transfers and
+  // the node-aligned replica counts; anything else takes the exhaustive DP.
+  bool exhaustive = lattice || o.terms.evenShares ||
                     o.terms.transfers != TransferModel::PerCut ||
                     o.terms.allReplicaCounts;
   if (reference || exhaustive || metric == Metric::Communication) {
-    Solver solver(graph, topology, o, result.replicaCandidates);
+    Solver solver(graph, topology, o, result.replicaCandidates, lattice.get());
     solver.solve(metric, o.memoryBytes, maxStages, fixedStages != 0);
     chosen = chooseStageCount(graph, solver.values(), o, metric, fixedStages,
                               maxStages, result);
-    if (chosen)
-      solver.reconstruct(chosen, bounds, replicas);
+    if (chosen) {
+      std::vector<int64_t> states;
+      solver.reconstruct(chosen, states, replicas);
+      statesToStages(lattice.get(), states, bounds, order);
+    }
   } else if (o.stages == 0 || o.straight || o.replicas > 0) {
     // The stage count is free, or the candidates force it (every partition
     // of `straight` or `replicas=` has D / r stages): the threshold search.
@@ -1958,10 +2192,11 @@ static PartitionResult partition(const LayerGraph &graph,
       solver.reconstruct(chosen, bounds, replicas);
   }
   if (chosen == 0)
-    return fail(
-        explainInfeasible(graph, topology, o, fixedStages, maxStages, result));
+    return fail(explainInfeasible(graph, topology, o, fixedStages, maxStages,
+                                  result.replicaCandidates, lattice.get(),
+                                  nullptr, result));
 
-  result.best = evaluatePartition(graph, topology, o, bounds, replicas);
+  result.best = evaluateInOrder(graph, topology, o, order, bounds, replicas);
   evaluateBaselines(graph, topology, o, chosen, result);
   return result;
 }
@@ -1977,4 +2212,179 @@ PartitionResult mlir::strata::detail::partitionPipelineReference(
     const LayerGraph &graph, const PartitionTopology &topology,
     const PartitionOptions &options) {
   return partition(graph, topology, options, /*reference=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// evaluateGivenPartition
+//===----------------------------------------------------------------------===//
+
+/// The best partition whose stages have the replicas `shape` in order
+/// ("13-2-1"), over the cut space of the options.
+static void searchShape(const LayerGraph &graph,
+                        const PartitionTopology &topology,
+                        const std::vector<int64_t> &shape,
+                        PartitionResult &result) {
+  const PartitionOptions &o = result.options;
+  int64_t S = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> candidates = shape;
+  llvm::sort(candidates);
+  candidates.erase(llvm::unique(candidates), candidates.end());
+  std::unique_ptr<DownSetLattice> lattice =
+      chooseCuts(graph, o, S, static_cast<double>(S), false, result);
+  Metric metric = getMetric(o.objective);
+  Solver solver(graph, topology, o, candidates, lattice.get());
+  solver.solve(metric, o.memoryBytes, S, /*onlyLast=*/true, &shape);
+  if (chooseStageCount(graph, solver.values(), o, metric, S, S, result) == 0) {
+    result.error = explainInfeasible(graph, topology, o, S, S, candidates,
+                                     lattice.get(), &shape, result);
+    return;
+  }
+  std::vector<int64_t> states, replicas;
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  std::vector<unsigned> order;
+  solver.reconstruct(S, states, replicas);
+  statesToStages(lattice.get(), states, bounds, order);
+  result.best = evaluateInOrder(graph, topology, o, order, bounds, replicas);
+}
+
+/// Parses "r0-r1-..." into `shape`; "" or the problem.
+static std::string parseShape(llvm::StringRef spec, int64_t layers,
+                              int64_t devices, std::vector<int64_t> &shape) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  spec.split(parts, '-');
+  int64_t used = 0;
+  for (llvm::StringRef part : parts) {
+    int64_t r;
+    if (part.trim().getAsInteger(10, r) || r < 1 || r > devices)
+      return ("'" + spec +
+              "' is neither stages FIRST..LAST:REPLICAS nor replicas per "
+              "stage R0-R1-... (e.g. 3-1) with 1 <= R <= " +
+              llvm::Twine(devices))
+          .str();
+    shape.push_back(r);
+    used += r;
+  }
+  if (used != devices)
+    return ("the replicas sum to " + llvm::Twine(used) + " devices, not " +
+            llvm::Twine(devices))
+        .str();
+  if (static_cast<int64_t>(shape.size()) > layers)
+    return (llvm::Twine(shape.size()) + " stages but only " +
+            llvm::Twine(layers) + " layers")
+        .str();
+  return "";
+}
+
+/// Parses "a..b[+c..d...]:r" stages into the stage of every layer position
+/// and the replicas per stage; "" or the problem.
+static std::string parseStages(llvm::StringRef spec, int64_t layers,
+                               int64_t devices, std::vector<int64_t> &stageOf,
+                               std::vector<int64_t> &replicas) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  stageOf.assign(layers, -1);
+  int64_t used = 0;
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    auto [ranges, count] = part.rsplit(':');
+    int64_t r;
+    llvm::SmallVector<llvm::StringRef> pieces;
+    ranges.split(pieces, '+');
+    auto syntax = [&]() {
+      return ("stage '" + part +
+              "' is not FIRST..LAST[+FIRST..LAST...]:REPLICAS with 1 <= "
+              "REPLICAS <= " +
+              llvm::Twine(devices))
+          .str();
+    };
+    if (count.trim().getAsInteger(10, r) || r < 1 || r > devices)
+      return syntax();
+    int64_t s = static_cast<int64_t>(replicas.size());
+    for (llvm::StringRef piece : pieces) {
+      auto [first, last] = piece.trim().split("..");
+      int64_t a, b;
+      if (first.getAsInteger(10, a) || last.getAsInteger(10, b))
+        return syntax();
+      if (a < 0 || b < a || b >= layers)
+        return ("stage '" + part + "': '" + piece.trim() +
+                "' is not a range within layers 0.." + llvm::Twine(layers - 1))
+            .str();
+      for (int64_t p = a; p <= b; ++p) {
+        if (stageOf[p] >= 0)
+          return ("layer " + llvm::Twine(p) + " is in stage " +
+                  llvm::Twine(stageOf[p]) + " and in stage " + llvm::Twine(s))
+              .str();
+        stageOf[p] = s;
+      }
+    }
+    replicas.push_back(r);
+    used += r;
+  }
+  for (int64_t p = 0; p < layers; ++p)
+    if (stageOf[p] < 0)
+      return ("no stage holds layer " + llvm::Twine(p)).str();
+  if (used != devices)
+    return ("the replicas sum to " + llvm::Twine(used) + " devices, not " +
+            llvm::Twine(devices))
+        .str();
+  return "";
+}
+
+PartitionResult mlir::strata::evaluateGivenPartition(
+    const LayerGraph &graph, const PartitionTopology &topology,
+    const PartitionOptions &options, llvm::StringRef spec) {
+  PartitionResult result;
+  result.options = resolveOptions(topology, options);
+  const PartitionOptions &o = result.options;
+  if (std::string problem = graph.verify(); !problem.empty()) {
+    result.error = problem;
+    return result;
+  }
+  int64_t L = static_cast<int64_t>(graph.layers.size());
+  spec = spec.trim();
+  result.replicaCandidates = replicaCandidates(topology, o);
+  if (!spec.contains(':')) {
+    std::vector<int64_t> shape;
+    result.error = parseShape(spec, L, o.devices, shape);
+    if (result.error.empty())
+      searchShape(graph, topology, shape, result);
+    if (!result.ok())
+      return result;
+    evaluateBaselines(graph, topology, o,
+                      static_cast<int64_t>(result.best.stages.size()), result);
+    return result;
+  }
+  std::vector<int64_t> stageOf, replicas;
+  result.error = parseStages(spec, L, o.devices, stageOf, replicas);
+  if (!result.ok())
+    return result;
+  // No layer reads one of a later stage.
+  for (const PartitionEdge &edge : graph.edges)
+    if (stageOf[edge.from] > stageOf[edge.to]) {
+      result.error = ("layer " + llvm::Twine(edge.to) + " in stage " +
+                      llvm::Twine(stageOf[edge.to]) + " reads layer " +
+                      llvm::Twine(edge.from) + " of the later stage " +
+                      llvm::Twine(stageOf[edge.from]))
+                         .str();
+      return result;
+    }
+  // The layers by stage, each stage's in graph order.
+  std::vector<unsigned> order(L);
+  for (unsigned p = 0; p < order.size(); ++p)
+    order[p] = p;
+  llvm::sort(order, [&](unsigned a, unsigned b) {
+    return std::tie(stageOf[a], a) < std::tie(stageOf[b], b);
+  });
+  std::vector<std::pair<unsigned, unsigned>> bounds;
+  for (unsigned p = 0; p < order.size(); ++p) {
+    if (p == 0 || stageOf[order[p]] != stageOf[order[p - 1]])
+      bounds.emplace_back(p, p);
+    bounds.back().second = p;
+  }
+  if (llvm::is_sorted(order))
+    order.clear();
+  result.best = evaluateInOrder(graph, topology, o, order, bounds, replicas);
+  evaluateBaselines(graph, topology, o, static_cast<int64_t>(bounds.size()),
+                    result);
+  return result;
 }

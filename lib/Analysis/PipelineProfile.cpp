@@ -89,7 +89,11 @@ Expected<LayerProfileSet> mlir::strata::parseLayerProfile(StringRef text,
         return makeError(source + ": edges[" + Twine(n) +
                          "] needs integer \"from\", \"to\" and number "
                          "\"bytes\"");
-      profile.edges->push_back({*from, *to, *bytes});
+      std::optional<int64_t> tensor = obj->getInteger("tensor");
+      if (obj->get("tensor") && (!tensor || *tensor < 0))
+        return makeError(source + ": edges[" + Twine(n) +
+                         "]: \"tensor\" must be a non-negative integer");
+      profile.edges->push_back({*from, *to, *bytes, tensor.value_or(-1)});
     }
   }
   return profile;
@@ -124,12 +128,13 @@ mlir::strata::profileToGraph(const LayerProfileSet &profile) {
       if (from == position.end() || to == position.end())
         return makeError("edge " + Twine(e.from) + " -> " + Twine(e.to) +
                          " names a layer the profile does not have");
-      graph.edges.push_back({from->second, to->second, e.bytes});
+      graph.edges.push_back({from->second, to->second, e.bytes, e.tensor});
     }
   } else {
+    // A chain: each layer reads the one before it (zero bytes too: the
+    // edges also order the layers).
     for (unsigned l = 0; l + 1 < layers.size(); ++l)
-      if (double bytes = layers[l].activationBytes.value_or(0); bytes > 0)
-        graph.edges.push_back({l, l + 1, bytes});
+      graph.edges.push_back({l, l + 1, layers[l].activationBytes.value_or(0)});
   }
   if (std::string problem = graph.verify(); !problem.empty())
     return makeError(problem);
@@ -139,8 +144,8 @@ mlir::strata::profileToGraph(const LayerProfileSet &profile) {
 json::Value mlir::strata::layerGraphToProfile(const LayerGraph &graph) {
   json::Array layers;
   std::vector<double> handedOn(graph.layers.size(), 0.0);
-  for (const PartitionEdge &e : graph.edges)
-    handedOn[e.from] += e.bytes;
+  for (const LayerTensor &t : graph.tensors())
+    handedOn[t.from] += t.bytes;
   for (auto [l, layer] : llvm::enumerate(graph.layers))
     layers.push_back(json::Object{
         {"layer", layer.id},
@@ -154,10 +159,14 @@ json::Value mlir::strata::layerGraphToProfile(const LayerGraph &graph) {
         {"optimizer_bytes", layer.optimizerBytes},
     });
   json::Array edges;
-  for (const PartitionEdge &e : graph.edges)
-    edges.push_back(json::Object{{"from", graph.layers[e.from].id},
-                                 {"to", graph.layers[e.to].id},
-                                 {"bytes", e.bytes}});
+  for (const PartitionEdge &e : graph.edges) {
+    json::Object edge{{"from", graph.layers[e.from].id},
+                      {"to", graph.layers[e.to].id},
+                      {"bytes", e.bytes}};
+    if (e.tensor >= 0)
+      edge["tensor"] = e.tensor;
+    edges.push_back(std::move(edge));
+  }
   return json::Object{{"format", "strata-profile"},
                       {"version", 1},
                       {"layers", std::move(layers)},
@@ -342,13 +351,13 @@ Expected<LayerGraph> mlir::strata::parsePipeDreamGraph(StringRef text,
   }
   if (graph.layers.size() != nodes.size())
     return makeError(source + ": the graph has a cycle");
-  // A node's output crosses every cut up to its last consumer.
+  // A node's output is one tensor (numbered by the node's position) read
+  // by every successor.
   for (auto &[id, targets] : succ) {
-    unsigned from = position[id], to = from;
-    for (int64_t t : targets)
-      to = std::max(to, position[t]);
-    if (to > from && nodes[id].activation > 0)
-      graph.edges.push_back({from, to, nodes[id].activation});
+    unsigned from = position[id];
+    for (int64_t t : std::set<int64_t>(targets.begin(), targets.end()))
+      graph.edges.push_back({from, position[t], nodes[id].activation,
+                             static_cast<int64_t>(from)});
   }
   llvm::sort(graph.edges, [](const PartitionEdge &a, const PartitionEdge &b) {
     return std::tie(a.from, a.to) < std::tie(b.from, b.to);
@@ -377,14 +386,41 @@ Expected<LayerGraph> mlir::strata::loadLayerGraph(StringRef path) {
 
 static double gib(double bytes) { return bytes / (1024.0 * 1024 * 1024); }
 
+/// The position in `graph` of the layer at position `p` of `eval`'s order.
+static unsigned graphPosition(const PartitionEvaluation &eval, unsigned p) {
+  return eval.order.empty() ? p : eval.order[p];
+}
+
+/// The ids of a stage's layers as runs of consecutive graph positions:
+/// "3..7", or "0..2+5..6" for a stage that is not contiguous in the graph's
+/// order (a down-set partition's).
+static std::string stageLayers(const LayerGraph &graph,
+                               const PartitionEvaluation &eval,
+                               const StagePlan &st) {
+  std::vector<unsigned> positions;
+  for (unsigned p = st.firstLayer; p <= st.lastLayer; ++p)
+    positions.push_back(graphPosition(eval, p));
+  llvm::sort(positions);
+  std::string text;
+  for (size_t k = 0; k < positions.size();) {
+    size_t end = k + 1;
+    while (end < positions.size() && positions[end] == positions[end - 1] + 1)
+      ++end;
+    text +=
+        (Twine(text.empty() ? "" : "+") + Twine(graph.layers[positions[k]].id) +
+         ".." + Twine(graph.layers[positions[end - 1]].id))
+            .str();
+    k = end;
+  }
+  return text;
+}
+
 static void printStages(raw_ostream &os, const LayerGraph &graph,
                         const PartitionEvaluation &eval) {
   os << "  stage  layers            replicas  devices     compute_ms  "
         "sync_ms   xfer_ms   stage_ms  in_flight  memory_GiB\n";
   for (auto [s, st] : llvm::enumerate(eval.stages)) {
-    std::string layers = (Twine(graph.layers[st.firstLayer].id) + ".." +
-                          Twine(graph.layers[st.lastLayer].id))
-                             .str();
+    std::string layers = stageLayers(graph, eval, st);
     std::string devs =
         (Twine(st.firstDevice) + ".." + Twine(st.firstDevice + st.replicas - 1))
             .str();
@@ -407,6 +443,11 @@ static void printSummary(raw_ostream &os, const PartitionEvaluation &eval,
   if (eval.stepSeconds > 0)
     os << format(", %.2fx data parallelism", dpStep / eval.stepSeconds);
   os << "\n";
+  if (eval.replayNote.empty())
+    os << format("  timeline replay: step %.4f ms\n",
+                 eval.replayStepSeconds * 1e3);
+  else
+    os << "  timeline replay: none (" << eval.replayNote << ")\n";
 }
 
 void mlir::strata::printPartitionReport(raw_ostream &os,
@@ -423,6 +464,12 @@ void mlir::strata::printPartitionReport(raw_ostream &os,
   defaults.allReduceFactor = 2.0;
   if (stringifyCostTerms(o.terms) != stringifyCostTerms(defaults))
     os << "cost terms: " << stringifyCostTerms(o.terms) << "\n";
+  if (result.cutsSearched == CutSpace::DownSets)
+    os << "cuts: the " << result.downSets
+       << " down-sets of the layer DAG (stages need not be contiguous in the "
+          "input's order)\n";
+  else if (!result.cutsNote.empty())
+    os << "cuts: prefixes of the layer order (" << result.cutsNote << ")\n";
   printStages(os, graph, result.best);
   printSummary(os, result.best, result.dataParallel.stepSeconds);
   os << "uniform partition (equal layer counts, "
@@ -438,8 +485,9 @@ static json::Value evaluationToJSON(const LayerGraph &graph,
   json::Array stages;
   for (const StagePlan &st : eval.stages)
     stages.push_back(json::Object{
-        {"first_layer", graph.layers[st.firstLayer].id},
-        {"last_layer", graph.layers[st.lastLayer].id},
+        {"first_layer", graph.layers[graphPosition(eval, st.firstLayer)].id},
+        {"last_layer", graph.layers[graphPosition(eval, st.lastLayer)].id},
+        {"layers", stageLayers(graph, eval, st)},
         {"replicas", st.replicas},
         {"first_device", st.firstDevice},
         {"compute_seconds", st.computeSeconds},
@@ -456,7 +504,9 @@ static json::Value evaluationToJSON(const LayerGraph &graph,
                       {"bubble_fraction", eval.bubbleFraction},
                       {"step_seconds", eval.stepSeconds},
                       {"peak_memory_bytes", eval.peakMemoryBytes},
-                      {"fits_memory", eval.fitsMemory}};
+                      {"fits_memory", eval.fitsMemory},
+                      {"replay_step_seconds", eval.replayStepSeconds},
+                      {"replay_note", eval.replayNote}};
 }
 
 json::Value mlir::strata::partitionReportToJSON(const LayerGraph &graph,
@@ -468,6 +518,10 @@ json::Value mlir::strata::partitionReportToJSON(const LayerGraph &graph,
       {"objective", stringifyObjective(o.objective)},
       {"schedule", stringifySchedule(o.schedule)},
       {"cost_terms", stringifyCostTerms(o.terms)},
+      {"cuts",
+       result.cutsSearched == CutSpace::DownSets ? "down-sets" : "prefixes"},
+      {"down_sets", result.downSets},
+      {"cuts_note", result.cutsNote},
       {"micro_batches", o.microBatches},
       {"memory_bytes_per_device", o.memoryBytes},
       {"partition", evaluationToJSON(graph, result.best)},

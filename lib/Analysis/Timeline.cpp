@@ -161,6 +161,10 @@ private:
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<double>> channels;
   /// When each directed link is free.
   std::map<std::pair<int64_t, int64_t>, double> linkFree;
+  /// Per group, how many of its ranks have one of its collectives at the
+  /// head of their queue; a group whose count reached its size is ready.
+  std::vector<int64_t> headCount;
+  std::vector<int64_t> readyGroups;
   Result result;
 
   std::string where(int64_t rank, size_t index) const;
@@ -172,6 +176,11 @@ private:
   bool stepCollective(int64_t rank, const Instruction &inst, double ready);
   /// Begins every collective whose group's ranks all started it.
   bool resolveCollectives();
+  /// One more rank of `group` has its collective at the head of its queue.
+  void countHead(int64_t group) {
+    if (++headCount[group] == static_cast<int64_t>(groups[group].size()))
+      readyGroups.push_back(group);
+  }
   std::string describeBlocked(int64_t rank) const;
   void emit(int64_t rank, size_t index, Stream stream, double start,
             double end) {
@@ -262,6 +271,8 @@ bool Simulator::stepCollective(int64_t rank, const Instruction &inst,
   RankState &s = state[rank];
   if (!s.issuedAtPc) {
     s.collectives.push_back({rank, static_cast<int64_t>(s.pc), ready});
+    if (s.collectives.size() == 1)
+      countHead(inst.group);
     s.issuedAtPc = true;
     if (inst.kind == Instruction::CollectiveStart) {
       if (!s.handles.emplace(inst.handle, s.pc).second) {
@@ -353,52 +364,46 @@ bool Simulator::step(int64_t rank) {
 
 bool Simulator::resolveCollectives() {
   bool any = false;
-  for (bool progress = true; progress && result.ok();) {
-    progress = false;
-    for (int64_t r = 0; r < static_cast<int64_t>(state.size()); ++r) {
-      if (state[r].collectives.empty())
-        continue;
-      const PendingCollective head = state[r].collectives.front();
-      const Instruction &inst = schedule.ranks[r][head.index];
-      const std::vector<int64_t> &members = groups[inst.group];
-      bool ready = true;
-      double start = 0;
-      for (int64_t m : members) {
-        const auto &queue = state[m].collectives;
-        if (queue.empty() ||
-            schedule.ranks[m][queue.front().index].group != inst.group) {
-          ready = false;
-          break;
-        }
-        const Instruction &other = schedule.ranks[m][queue.front().index];
-        if (other.bytes != inst.bytes) {
-          result.error = where(m, queue.front().index) + " moves " +
-                         std::to_string(other.bytes) + " bytes but " +
-                         where(r, head.index) + " moves " +
-                         std::to_string(inst.bytes);
-          return any;
-        }
-        start = std::max({start, queue.front().issued,
-                          state[m].streamFree[static_cast<int>(Stream::Comm)]});
+  while (!readyGroups.empty() && result.ok()) {
+    int64_t group = readyGroups.back();
+    readyGroups.pop_back();
+    const std::vector<int64_t> &members = groups[group];
+    int64_t first = members.front();
+    const Instruction &inst =
+        schedule.ranks[first][state[first].collectives.front().index];
+    double start = 0;
+    for (int64_t m : members) {
+      const PendingCollective &head = state[m].collectives.front();
+      const Instruction &other = schedule.ranks[m][head.index];
+      if (other.bytes != inst.bytes) {
+        result.error = where(m, head.index) + " moves " +
+                       std::to_string(other.bytes) + " bytes but " +
+                       where(first, state[first].collectives.front().index) +
+                       " moves " + std::to_string(inst.bytes);
+        return any;
       }
-      if (!ready)
-        continue;
-      const Link &link =
-          inst.kind == Instruction::CollectiveStart && system.asyncCollectives
-              ? *system.asyncCollectives
-              : system.linkOfGroup(members);
-      double end =
-          start + ringAllReduceSeconds(
-                      inst.bytes, static_cast<int64_t>(members.size()), link);
-      for (int64_t m : members) {
-        PendingCollective c = state[m].collectives.front();
-        state[m].collectives.pop_front();
-        state[m].streamFree[static_cast<int>(Stream::Comm)] = end;
-        state[m].endOf[c.index] = end;
-        emit(m, c.index, Stream::Comm, start, end);
-      }
-      progress = any = true;
+      start = std::max({start, head.issued,
+                        state[m].streamFree[static_cast<int>(Stream::Comm)]});
     }
+    const Link &link =
+        inst.kind == Instruction::CollectiveStart && system.asyncCollectives
+            ? *system.asyncCollectives
+            : system.linkOfGroup(members);
+    double end =
+        start + ringAllReduceSeconds(
+                    inst.bytes, static_cast<int64_t>(members.size()), link);
+    headCount[group] = 0;
+    for (int64_t m : members) {
+      PendingCollective c = state[m].collectives.front();
+      state[m].collectives.pop_front();
+      state[m].streamFree[static_cast<int>(Stream::Comm)] = end;
+      state[m].endOf[c.index] = end;
+      emit(m, c.index, Stream::Comm, start, end);
+    }
+    for (int64_t m : members)
+      if (!state[m].collectives.empty())
+        countHead(schedule.ranks[m][state[m].collectives.front().index].group);
+    any = true;
   }
   return any;
 }
@@ -434,6 +439,7 @@ Result Simulator::run() {
   if (!result.ok())
     return result;
   state.resize(n);
+  headCount.assign(groups.size(), 0);
   for (int64_t r = 0; r < n; ++r)
     state[r].endOf.assign(schedule.ranks[r].size(), kUnknown);
   for (bool progress = true; progress && result.ok();) {

@@ -4,11 +4,13 @@
 // carry buffers (--strata-lower-to-plan). Instructions are the strata ops in
 // program order: the plan op is the op's mnemonic and its attributes are the
 // op's inherent attributes, serialised generically (booleans and units as
-// 0/1, integers, floats, integer arrays).
+// 0/1, integers, floats, integer arrays). A step of bf16 tensors is widened
+// first (Bf16Tensors.h): the runtime keeps f32 tensors.
 //
 //===----------------------------------------------------------------------===//
 
 #include "strata/Analysis/BufferLiveness.h"
+#include "strata/Conversion/Bf16Tensors.h"
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 
@@ -142,6 +144,9 @@ std::string PlanWriter::getName(Value value) {
   if (auto s = func.getArgAttrOfType<StateAttr>(
           i, StrataDialect::getStateAttrName()))
     return s.getName().str();
+  if (auto r = func.getArgAttrOfType<RunningStatAttr>(
+          i, StrataDialect::getRunningStatAttrName()))
+    return r.getName().str();
   if (auto in = func.getArgAttrOfType<InputAttr>(
           i, StrataDialect::getInputAttrName()))
     return in.getName().str();
@@ -154,12 +159,13 @@ LogicalResult PlanWriter::collect() {
     const char *kind = "input";
     if (func.getArgAttr(i, StrataDialect::getParamAttrName()))
       kind = "param";
-    else if (func.getArgAttr(i, StrataDialect::getStateAttrName()))
+    else if (func.getArgAttr(i, StrataDialect::getStateAttrName()) ||
+             func.getArgAttr(i, StrataDialect::getRunningStatAttrName()))
       kind = "state";
     else if (!func.getArgAttr(i, StrataDialect::getInputAttrName()))
       return func.emitOpError() << "argument #" << i
-                                << " is neither a parameter, a state nor an "
-                                   "input";
+                                << " is neither a parameter, a state, a "
+                                   "running statistic nor an input";
     buffers[getBuffer(arg).getId()] = {arg, kind};
   }
   WalkResult walk = func.walk([&](Operation *op) {
@@ -242,13 +248,25 @@ llvm::json::Array PlanWriter::buildParameters() {
 
 llvm::json::Array PlanWriter::buildStates() {
   llvm::json::Array array;
-  for (BlockArgument arg : func.getArguments())
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
     if (auto state = func.getArgAttrOfType<StateAttr>(
-            arg.getArgNumber(), StrataDialect::getStateAttrName()))
+            i, StrataDialect::getStateAttrName()))
       array.push_back(llvm::json::Object{{"name", state.getName()},
                                          {"buffer", getBuffer(arg).getId()},
                                          {"param", state.getParam()},
                                          {"init", "zeros"}});
+    // Running statistics are states the forward pass updates: weights
+    // files carry them (strata-run --init loads them with the parameters).
+    if (auto stat = func.getArgAttrOfType<RunningStatAttr>(
+            i, StrataDialect::getRunningStatAttrName()))
+      array.push_back(
+          llvm::json::Object{{"name", stat.getName()},
+                             {"buffer", getBuffer(arg).getId()},
+                             {"kind", "running"},
+                             {"layer", stat.getLayer()},
+                             {"init", stringifyInitKind(stat.getInit())}});
+  }
   return array;
 }
 
@@ -485,6 +503,16 @@ LogicalResult mlir::strata::exportPlan(ModuleOp module, raw_ostream &os,
            << "expected exactly one training step (strata.train_step), found "
            << steps.size() << "; run --strata-autodiff first";
   func::FuncOp func = steps.front();
+  if (hasBf16Tensors(module)) {
+    // The runtime keeps f32 tensors: a bf16 model trains in mixed precision.
+    if (func->hasAttr(StrataDialect::getArenaBytesAttrName()))
+      return emitError(func.getLoc())
+             << "the step has bf16 tensors and buffers planned for them, "
+                "but the runtime keeps f32 tensors (bf16 only in matmul and "
+                "convolution arithmetic): run --strata-mixed-precision before "
+                "--strata-plan-buffers (or use --strata-train-pipeline)";
+    widenBf16Tensors(module);
+  }
   if (!func->hasAttr(StrataDialect::getArenaBytesAttrName())) {
     if (failed(assignBuffers(func)))
       return failure();

@@ -47,10 +47,18 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
       return WalkResult::advance();
     SmallVector<Attribute> buffers;
     auto inPlace = dyn_cast<InPlaceOpInterface>(op);
+    auto stateful = dyn_cast<StatefulOpInterface>(op);
     for (OpResult result : op->getResults()) {
       if (inPlace) {
         buffers.push_back(
             getBuffer(inPlace.getUpdatedOperand(result.getResultNumber())));
+        continue;
+      }
+      // Running statistics: the new value takes the operand's buffer.
+      if (Value updated =
+              stateful ? stateful.getUpdatedOperand(result.getResultNumber())
+                       : Value()) {
+        buffers.push_back(getBuffer(updated));
         continue;
       }
       FailureOr<BufferAttr> buffer = allocate(result);

@@ -1,10 +1,11 @@
 //===- CNN.cpp - VGG-16 and ResNet-18/50 generators -----------------------===//
 //
-// NCHW image classifiers. Batch normalisation is not modelled: every
-// convolution carries a bias instead, and residual branches start scaled
-// down (see residualBlock). Each convolution (with its activation
-// and any pooling that follows) is one VGG layer; each residual block is one
-// ResNet layer.
+// NCHW image classifiers. By default batch normalisation is not modelled:
+// every convolution carries a bias instead, and residual branches start
+// scaled down (see residualBlock). With `batchNorm` a ResNet is torchvision's:
+// convolutions without bias, each followed by strata.batch_norm. Each
+// convolution (with its activation and any pooling that follows) is one VGG
+// layer; each residual block is one ResNet layer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,8 @@ llvm::Error mlir::strata::validateCNN(const CNNConfig &c) {
         "--image-size (%lld) must be a multiple of 4 (cnn-small downsamples "
         "by 4)",
         static_cast<long long>(c.imageSize));
+  if (c.batchNorm && c.kind != CNNKind::ResNet18 && c.kind != CNNKind::ResNet50)
+    return llvm::createStringError("--batch-norm applies to ResNets only");
   if (c.kind != CNNKind::Small && c.imageSize % 32 != 0)
     return llvm::createStringError(
         "--image-size (%lld) must be a multiple of 32 (the network "
@@ -53,6 +56,25 @@ static Value conv(ModelBuilder &b, StringRef name, Value x, int64_t out,
                                ArrayRef<int64_t>{pad, pad})
                 .getResult();
   return b.create<BiasAddOp>(name, y, bias, /*axis=*/1).getResult();
+}
+
+/// Convolution without bias followed by batch normalisation (torchvision's
+/// conv + BatchNorm2d: gamma 1, beta 0, running mean 0, running variance 1).
+static Value convBN(ModelBuilder &b, StringRef name, StringRef bnName, Value x,
+                    int64_t out, int64_t kernel, int64_t stride, int64_t pad) {
+  Value w =
+      b.param(joinName(name, "weight"), {out, channelsOf(x), kernel, kernel},
+              InitKind::kaiming_normal, 1.0);
+  Value y = b.create<Conv2DOp>(name, x, w, ArrayRef<int64_t>{stride, stride},
+                               ArrayRef<int64_t>{pad, pad})
+                .getResult();
+  Value gamma = b.param(joinName(bnName, "weight"), {out}, InitKind::ones);
+  Value beta = b.param(joinName(bnName, "bias"), {out}, InitKind::zeros, 0.0);
+  Value mean =
+      b.runningStat(joinName(bnName, "running_mean"), {out}, InitKind::zeros);
+  Value var =
+      b.runningStat(joinName(bnName, "running_var"), {out}, InitKind::ones);
+  return b.create<BatchNormOp>(bnName, y, gamma, beta, mean, var).getResult();
 }
 
 static Value relu(ModelBuilder &b, StringRef name, Value x) {
@@ -132,6 +154,26 @@ static Value residualBlock(ModelBuilder &b, Value x, int64_t width,
   return relu(b, "relu", b.create<AddOp>("residual", y, shortcut).getResult());
 }
 
+/// torchvision's BasicBlock / Bottleneck: every convolution followed by
+/// batch normalisation, the downsample shortcut too.
+static Value residualBlockBN(ModelBuilder &b, Value x, int64_t width,
+                             int64_t stride, bool bottleneck) {
+  int64_t out = bottleneck ? 4 * width : width;
+  Value y;
+  if (bottleneck) {
+    y = relu(b, "relu1", convBN(b, "conv1", "bn1", x, width, 1, 1, 0));
+    y = relu(b, "relu2", convBN(b, "conv2", "bn2", y, width, 3, stride, 1));
+    y = convBN(b, "conv3", "bn3", y, out, 1, 1, 0);
+  } else {
+    y = relu(b, "relu1", convBN(b, "conv1", "bn1", x, width, 3, stride, 1));
+    y = convBN(b, "conv2", "bn2", y, out, 3, 1, 1);
+  }
+  Value shortcut = x;
+  if (stride != 1 || channelsOf(x) != out)
+    shortcut = convBN(b, "downsample.0", "downsample.1", x, out, 1, stride, 0);
+  return relu(b, "relu", b.create<AddOp>("residual", y, shortcut).getResult());
+}
+
 static Value buildResNet(ModelBuilder &b, Value x, const CNNConfig &c) {
   bool bottleneck = c.kind == CNNKind::ResNet50;
   const int64_t blocks18[] = {2, 2, 2, 2};
@@ -143,7 +185,9 @@ static Value buildResNet(ModelBuilder &b, Value x, const CNNConfig &c) {
   double branchScale = 1.0 / std::sqrt(static_cast<double>(totalBlocks));
 
   b.beginLayer("stem");
-  x = relu(b, "relu", conv(b, "conv", x, 64, 7, 2, 3));
+  x = c.batchNorm ? convBN(b, "conv", "bn", x, 64, 7, 2, 3)
+                  : conv(b, "conv", x, 64, 7, 2, 3);
+  x = relu(b, "relu", x);
   x = maxPool(b, "pool", x, 3, 2, 1);
   for (int stage = 0; stage < 4; ++stage) {
     int64_t width = int64_t(64) << stage;
@@ -151,7 +195,9 @@ static Value buildResNet(ModelBuilder &b, Value x, const CNNConfig &c) {
       b.beginLayer("layer" + std::to_string(stage + 1) + "." +
                    std::to_string(i));
       int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
-      x = residualBlock(b, x, width, stride, bottleneck, branchScale);
+      x = c.batchNorm
+              ? residualBlockBN(b, x, width, stride, bottleneck)
+              : residualBlock(b, x, width, stride, bottleneck, branchScale);
     }
   }
   b.beginLayer("fc");

@@ -54,6 +54,18 @@ Value ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
   return arg;
 }
 
+Value ModelBuilder::runningStat(StringRef name, ArrayRef<int64_t> shape,
+                                InitKind init) {
+  std::string fullName = joinName(layerNames[layer], name);
+  auto type = RankedTensorType::get(shape, elementType);
+  Value arg =
+      body->addArgument(type, NameLoc::get(builder.getStringAttr(fullName)));
+  argAttrs.push_back(builder.getNamedAttr(
+      StrataDialect::getRunningStatAttrName(),
+      RunningStatAttr::get(context, fullName, layer, init)));
+  return arg;
+}
+
 Value ModelBuilder::input(StringRef name, ArrayRef<int64_t> shape,
                           Type inputType, InputRole role) {
   auto type = RankedTensorType::get(shape, inputType);

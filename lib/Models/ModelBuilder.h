@@ -27,6 +27,9 @@ public:
   /// A trainable parameter of the current layer.
   Value param(StringRef name, ArrayRef<int64_t> shape, InitKind init,
               double scale = 1.0);
+  /// A running statistic (batch norm's running mean or variance) of the
+  /// current layer, starting at `init` (zeros or ones).
+  Value runningStat(StringRef name, ArrayRef<int64_t> shape, InitKind init);
   /// A data input (features or labels).
   Value input(StringRef name, ArrayRef<int64_t> shape, Type elementType,
               InputRole role);

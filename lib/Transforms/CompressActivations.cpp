@@ -75,6 +75,11 @@ bool isCompressible(Value value, int64_t minElements) {
       type.getNumElements() < std::max<int64_t>(minElements, 1) ||
       isLossInput(value))
     return false;
+  // Vectors (batch norm's saved batch mean and inverse deviation, one value
+  // per channel) are tiny and each value scales a whole channel's gradient:
+  // they stay f32.
+  if (type.getRank() < 2)
+    return false;
   // A tensor remat swaps to host memory moves as it is.
   return llvm::none_of(value.getUsers(), [](Operation *user) {
     return isa<SwapOutOp, SwapOutWaitOp>(user);

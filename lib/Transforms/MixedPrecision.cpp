@@ -1,13 +1,15 @@
-//===- MixedPrecision.cpp - Compute every matmul in bf16 ------------------===//
+//===- MixedPrecision.cpp - Compute matmuls and convolutions in bf16 ------===//
 //
 // Part of the Strata project.
 //
-// --strata-mixed-precision: marks (or, with compute=f32, unmarks) every
-// strata.matmul with `bf16`. The tensors keep their types; the runtime's
-// GEMM rounds the operands as it packs them (see MatmulOp's description).
+// --strata-mixed-precision: widens bf16 tensors to f32 (Bf16Tensors.h), then
+// marks (compute=bf16) or unmarks (compute=f32) every op of
+// MixedPrecisionOpInterface. The tensors stay f32; the runtime's GEMM rounds
+// the operands as it packs them (see MatmulOp's description).
 //
 //===----------------------------------------------------------------------===//
 
+#include "strata/Conversion/Bf16Tensors.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Transforms/Passes.h"
 
@@ -25,9 +27,15 @@ struct MixedPrecisionPass
   using MixedPrecisionPassBase::MixedPrecisionPassBase;
 
   void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int64_t widened = widenBf16Tensors(module);
+    if (compute == ComputePrecision::Model) {
+      numMarked += widened;
+      return;
+    }
     bool bf16 = compute == ComputePrecision::BF16;
-    getOperation().walk([&](MatmulOp op) {
-      op.setBf16(bf16);
+    module.walk([&](MixedPrecisionOpInterface op) {
+      op.setComputesInBf16(bf16);
       if (bf16)
         ++numMarked;
     });

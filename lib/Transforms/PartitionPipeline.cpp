@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <set>
 
 namespace mlir::strata {
 #define GEN_PASS_DEF_PARTITIONPIPELINEPASS
@@ -126,8 +127,10 @@ static FailureOr<LayerGraph> buildLayerGraph(func::FuncOp func,
     position[id] = graph.layers.size();
     graph.layers.push_back(layer);
   }
-  // A forward value read by later layers crosses every cut up to its last
-  // forward reader (its gradient comes back the same way).
+  // A forward value read by later layers is one tensor with an edge to each
+  // of its forward readers' layers: it crosses every cut up to its last one
+  // (its gradient comes back the same way).
+  int64_t tensors = 0;
   walk = func.walk([&](Operation *op) -> WalkResult {
     if (phaseOf(op) != Phase::forward)
       return WalkResult::advance();
@@ -135,7 +138,7 @@ static FailureOr<LayerGraph> buildLayerGraph(func::FuncOp func,
     if (!layer)
       return WalkResult::advance();
     for (Value result : op->getResults()) {
-      int64_t last = *layer;
+      std::set<int64_t> readers;
       for (Operation *user : result.getUsers()) {
         if (phaseOf(user) != Phase::forward)
           continue;
@@ -146,12 +149,14 @@ static FailureOr<LayerGraph> buildLayerGraph(func::FuncOp func,
           return user->emitOpError()
                  << "in layer " << *userLayer << " reads a value of layer "
                  << *layer << ", so layers are not in pipeline order";
-        last = std::max(last, *userLayer);
+        if (*userLayer > *layer)
+          readers.insert(*userLayer);
       }
-      if (last > *layer)
+      double bytes = static_cast<double>(getTensorBytes(result.getType()));
+      for (int64_t reader : readers)
         graph.edges.push_back(
-            {position[*layer], position[last],
-             static_cast<double>(getTensorBytes(result.getType()))});
+            {position[*layer], position[reader], bytes, tensors});
+      tensors += !readers.empty();
     }
     return WalkResult::advance();
   });
@@ -225,6 +230,8 @@ void PartitionPipelinePass::runOnOperation() {
     signalPassFailure();
   };
   PartitionOptions options;
+  // The stage attributes are layer ranges of the IR's order.
+  options.cuts = CutSpace::Prefixes;
   options.objective = objective;
   options.schedule = schedule;
   if (stages != "auto") {
@@ -324,6 +331,8 @@ LogicalResult PartitionPipelinePass::runOnStep(
 
   Builder b(func.getContext());
   const PartitionEvaluation &best = result.best;
+  // Stages are layer ranges: the options search prefixes of the layer order.
+  assert(best.order.empty() && "the pass partitions at prefixes only");
   SmallVector<PipelineStageAttr> stageAttrs;
   SmallVector<int64_t> firstDevices, memory;
   SmallVector<double> stageSeconds;

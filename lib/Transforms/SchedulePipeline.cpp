@@ -129,6 +129,9 @@ private:
   DenseMap<std::tuple<Value, int64_t, int64_t>, int64_t> tags;
   DenseMap<std::tuple<Value, int64_t, int64_t>, Value> slices;
   DenseMap<Value, Value> gradAcc;
+  /// Running statistics (StatefulOpInterface): the newest version of each,
+  /// so that micro-batches update them one after another.
+  DenseMap<Value, Value> latestState;
   Value lossAcc;
   int64_t nextTag = 0;
   /// The loss every rank reports (device 0's).
@@ -467,8 +470,22 @@ void Scheduler::emitAction(const ActionKey &key) {
     IRMapping mapping;
     for (Value operand : op->getOperands())
       mapping.map(operand, resolve(operand, micro, device, chunk, op));
+    // Running statistics are updated in place, once per micro-batch in
+    // micro-batch order: each clone reads the previous clone's update.
+    auto stateful = dyn_cast<StatefulOpInterface>(op);
+    if (stateful)
+      for (OpResult result : op->getResults())
+        if (Value updated =
+                stateful.getUpdatedOperand(result.getResultNumber()))
+          if (Value latest = latestState.lookup(updated))
+            mapping.map(updated, latest);
     Operation *clone = builder.clone(*op, mapping);
     tag(clone, chunk, micro);
+    if (stateful)
+      for (OpResult result : op->getResults())
+        if (Value updated =
+                stateful.getUpdatedOperand(result.getResultNumber()))
+          latestState[updated] = clone->getResult(result.getResultNumber());
     for (auto [result, copy] : llvm::zip(op->getResults(), clone->getResults()))
       cloned[{result, micro}] = copy;
     emitSends(op, clone, micro);

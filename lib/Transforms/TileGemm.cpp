@@ -94,11 +94,6 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
     }
 
     auto walked = module.walk([&](MatmulOp op) -> WalkResult {
-      // The bf16 GEMM has its own blocking; the tilings are the f32 GEMM's.
-      if (op.getBf16()) {
-        op->removeAttr(StrataDialect::getGemmTilingAttrName());
-        return WalkResult::advance();
-      }
       GemmKey key = getGemmKey(op);
       GemmTilingAttr tiling;
       if (const TuningEntry *entry = db ? db->find(key) : nullptr) {
@@ -114,6 +109,11 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
                          << " " << key.str() << " in '" << database
                          << "' (run strata-tune, or use fallback=model)";
         return WalkResult::interrupt();
+      } else if (key.dtype == "bf16") {
+        // The analytic model is the f32 GEMM's; without a tuned tiling the
+        // bf16 GEMM runs the blocking of whichever path the CPU has.
+        op->removeAttr(StrataDialect::getGemmTilingAttrName());
+        return WalkResult::advance();
       } else {
         tiling = modelTiling(ctx, key);
         ++numModelled;

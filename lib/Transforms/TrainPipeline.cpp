@@ -2,11 +2,11 @@
 //
 // --strata-train-pipeline: a model (forward graph + loss) to a planned
 // training step, in the order of DESIGN.md, with one option set: autodiff,
-// mixed precision (mixed-precision=bf16), cost annotation (with a target),
-// data parallelism and bucketed gradient sync (replicas > 1), checkpoint /
-// swap / recompute (remat-budget), activation compression (compress=),
-// fusion (fuse=, on by default) and buffer planning. Embedders (the C API, the
-// Python module) run it by name.
+// mixed precision (mixed-precision=bf16, or a model of bf16 tensors), cost
+// annotation (with a target), data parallelism and bucketed gradient sync
+// (replicas > 1), checkpoint / swap / recompute (remat-budget), activation
+// compression (compress=), fusion (fuse=, on by default) and buffer planning.
+// Embedders (the C API, the Python module) run it by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,8 +36,10 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
                                           llvm::cl::init(0.0)};
   PassOptions::Option<ComputePrecision> mixedPrecision{
       *this, "mixed-precision",
-      llvm::cl::desc("Matmul arithmetic (--strata-mixed-precision): f32, or "
-                     "bf16 with f32 accumulation"),
+      llvm::cl::desc("Matmul and convolution arithmetic "
+                     "(--strata-mixed-precision): f32 (bf16 only where the "
+                     "model's tensors are bf16), or bf16 with f32 "
+                     "accumulation"),
       llvm::cl::init(ComputePrecision::F32),
       llvm::cl::values(clEnumValN(ComputePrecision::F32, "f32", ""),
                        clEnumValN(ComputePrecision::BF16, "bf16", ""))};
@@ -90,6 +92,10 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
 
 void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options) {
+  // A bf16 model becomes f32 tensors with bf16 products (a no-op otherwise).
+  MixedPrecisionPassOptions widen;
+  widen.compute = ComputePrecision::Model;
+  pm.addPass(createMixedPrecisionPass(widen));
   AutodiffPassOptions autodiff;
   autodiff.optimizer = options.optimizer;
   autodiff.lr = options.lr;

@@ -98,9 +98,18 @@ namespace {
 /// A plan buffer that a checkpoint tensor fills.
 struct Slot {
   int64_t buffer;
+  /// Optimizer state, which `--init` skips (running statistics are weights).
   bool isState;
 };
 } // namespace
+
+/// "a parameter" or "a running statistic": what weight `name` of `plan` is.
+static const char *describeWeight(const Plan &plan, const std::string &name) {
+  for (const State &state : plan.states)
+    if (state.name == name && state.running)
+      return "a running statistic";
+  return "a parameter";
+}
 
 Status loadCheckpoint(Executor &executor, const std::string &path,
                       CheckpointContents contents, CheckpointInfo &info) {
@@ -128,7 +137,7 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
   for (const Parameter &param : plan.parameters)
     slots[param.name] = {param.buffer, false};
   for (const State &state : plan.states)
-    slots[state.name] = {state.buffer, true};
+    slots[state.name] = {state.buffer, !state.running};
 
   // Validate everything before touching the executor.
   std::vector<std::pair<const StoredTensor *, int64_t>> copies;
@@ -160,9 +169,10 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
   for (const auto &[name, slot] : slots) {
     if ((slot.isState && !everything) || file.find(name))
       continue;
-    return Status::invalid(path + ": missing tensor \"" + name + "\" (" +
-                           (slot.isState ? "a state" : "a parameter") + " of " +
-                           plan.path + ")");
+    return Status::invalid(
+        path + ": missing tensor \"" + name + "\" (" +
+        (slot.isState ? "a state" : describeWeight(plan, name)) + " of " +
+        plan.path + ")");
   }
   for (const auto &[tensor, buffer] : copies)
     if (!tensor->bytes.empty())

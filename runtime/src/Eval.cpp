@@ -105,6 +105,17 @@ Status Evaluator::run(Executor &executor, int64_t step,
   size_t yBytes = static_cast<size_t>(y.desc.bytes());
   double lossSum = 0;
   int64_t top1 = 0, top5 = 0;
+  // Inference mode (batch norm with its running statistics) for these
+  // forward passes only.
+  struct EvaluationMode {
+    Executor &executor;
+    bool before;
+    explicit EvaluationMode(Executor &e)
+        : executor(e), before(e.isEvaluation()) {
+      e.setEvaluation(true);
+    }
+    ~EvaluationMode() { executor.setEvaluation(before); }
+  } mode(executor);
   for (int64_t b = 0; b < batches; ++b) {
     std::memcpy(x.data, inputs.bytes.data() + b * xBytes, xBytes);
     std::memcpy(y.data, labels.bytes.data() + b * yBytes, yBytes);

@@ -45,6 +45,9 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].info().attr(AttrId::Lr))
       planLearningRates.push_back({i, (*program)[i].attrs.lr});
+  for (size_t i = 0; i < program->size(); ++i)
+    if ((*program)[i].attrs.bf16)
+      planBf16.push_back(i);
   if (plan.stages > 1) {
     int64_t replica = plan.ranks[options.rank].replica;
     for (int64_t stage = 0; stage < plan.stages; ++stage)
@@ -173,6 +176,12 @@ Status Executor::syncToHost() const {
   return backend->download(buffers);
 }
 
+void Executor::setEvaluation(bool evaluation) {
+  context.evaluation = evaluation;
+  if (backend)
+    backend->setEvaluation(evaluation);
+}
+
 void Executor::initialize(uint64_t seed) {
   for (const Parameter &param : plan.parameters)
     initializeTensor(tensors[param.buffer], param.init, seed, param.name,
@@ -216,6 +225,11 @@ Status Executor::checkIndexOperands(size_t index) const {
 void Executor::setLearningRates(const std::function<double(double)> &rate) {
   for (auto [index, planned] : planLearningRates)
     (*program)[index].attrs.lr = rate(planned);
+}
+
+void Executor::setBf16Products(bool on) {
+  for (size_t index : planBf16)
+    (*program)[index].attrs.bf16 = on;
 }
 
 Status Executor::runStep(int64_t step, float &loss) {
@@ -347,7 +361,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       outputs.push_back(tensors[id]);
     delay(i);
     // A send may still read a buffer that an update is about to overwrite.
-    if (inst.has(kInPlace) && !context.pendingSends.empty())
+    if (inst.info().waitsForSends() && !context.pendingSends.empty())
       if (Status sent = finishSends(); !sent.ok())
         return Status::failure("step " + std::to_string(step) +
                                ": instruction #" + std::to_string(i) + " (" +

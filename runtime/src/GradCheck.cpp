@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -233,10 +234,17 @@ Status GradChecker::checkParameter(size_t p) {
 
 Status GradChecker::finish() {
   // Leave the model as it was: recompute the forward at the original point.
+  executor.setBf16Products(true);
   double unused = 0;
   if (Status status = forward(unused); !status.ok())
     return status;
   int64_t total = static_cast<int64_t>(result.samples.size());
+  if (options.log && executor.countBf16Products() > 0)
+    std::fprintf(options.log,
+                 "gradcheck: gradients of the plan's bf16 step against "
+                 "differences of its %s forward (%zu bf16 instructions)\n",
+                 options.f32Reference ? "f32" : "bf16",
+                 executor.countBf16Products());
   if (options.log)
     std::fprintf(options.log,
                  "gradcheck: %lld of %lld elements within tolerance "
@@ -266,12 +274,32 @@ Status checkGradients(Executor &executor, DataSource &data,
                       GradCheckResult &result) {
   result = GradCheckResult();
   data.fill(/*step=*/1, executor.getTensors(), &executor.getPool());
+  // Every forward run updates batch_norm's running statistics (they do not
+  // change the loss in training mode): keep them as they were.
+  std::vector<std::pair<const Tensor *, std::vector<char>>> running;
+  for (const State &state : executor.getPlan().states)
+    if (state.running) {
+      const Tensor &t = executor.getTensor(state.buffer);
+      const char *bytes = static_cast<const char *>(t.data);
+      running.push_back({&t, std::vector<char>(bytes, bytes + t.desc.bytes())});
+    }
   GradChecker checker(executor, options, result);
   Status status = checker.computeGradients();
+  // The differences below run the f32 forward of a mixed-precision plan.
+  if (options.f32Reference)
+    executor.setBf16Products(false);
   for (size_t p = 0; status.ok() && p < executor.getPlan().parameters.size();
        ++p)
     status = checker.checkParameter(p);
-  return status.ok() ? checker.finish() : status;
+  if (status.ok())
+    status = checker.finish();
+  else
+    executor.setBf16Products(true);
+  for (auto &[tensor, bytes] : running)
+    std::memcpy(tensor->data, bytes.data(), bytes.size());
+  if (!running.empty())
+    executor.markHostModified();
+  return status;
 }
 
 } // namespace strata::rt

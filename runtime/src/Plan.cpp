@@ -396,6 +396,13 @@ Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
          "unknown kind \"" + kind +
              "\" (expected param, grad, state, input or activation)");
   std::string dtype = readStringField(entry, "dtype", where);
+  if (dtype == "bf16")
+    fail(member(where, "dtype"),
+         "bf16 tensors are not supported: the runtime keeps f32 tensors and "
+         "computes bf16 matmuls and convolutions on them; compile the model "
+         "with strata-opt --strata-mixed-precision (before "
+         "--strata-plan-buffers), or export it with strata-translate "
+         "--export-plan, which widens an unplanned bf16 step itself");
   if (!parseDType(dtype, buffer.desc.dtype))
     fail(member(where, "dtype"),
          "unknown dtype \"" + dtype + "\" (expected f32 or i32)");
@@ -686,6 +693,16 @@ void PlanParser::parseStates(const json &states) {
         fail(member(where, "param"),
              "no parameter is named \"" + state.param + "\"");
     }
+    std::string kind =
+        optionalStringField(entry, "kind", where, std::string("optimizer"));
+    if (kind != "optimizer" && kind != "running")
+      fail(member(where, "kind"),
+           "unknown kind \"" + kind + "\" (expected optimizer or running)");
+    state.running = kind == "running";
+    if (state.running && !state.param.empty())
+      fail(member(where, "param"),
+           "a running statistic belongs to no parameter");
+    state.layer = optionalIntField(entry, "layer", where, -1);
     state.init = parseInit(entry, where, buffer, /*required=*/false);
     plan.states.push_back(std::move(state));
   }
@@ -1216,17 +1233,17 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
     fail(where, "expects " + std::to_string(info.numOutputs) +
                     " outputs, got " + std::to_string(inst.out.size()));
 
-  // Optimizer updates name the buffers they update as outputs.
-  const std::vector<int> *inPlace =
-      info.has(kInPlace) ? &info.inPlace : nullptr;
+  // Optimizer updates (and batch_norm's running statistics) name the
+  // buffers they update as outputs.
   for (size_t o = 0; o < inst.out.size(); ++o) {
     const Buffer &out = plan.buffers[inst.out[o]];
     std::string name = "out[" + std::to_string(o) + "]";
-    if (inPlace && inst.out[o] != inst.in[(*inPlace)[o]])
+    int updated = info.inPlaceInput(o);
+    if (updated >= 0 && inst.out[o] != inst.in[updated])
       fail(where, name + ": updates in place, so it must be in[" +
-                      std::to_string((*inPlace)[o]) + "] (buffer " +
-                      std::to_string(inst.in[(*inPlace)[o]]) +
-                      "), got buffer " + std::to_string(out.id));
+                      std::to_string(updated) + "] (buffer " +
+                      std::to_string(inst.in[updated]) + "), got buffer " +
+                      std::to_string(out.id));
     for (size_t p = 0; p < o; ++p)
       if (rangesOverlap(out, plan.buffers[inst.out[p]]) ||
           inst.out[o] == inst.out[p])
@@ -1234,7 +1251,7 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
                         ") overlaps out[" + std::to_string(p) + "]");
     for (size_t i = 0; i < inst.in.size(); ++i) {
       bool same = inst.in[i] == inst.out[o];
-      if (inPlace && same && static_cast<int>(i) == (*inPlace)[o])
+      if (same && static_cast<int>(i) == updated)
         continue;
       if (same || rangesOverlap(out, plan.buffers[inst.in[i]]))
         fail(where, name + " (buffer " + std::to_string(out.id) +
@@ -1271,8 +1288,8 @@ void PlanParser::checkBufferLifetimes() {
       continue;
     std::vector<LiveInstruction> &program = programs.emplace_back();
     for (const Instruction &inst : rank.program)
-      program.push_back(
-          {inst.in, inst.out, inst.has(kInPlace), inst.has(kReadsAfterReturn)});
+      program.push_back({inst.in, inst.out, inst.info().waitsForSends(),
+                         inst.has(kReadsAfterReturn)});
   }
   std::vector<bool> persistent(plan.buffers.size());
   std::vector<int64_t> offsets, bytes;

@@ -25,6 +25,14 @@ const std::array<AttrInfo, kNumAttrIds> &attrTable() {
   return table;
 }
 
+/// Output `output` of `info`'s op is the buffer of input `input`; the
+/// outputs before it that no entry names are fresh (-1).
+void setInPlace(OpInfo &info, int output, int input) {
+  if (info.inPlace.size() <= static_cast<size_t>(output))
+    info.inPlace.resize(output + 1, -1);
+  info.inPlace[output] = input;
+}
+
 std::array<OpInfo, kNumOpCodes> buildOpTable() {
   std::array<OpInfo, kNumOpCodes> table = {{
 #define STRATA_PLAN_OP(Enum, Name, NumIn, NumOut, Traits)                      \
@@ -38,7 +46,7 @@ std::array<OpInfo, kNumOpCodes> buildOpTable() {
   at(OpCode::Op).attrs.push_back({AttrId::Attr, Required, Default});
 #include "strata-rt/PlanOps.def"
 #define STRATA_PLAN_IN_PLACE(Op, Output, Input)                                \
-  at(OpCode::Op).inPlace.push_back(Input);
+  setInPlace(at(OpCode::Op), Output, Input);
 #include "strata-rt/PlanOps.def"
 #define STRATA_PLAN_INDEX_OPERAND(Op, Ids, Tensor, Output, Dim)                \
   at(OpCode::Op).indexOperand = {Ids, Tensor, Output, Dim};

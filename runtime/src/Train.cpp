@@ -257,13 +257,15 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
   // device arena (markHostModified: the checkpoint reads the host copy).
   if (Status status = executor.syncToHost(); !status.ok())
     return status;
-  // Buffer -> the stage whose program updates it in place.
+  // Buffer -> the stage whose program updates it in place (parameters,
+  // optimizer states, running statistics).
   std::map<int64_t, int64_t> ownerStage;
   for (int64_t stage = 0; stage < plan.stages; ++stage)
     for (const Instruction &inst : plan.programOf(plan.rankOf(stage, 0)))
       if (inst.has(kInPlace))
-        for (int64_t out : inst.out)
-          ownerStage[out] = stage;
+        for (size_t o = 0; o < inst.out.size(); ++o)
+          if (inst.info().inPlaceInput(o) >= 0)
+            ownerStage[inst.out[o]] = stage;
   constexpr int kGatherTag = 32000;
   for (const auto &[buffer, stage] : ownerStage) {
     if (stage == 0)
@@ -1145,7 +1147,7 @@ Status train(const TrainOptions &options, TrainResult &result) {
     rankOptions.tracePath = rankPath(options.tracePath, result.rank, ".json");
 
   if (options.gradientSamples > 0) {
-    GradCheckOptions check;
+    GradCheckOptions check = options.gradientCheck;
     check.samplesPerParameter = options.gradientSamples;
     check.seed = result.seed;
     check.log = rankOptions.log;

@@ -107,6 +107,17 @@ options:
                     instead of training, compare K gradient elements per
                     parameter with finite differences of the loss (exit 1
                     when more than 5% disagree)
+  --check-rtol R, --check-atol A, --check-epsilon E, --check-pass-fraction F
+                    --check-gradients' bounds: an element passes when
+                    |analytic - numeric| <= A rms + R max(|analytic|,
+                    |numeric|) + rounding noise, with steps of E, and the
+                    check when a fraction F pass (defaults 0.05, 0.02, 1e-3,
+                    0.95; a bf16 plan needs wider ones: see README, Mixed
+                    precision)
+  --check-bf16-forward
+                    a mixed-precision plan: difference its bf16 forward
+                    (default: the f32 forward, the plan's bf16 products
+                    computed in f32, against the bf16 step's gradients)
   --device D        cpu, cuda (the GPU of the local rank) or cuda:N
                     (default: what the plan says, normally cpu)
   --gemm E          GPU matmuls: cublas (default) or strata (Strata's own
@@ -204,7 +215,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   bool infer = false;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
       grace, evalFraction, evalEvery, clipNorm, saveEvery, keep, compressEvery,
-      emulateCompute;
+      emulateCompute, checkRtol, checkAtol, checkEpsilon, checkPass;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -218,6 +229,10 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--log-every", &logEvery},
       {"--quiet", nullptr},
       {"--check-gradients", &gradients},
+      {"--check-rtol", &checkRtol},
+      {"--check-atol", &checkAtol},
+      {"--check-epsilon", &checkEpsilon},
+      {"--check-pass-fraction", &checkPass},
       {"--emulate-link", &o.emulateLink},
       {"--emulate-compute", &emulateCompute},
       {"--device", &o.device},
@@ -236,6 +251,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
       {"--save-all-ranks", nullptr},
+      {"--check-bf16-forward", nullptr},
       {"--infer", nullptr},
       {"--devices", nullptr},
       {"--help", nullptr},
@@ -274,6 +290,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
         infer = true;
       else if (name == "--save-all-ranks")
         o.saveAllRanks = true;
+      else if (name == "--check-bf16-forward")
+        o.gradientCheck.f32Reference = false;
       else
         cl.help = true;
       continue;
@@ -293,6 +311,31 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
     return Status::usage("missing the PLAN argument");
   if (!gradients.empty() && !parseInteger(gradients, o.gradientSamples))
     return numberError("--check-gradients", gradients);
+  // The bounds of --check-gradients (GradCheckOptions).
+  struct Bound {
+    const char *flag;
+    const std::string &text;
+    double lo, hi;
+    const char *what;
+    double &value;
+  } bounds[] = {{"--check-rtol", checkRtol, 0, 1e6, "a non-negative number",
+                 o.gradientCheck.relTolerance},
+                {"--check-atol", checkAtol, 0, 1e6, "a non-negative number",
+                 o.gradientCheck.absTolerance},
+                {"--check-epsilon", checkEpsilon, 1e-12, 1e6,
+                 "a positive number", o.gradientCheck.epsilon},
+                {"--check-pass-fraction", checkPass, 1e-12, 1,
+                 "a number in (0, 1]", o.gradientCheck.requiredPassFraction}};
+  for (const Bound &b : bounds) {
+    if (b.text.empty())
+      continue;
+    if (gradients.empty())
+      return Status::usage(std::string(b.flag) +
+                           " bounds --check-gradients; give that too");
+    if (!parseReal(b.text, b.lo, b.hi, b.value))
+      return Status::usage(std::string(b.flag) + ": " + b.what + ", got '" +
+                           b.text + "'");
+  }
   if (!gemm.empty() && gemm != "cublas" && gemm != "strata")
     return Status::usage("--gemm must be cublas or strata, got '" + gemm + "'");
   o.strataGemm = gemm == "strata";

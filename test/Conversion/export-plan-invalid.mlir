@@ -30,3 +30,19 @@ func.func @replicas_mismatch(%arg0: tensor<2x4xf32> {strata.input = #strata.inpu
   %9 = strata.all_reduce %2 mean replicas = 2 {strata.layer = 0 : i64} : tensor<f32>
   return %new_param, %new_velocity, %9 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>
 }
+
+// -----
+
+// A step of bf16 tensors whose buffers were planned at 2 bytes an element
+// cannot be widened to the runtime's f32 tensors: the error says to run
+// --strata-mixed-precision before --strata-plan-buffers.
+// expected-error @+1 {{the step has bf16 tensors and buffers planned for them, but the runtime keeps f32 tensors (bf16 only in matmul and convolution arithmetic): run --strata-mixed-precision before --strata-plan-buffers (or use --strata-train-pipeline)}}
+func.func @planned_bf16(%arg0: tensor<4x8xbf16> {strata.buffer = #strata.buffer<id = 0, offset = 0, bytes = 64>, strata.input = #strata.input<name = "x", role = data>}, %arg1: tensor<8x3xbf16> {strata.buffer = #strata.buffer<id = 1, offset = 64, bytes = 48>, strata.param = #strata.param<name = "w", layer = 0, init = xavier_uniform, scale = 1.000000e+00>}, %arg2: tensor<4xi32> {strata.buffer = #strata.buffer<id = 2, offset = 128, bytes = 16>, strata.input = #strata.input<name = "y", role = labels>}, %arg3: tensor<8x3xbf16> {strata.buffer = #strata.buffer<id = 3, offset = 192, bytes = 48>, strata.state = #strata.state<name = "w.velocity", param = "w">}) -> (tensor<8x3xbf16>, tensor<8x3xbf16>, tensor<f32>) attributes {strata.arena_bytes = 576 : i64, strata.train_step} {
+  %0 = strata.matmul %arg0, %arg1 {strata.buffers = [#strata.buffer<id = 4, offset = 384, bytes = 24>], strata.layer = 0 : i64} : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xbf16>
+  %1 = strata.softmax_cross_entropy %0, %arg2 {strata.buffers = [#strata.buffer<id = 5, offset = 256, bytes = 4>], strata.layer = 0 : i64} : (tensor<4x3xbf16>, tensor<4xi32>) -> tensor<f32>
+  %2 = strata.fill 1.000000e+00 {strata.buffers = [#strata.buffer<id = 6, offset = 448, bytes = 4>], strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : tensor<f32>
+  %3 = strata.softmax_cross_entropy_grad %0, %arg2, %2 {strata.buffers = [#strata.buffer<id = 7, offset = 512, bytes = 24>], strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : (tensor<4x3xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x3xbf16>
+  %4 = strata.matmul %arg0, %3 transpose_a {strata.buffers = [#strata.buffer<id = 8, offset = 320, bytes = 48>], strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : (tensor<4x8xbf16>, tensor<4x3xbf16>) -> tensor<8x3xbf16>
+  %new_param, %new_velocity = strata.sgd_update %arg1, %4, %arg3 lr = 5.000000e-01 momentum = 0.000000e+00 weight_decay = 0.000000e+00 {strata.buffers = [#strata.buffer<id = 1, offset = 64, bytes = 48>, #strata.buffer<id = 3, offset = 192, bytes = 48>], strata.layer = 0 : i64, strata.phase = #strata<phase update>} : tensor<8x3xbf16>
+  return %new_param, %new_velocity, %1 : tensor<8x3xbf16>, tensor<8x3xbf16>, tensor<f32>
+}

@@ -73,12 +73,31 @@ def main():
     bn = [helper.make_tensor(n, TensorProto.FLOAT, [4], [1.0, 2.0, 3.0, 4.0])
           for n in ("bn.weight", "bn.bias", "bn.running_mean", "bn.running_var")]
     image = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 3])
-    save("batch-norm",
-         [helper.make_node("BatchNormalization",
-                           ["x", "bn.weight", "bn.bias", "bn.running_mean",
-                            "bn.running_var"], ["b"], name="/bn/BatchNormalization"),
-          helper.make_node("Flatten", ["b"], ["y"], name="/Flatten")],
-         [image], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 36])], bn)
+    flat = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 36])
+    bn_inputs = ["x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"]
+
+    def batch_norm(inputs=bn_inputs, training=1, outputs=("b", "rm", "rv")):
+        return [helper.make_node("BatchNormalization", list(inputs), list(outputs),
+                                 name="/bn/BatchNormalization", momentum=0.9,
+                                 training_mode=training),
+                helper.make_node("Flatten", ["b"], ["y"], name="/Flatten")]
+    # Inference form (training_mode = 0): fixed statistics, not trained.
+    save("batch-norm", batch_norm(training=0, outputs=("b",)), [image], [flat], bn)
+    # Training form (as torch.onnx.export(training=TRAINING) writes it): valid.
+    save("batch-norm-training", batch_norm(), [image], [flat], bn)
+    # Malformed: four inputs, a running mean of 3 channels for 4, a running
+    # variance that is a graph input instead of an initializer, and a
+    # running mean no initializer defines.
+    save("batch-norm-inputs", batch_norm(inputs=bn_inputs[:4]), [image], [flat], bn)
+    short = [t if t.name != "bn.running_mean" else
+             helper.make_tensor("bn.running_mean", TensorProto.FLOAT, [3], [0.0] * 3)
+             for t in bn]
+    save("batch-norm-channels", batch_norm(), [image], [flat], short)
+    save("batch-norm-stat-input", batch_norm(),
+         [image, helper.make_tensor_value_info("bn.running_var", TensorProto.FLOAT, [4])],
+         [flat], [t for t in bn if t.name != "bn.running_var"])
+    save("batch-norm-missing-stat", batch_norm(), [image], [flat],
+         [t for t in bn if t.name != "bn.running_mean"])
     # GELU in erf form (nn.GELU() at opset 17): x * 0.5 * (1 + erf(x / sqrt 2)).
     consts = [helper.make_node("Constant", [], [n], name="/gelu/" + n,
                                value=helper.make_tensor(n, TensorProto.FLOAT, [], [v]))
@@ -96,6 +115,19 @@ def main():
                      helper.make_node("Mul", ["h", "h2"], ["y"], name="/mul/Mul"),
                      helper.make_node("Relu", ["h"], ["h2"], name="/act/Relu")],
          [x_input()], [logits()], [weight()])
+    # A Split whose sizes do not add up to the dimension, and a Concat of
+    # tensors that differ in a dimension other than the axis.
+    sizes = helper.make_tensor("sizes", TensorProto.INT64, [2], [3, 3])
+    save("split-sizes", [
+        helper.make_node("Split", ["x", "sizes"], ["a", "b"], name="/qkv/Split",
+                         axis=1),
+        helper.make_node("Concat", ["a", "b"], ["c"], name="/cat/Concat", axis=1),
+        gemm(inputs=("c", "w"))], [x_input()], [logits()], [weight(), sizes])
+    save("concat-shapes", [
+        helper.make_node("Relu", ["x2"], ["r"], name="/act/Relu"),
+        helper.make_node("Concat", ["x", "r"], ["y"], name="/cat/Concat", axis=1)],
+        [x_input(), helper.make_tensor_value_info("x2", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [])
     # A mean that is not part of a layer norm over the last axis.
     save("reduce-mean", [gemm(output="h"),
                          helper.make_node("ReduceMean", ["h"], ["y"],

@@ -95,3 +95,66 @@ func.func @unused_param(%x: tensor<2x4xf32> {strata.input = #strata.input<name =
   %l = strata.mse_loss %s, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Batch normalisation: its gradient reads the input, gamma and the saved
+// batch statistics; the running statistics are neither trained nor
+// optimizer state (no update, no velocity) and stay arguments of the step,
+// which does not return them (batch_norm updates them in place).
+
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x2x3x3xf32> {strata.input
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<2xf32> {strata.param
+// CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<2xf32> {strata.param
+// CHECK-SAME: %[[RM:[a-z0-9]+]]: tensor<2xf32> {strata.running_stat = #strata.running_stat<name = "bn.running_mean", layer = 0, init = zeros>}
+// CHECK-SAME: %[[RV:[a-z0-9]+]]: tensor<2xf32> {strata.running_stat
+// CHECK-NOT: running_mean.velocity
+// CHECK-SAME: -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>)
+// CHECK: %[[Y:[^,]+]], %[[MEAN:[^,]+]], %[[ISTD:[^,]+]], %{{[^,]+}}, %{{[^ ]+}} = strata.batch_norm %[[X]], %[[G]], %[[B]], %[[RM]], %[[RV]]
+// CHECK: %{{[^,]+}}, %[[DG:[^,]+]], %[[DB:[^ ]+]] = strata.batch_norm_grad %{{.+}}, %[[X]], %[[G]], %[[MEAN]], %[[ISTD]] {strata.layer = 0 : i64, strata.phase = #strata<phase backward>}
+// CHECK: strata.sgd_update %[[G]], %[[DG]]
+// CHECK: strata.sgd_update %[[B]], %[[DB]]
+// CHECK-NOT: strata.sgd_update %[[RM]]
+func.func @batch_norm(%x: tensor<4x2x3x3xf32> {strata.input = #strata.input<name = "x", role = data>},
+                      %g: tensor<2xf32> {strata.param = #strata.param<name = "bn.weight", layer = 0, init = ones, scale = 1.0>},
+                      %b: tensor<2xf32> {strata.param = #strata.param<name = "bn.bias", layer = 0, init = zeros, scale = 0.0>},
+                      %rm: tensor<2xf32> {strata.running_stat = #strata.running_stat<name = "bn.running_mean", layer = 0, init = zeros>},
+                      %rv: tensor<2xf32> {strata.running_stat = #strata.running_stat<name = "bn.running_var", layer = 0, init = ones>},
+                      %t: tensor<4x2x3x3xf32> {strata.input = #strata.input<name = "t", role = labels>}) -> tensor<f32> {
+  %y:5 = strata.batch_norm %x, %g, %b, %rm, %rv {strata.layer = 0 : i64} : (tensor<4x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)
+  %l = strata.mse_loss %y#0, %t {strata.layer = 0 : i64} : (tensor<4x2x3x3xf32>, tensor<4x2x3x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Slices, a constant multiple and a concatenation: a slice's gradient is
+// its range in a zero tensor (summed with the other slice's), a concat's
+// the slices of the result's gradient, a scale's the gradient scaled.
+
+// CHECK-LABEL: func.func @slice_concat
+// CHECK: %[[H:.+]] = strata.matmul
+// CHECK: %[[A:.+]] = strata.slice %[[H]] axis = 1 offset = 0 size = 3
+// CHECK: %[[B:.+]] = strata.slice %[[H]] axis = 1 offset = 3 size = 5
+// CHECK: %[[S:.+]] = strata.scale %[[B]] by -1.000000e+00
+// CHECK: %[[C:.+]] = strata.concat %[[A]], %[[S]] axis = 1
+// CHECK: %[[DC:.+]] = strata.mse_loss_grad %[[C]]
+// CHECK: %[[DA:.+]] = strata.slice %[[DC]] axis = 1 offset = 0 size = 3 {{.*}}phase backward
+// CHECK: %[[DS:.+]] = strata.slice %[[DC]] axis = 1 offset = 3 size = 5 {{.*}}phase backward
+// CHECK: %[[DB:.+]] = strata.scale %[[DS]] by -1.000000e+00 {{.*}}phase backward
+// CHECK: %[[GB:.+]] = strata.slice_grad %[[DB]] axis = 1 offset = 3 {{.*}} : tensor<2x5xf32> -> tensor<2x8xf32>
+// CHECK: %[[GA:.+]] = strata.slice_grad %[[DA]] axis = 1 offset = 0 {{.*}} : tensor<2x3xf32> -> tensor<2x8xf32>
+// CHECK: %[[DH:.+]] = strata.add %[[GB]], %[[GA]]
+// CHECK: strata.matmul %{{.+}}, %[[DH]] transpose_a
+func.func @slice_concat(%x: tensor<2x4xf32> {strata.input = #strata.input<name = "x", role = data>},
+                        %w: tensor<4x8xf32> {strata.param = #strata.param<name = "w", layer = 0, init = normal, scale = 1.0>},
+                        %t: tensor<2x8xf32> {strata.input = #strata.input<name = "t", role = labels>}) -> tensor<f32> {
+  %h = strata.matmul %x, %w {strata.layer = 0 : i64} : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  %a = strata.slice %h axis = 1 offset = 0 size = 3 {strata.layer = 0 : i64} : tensor<2x8xf32> -> tensor<2x3xf32>
+  %b = strata.slice %h axis = 1 offset = 3 size = 5 {strata.layer = 0 : i64} : tensor<2x8xf32> -> tensor<2x5xf32>
+  %s = strata.scale %b by -1.0 {strata.layer = 0 : i64} : tensor<2x5xf32>
+  %c = strata.concat %a, %s axis = 1 {strata.layer = 0 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+  %l = strata.mse_loss %c, %t {strata.layer = 0 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

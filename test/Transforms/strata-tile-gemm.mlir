@@ -48,6 +48,32 @@ func.func @missing(%x: tensor<8x100xf32>, %w: tensor<100x64xf32>) -> tensor<8x64
 
 // -----
 
+// A bf16 matmul is keyed by its arithmetic: the database's bf16 entry (the
+// bf16 GEMM's blocking on its own register tile, 32x32 here) and not the f32
+// entry of the same shape. Without a database it gets no tiling and loses
+// the one it had: the analytic model is the f32 GEMM's.
+// CHECK-LABEL: func.func @bf16_linear
+// CHECK: strata.matmul {{.*}} bf16 {strata.gemm_tiling = #strata.gemm_tiling<mc = 32, nc = 32, kc = 32, mr = 32, nr = 32>}
+// MODEL-LABEL: func.func @bf16_linear
+// MODEL-NOT: gemm_tiling
+func.func @bf16_linear(%x: tensor<2x8x16xf32>, %w: tensor<16x32xf32>) -> tensor<2x8x32xf32> {
+  %y = strata.matmul %x, %w bf16 {strata.gemm_tiling = #strata.gemm_tiling<mc = 16, nc = 32, kc = 16, mr = 8, nr = 32>} : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
+// A bf16 GEMM missing from the database gets no tiling (the runtime's bf16
+// path runs its own blocking).
+// CHECK-LABEL: func.func @bf16_missing
+// CHECK-NOT: gemm_tiling
+func.func @bf16_missing(%x: tensor<8x100xf32>, %w: tensor<100x64xf32>) -> tensor<8x64xf32> {
+  %y = strata.matmul %x, %w bf16 : (tensor<8x100xf32>, tensor<100x64xf32>) -> tensor<8x64xf32>
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
 // Ops other than matmul are left alone.
 // CHECK-LABEL: func.func @negative_no_matmul
 // CHECK-NOT: gemm_tiling

@@ -5,6 +5,7 @@
 //                       --vocab --positions --batch --untie-embeddings]
 //   strata-model cnn-small | vgg16 | resnet18 | resnet50 | resnet --depth 18|50
 //                      [--batch --image-size --channels --classes]
+//                      [--batch-norm (ResNets: torchvision's, with batch norm)]
 //   common: --dtype f32|bf16, -o FILE
 //
 // Prints the forward graph and loss as textual MLIR, preceded by a comment
@@ -44,6 +45,11 @@ static cl::opt<bool> listPresets("list-presets",
                                  cl::cat(category));
 static cl::opt<std::string> dtype("dtype", cl::desc("f32 or bf16"),
                                   cl::init("f32"), cl::cat(category));
+static cl::opt<bool>
+    batchNorm("batch-norm",
+              cl::desc("resnet: batch normalisation after every convolution "
+                       "(torchvision's ResNet; convolutions without bias)"),
+              cl::cat(category));
 static cl::opt<bool> untie("untie-embeddings",
                            cl::desc("GPT: separate output projection"),
                            cl::cat(category));
@@ -116,6 +122,8 @@ int main(int argc, char **argv) {
   if (dtype != "f32" && dtype != "bf16")
     return fail("--dtype must be f32 or bf16, got '" + dtype + "'");
   bool bf16 = dtype == "bf16";
+  if (batchNorm && !StringRef(family).starts_with("resnet"))
+    return fail("--batch-norm applies to ResNets only");
   if (!preset.empty() && family != "gpt")
     return fail("--preset applies to 'gpt' only");
   if (untie && family != "gpt")
@@ -191,6 +199,7 @@ int main(int argc, char **argv) {
       err = llvm::createStringError("--depth must be 18 or 50, got %lld",
                                     static_cast<long long>(depth));
     }
+    c.batchNorm = batchNorm;
     take(batch, c.batch);
     take(imageSize, c.imageSize);
     take(channels, c.channels);

@@ -6,6 +6,7 @@
 //   strata-partition vgg16/graph.txt --target v100-pcie-4x-4node
 //   strata-partition profile.json --target h100-sxm-8x --devices 8 --json
 //   strata-partition graph.txt --emit-profile -o profile.json
+//   strata-partition graph.txt --target t.json --evaluate 13-2-1
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,7 +64,7 @@ static cl::opt<std::string> costModel(
     "cost-model",
     cl::desc("Cost terms: strata (default), pipedream (PipeDream's "
              "optimizer's terms), or key=value overrides: allreduce=F, "
-             "shares=whole|even, transfers=per-cut|per-replica|none, "
+             "shares=whole|even, transfers=per-cut|per-replica|pipedream|none, "
              "replicas=nodes|all"),
     cl::init("strata"), cl::cat(category));
 static cl::opt<double>
@@ -87,9 +88,23 @@ static cl::opt<bool> reference(
 static cl::opt<std::string> evaluate(
     "evaluate",
     cl::desc("Price this partition instead of searching: FIRST..LAST:REPLICAS "
-             "per stage, comma-separated (e.g. 0..11:3,12..40:1), or a file "
-             "holding that text"),
+             "per stage, comma-separated, in layer positions (e.g. "
+             "0..11:3,12..40:1; a stage of several ranges joins them with "
+             "'+': 0..3+6..7:2,4..5+8..9:1); or replicas per stage R0-R1-... "
+             "(PipeDream's 13-2-1), whose stage boundaries are the model's "
+             "best for them; or a file holding either"),
     cl::cat(category));
+static cl::opt<std::string> cuts(
+    "cuts",
+    cl::desc("Cuts between stages: down-sets (any set of layers holding the "
+             "producers of what it reads; the default) or prefixes (stages "
+             "contiguous in the input's layer order)"),
+    cl::init("down-sets"), cl::cat(category));
+static cl::opt<int64_t> maxDownSets(
+    "max-down-sets",
+    cl::desc("Search prefixes instead when the layer DAG has more down-sets "
+             "(at most 65535)"),
+    cl::init(20000), cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output file"), cl::init("-"),
                                    cl::cat(category));
 
@@ -138,6 +153,12 @@ int main(int argc, char **argv) {
   if (stages != "auto" && (StringRef(stages).getAsInteger(10, options.stages) ||
                            options.stages < 1))
     return fail("--stages must be auto or a positive number");
+  if (cuts != "down-sets" && cuts != "prefixes")
+    return fail("--cuts must be down-sets or prefixes");
+  options.cuts = cuts == "down-sets" ? CutSpace::DownSets : CutSpace::Prefixes;
+  if (maxDownSets < 1 || maxDownSets > 65535)
+    return fail("--max-down-sets must be in 1..65535");
+  options.maxDownSets = maxDownSets;
   options.devices = devices;
   options.replicas = replicas;
   options.straight = straight;

@@ -8,12 +8,14 @@
 //               [--levels M,N,K] [--cost measured|model] [--force]
 //               [--history FILE] [--list] [--quiet]
 //               [--save-cost-table FILE] [--cost-table FILE] [--shuffle]
+//               [--dtype f32|bf16]
 //
 // Collects the distinct GEMMs of the models' matmuls (forward and backward
 // of a training step alike; a SHAPE is MxNxK[:bB][:ta][:tb]) and searches the
 // tiling space of each (runtime/include/strata-tune/Tune.h). On a CPU target
 // the cost of a tiling is the measured time of the runtime's matmul kernel
-// on this machine; a GPU target uses the analytic model of Strata's CUDA GEMM.
+// on this machine (the bf16 GEMM for a bf16 matmul, key dtype "bf16"); a GPU
+// target uses the analytic model of Strata's CUDA GEMM (f32 GEMMs only).
 // The database (JSON, include/strata/Target/TuningDatabase.h) is rewritten
 // atomically after every GEMM, so an interrupted run keeps what it finished
 // and a second run skips the GEMMs already in it.
@@ -156,6 +158,11 @@ static cl::opt<bool> shuffle(
     cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
                            cl::cat(category));
+static cl::opt<std::string>
+    shapeDtype("dtype",
+               cl::desc("Arithmetic of the SHAPE inputs: f32, or bf16 (the "
+                        "bf16 GEMM of a bf16 matmul)"),
+               cl::init("f32"), cl::cat(category));
 
 /// Spaces up to this many states have their legal states counted for the
 /// progress report (about a second at the limit).
@@ -309,6 +316,8 @@ static tune::SpaceOptions readSpaceOptions() {
 static void checkCostOptions() {
   if (costKind != "measured" && costKind != "model")
     fail(2, "--cost must be 'measured' or 'model'");
+  if (shapeDtype != "f32" && shapeDtype != "bf16")
+    fail(2, "--dtype must be 'f32' or 'bf16'");
   if (repeats < 1)
     fail(2, "--repeats must be at least 1");
 }
@@ -397,7 +406,7 @@ static std::map<GemmKey, int> collectGemms(MLIRContext &ctx) {
       collectModel(ctx, input, keys);
       continue;
     }
-    ++keys[gemmKeyFor("f32", p.batch, p.m, p.n, p.k, p.transA, p.transB,
+    ++keys[gemmKeyFor(shapeDtype, p.batch, p.m, p.n, p.k, p.transA, p.transB,
                       /*rhsIsMatrix=*/false)];
   }
   return keys;
@@ -419,6 +428,7 @@ static void measureGivenTilings(const std::map<GemmKey, int> &keys) {
     GemmTiling t;
     SmallVector<StringRef> parts;
     StringRef(text).split(parts, ',');
+    t.mc = -1; // "default": the GEMM's own (f32 or bf16) defaults
     if (text != "default" &&
         (parts.size() != 5 || parts[0].getAsInteger(10, t.mc) ||
          parts[1].getAsInteger(10, t.nc) || parts[2].getAsInteger(10, t.kc) ||
@@ -431,13 +441,18 @@ static void measureGivenTilings(const std::map<GemmKey, int> &keys) {
     mo.threads = threads;
     mo.repeats = repeats;
     mo.seed = seed;
+    mo.bf16 = entryOfKeys.first.dtype == "bf16";
     tune::GemmMeasurer measurer(toProblem(entryOfKeys.first), mo);
     std::vector<double> best(tilings.size(), HUGE_VAL);
     for (int r = 0; r < std::max(1, rounds.getValue()); ++r)
       for (size_t i = 0; i < tilings.size(); ++i)
-        best[i] = std::min(best[i], measurer.measure(tilings[i]));
+        best[i] = std::min(
+            best[i],
+            measurer.measure(tilings[i].mc < 0 ? tune::defaultCpuTiling(mo.bf16)
+                                               : tilings[i]));
     for (size_t i = 0; i < tilings.size(); ++i)
-      llvm::outs() << entryOfKeys.first.str() << " " << measureTilings[i] << " "
+      llvm::outs() << (mo.bf16 ? "bf16 " : "") << entryOfKeys.first.str() << " "
+                   << measureTilings[i] << " "
                    << llvm::formatv("{0:e}", best[i]) << "\n";
   }
 }
@@ -516,10 +531,17 @@ private:
   struct Gemm {
     Gemm(const GemmKey &key, std::string label, const tune::SpaceOptions &space)
         : key(key), label(std::move(label)), problem(toProblem(key)),
-          tileSpace(problem, space) {}
+          bf16(key.dtype == "bf16"), tileSpace(problem, spaceFor(space, bf16)) {
+    }
+    static tune::SpaceOptions spaceFor(tune::SpaceOptions space, bool bf16) {
+      space.bf16 = bf16;
+      return space;
+    }
     const GemmKey &key;
     std::string label;
     tune::GemmProblem problem;
+    /// The bf16 GEMM of a bf16 matmul.
+    bool bf16;
     tune::TileSpace tileSpace;
     std::unique_ptr<tune::GemmMeasurer> measurer;
     const std::map<std::array<int64_t, 5>, double> *replayCosts = nullptr;
@@ -562,9 +584,18 @@ bool Tuner::skip(const GemmKey &key, const std::string &label) {
       llvm::errs() << label << ": in the database, skipped\n";
     return true;
   }
-  if (key.dtype != "f32" && target.measured) {
+  if (key.dtype != "f32" && key.dtype != "bf16") {
     llvm::errs() << "strata-tune: warning: " << label
-                 << ": only f32 GEMMs can be measured; skipped\n";
+                 << ": only f32 and bf16 GEMMs are tuned; skipped\n";
+    return true;
+  }
+  // The analytic models and the cost tables (keyed by shape) are the f32
+  // GEMMs'.
+  if (key.dtype == "bf16" && (!target.measured || replayTable)) {
+    llvm::errs() << "strata-tune: warning: " << label
+                 << ": bf16 GEMMs are tuned by measuring the bf16 kernel on "
+                    "this machine (not with --cost model, a GPU target or "
+                    "--cost-table); skipped\n";
     return true;
   }
   return false;
@@ -582,6 +613,7 @@ void Tuner::prepareCosts(Gemm &gemm, int index) const {
     mo.threads = threads;
     mo.repeats = repeats;
     mo.seed = seed + index;
+    mo.bf16 = gemm.bf16;
     gemm.measurer = std::make_unique<tune::GemmMeasurer>(gemm.problem, mo);
   }
   gemm.modelThreads = gemm.measurer ? gemm.measurer->threads()
@@ -615,7 +647,7 @@ tune::CostFunction Tuner::costFunction(const Gemm &gemm) const {
 double Tuner::defaultTilingSeconds(const Gemm &gemm) const {
   if (target.isGpu || replayTable)
     return -1;
-  GemmTiling d;
+  GemmTiling d = tune::defaultCpuTiling(gemm.bf16);
   if (gemm.measurer)
     return gemm.measurer->measure(d);
   return tune::modelCpuSeconds(gemm.problem, d, space.caches, gemm.modelThreads,
@@ -649,7 +681,7 @@ Tuner::trialCallback(const Gemm &gemm) {
           "\"elapsed\": {6:F3}}\n",
           gemm.key.str(), tune::algorithmName(search.algorithm), search.seed,
           trial.index, trial.cost, trial.bestCost, trial.elapsed);
-    if (saveTable) {
+    if (saveTable && !gemm.bf16) {
       *saveTable << gemm.problem.str() << " "
                  << tilingText(gemm.tileSpace.key(trial.state)) << " ";
       if (std::isinf(trial.cost))
@@ -702,7 +734,7 @@ void Tuner::record(const Gemm &gemm, const tune::SearchResult &result,
     // not divide the dimensions); when it measured faster than everything
     // the search found, it is the tiling to keep.
     if (defaultSeconds >= 0 && defaultSeconds < result.bestCost) {
-      t = GemmTiling();
+      t = tune::defaultCpuTiling(gemm.bf16);
       entry.seconds = defaultSeconds;
       entry.algorithm += " (default kept)";
     }

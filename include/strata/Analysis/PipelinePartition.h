@@ -7,6 +7,14 @@
 // layer graph on a device topology, minimising the slowest stage. Pure C++
 // (no MLIR): the pass, `strata-partition` and the unit tests all use it.
 //
+// The cuts between stages are prefixes of the graph's layer order, or with
+// PartitionOptions::cuts = DownSets every down-set of the layer DAG (as
+// PipeDream's optimizer: a stage is then the difference of two nested
+// down-sets, and the stages fix a topological order of their own,
+// PartitionEvaluation::order; PipelineDownSets.h). A down-set partition is
+// found by the exhaustive DP below with states = down-sets instead of first
+// layers; "first layer i" below reads "the layers before the cut".
+//
 // The cost model (the DP and `evaluatePartition` price a partition the same
 // way; the README's "Pipeline partitioning" section summarises it):
 //
@@ -56,8 +64,13 @@
 //     ceil(M / r) whole ones (the in-flight count stays whole);
 //   * transfers: per cut as above; per replica (a stage's incoming and
 //     outgoing cut, each 2 (latency + C / bw) / r, as PipeDream divides a
-//     cut over the replicas that send or receive it); or none (PipeDream's
-//     optimizer counts them only with an activation compression ratio);
+//     cut over the replicas that send or receive it); `pipedream`, per
+//     replica as PipeDream's optimizer accounts it: the first stage's
+//     outgoing cut is not charged to the first stage (the recurrence's base
+//     case prices that stage alone; the cut appears only as the second
+//     stage's input, over the second stage's replicas); or none (PipeDream's
+//     optimizer counts transfers only with an activation compression
+//     ratio);
 //   * replica counts: every count 1..devices (placed node-aware: a stage
 //     inside one node uses the intra-node link) instead of 1..g and whole
 //     nodes.
@@ -110,23 +123,46 @@ struct PartitionLayer {
   double stashBytes = 0;
 };
 
-/// A tensor produced by the layer at position `from` and last read by the
-/// layer at position `to` (from < to): it crosses every cut in between.
+/// A tensor of `bytes` produced by the layer at position `from` and read by
+/// the layer at position `to` (from < to). Edges with the same `tensor` id
+/// (>= 0) carry one tensor to each of its readers: they share `from` and
+/// `bytes`, and the tensor crosses a cut once however many readers lie past
+/// it. `tensor` = -1: a tensor of its own, read by `to` alone. The edges are
+/// also the graph's dependencies (a zero-byte edge still orders two layers).
 struct PartitionEdge {
   unsigned from = 0;
   unsigned to = 0;
   double bytes = 0;
+  int64_t tensor = -1;
 };
 
-/// Layers in topological order plus the tensors passed between them.
+/// One tensor of a LayerGraph: its producer, size and readers (ascending
+/// positions, each once).
+struct LayerTensor {
+  unsigned from = 0;
+  double bytes = 0;
+  std::vector<unsigned> readers;
+};
+
+/// Layers in a topological order plus the tensors passed between them.
 struct LayerGraph {
   std::vector<PartitionLayer> layers;
   std::vector<PartitionEdge> edges;
 
-  /// Bytes crossing the cut after position j, for j in [0, layers - 1).
+  /// Bytes crossing the cut after position j, for j in [0, layers - 1): the
+  /// tensors produced at or before j that a layer after j reads.
   std::vector<double> cutBytes() const;
-  /// "" when every edge goes forward between existing layers.
+  /// "" when every edge goes forward between existing layers and the edges
+  /// of one tensor agree on its producer and size.
   std::string verify() const;
+  /// The tensors of the edges, in the order of each one's first edge.
+  std::vector<LayerTensor> tensors() const;
+  /// Whether every layer depends on the one before it (an edge p -> p + 1
+  /// for every p): then the graph's down-sets are exactly its prefixes.
+  bool isChain() const;
+  /// The graph with its layers in `order` (order[p]: the position in this
+  /// graph of the layer at position p; a topological order).
+  LayerGraph reordered(const std::vector<unsigned> &order) const;
 };
 
 /// Devices numbered node by node, and the links between them.
@@ -169,7 +205,13 @@ enum class PipelineSchedule {
 
 /// How activation transfers between stages are charged (see the file
 /// comment).
-enum class TransferModel { PerCut, PerReplica, None };
+enum class TransferModel { PerCut, PerReplica, None, PipeDream };
+
+/// The cuts between stages the search considers: prefixes of the graph's
+/// layer order (each stage a contiguous range of positions), or every
+/// down-set of the layer DAG (any set of layers holding the producers of
+/// everything it reads; the stages then fix a new topological order).
+enum class CutSpace { Prefixes, DownSets };
 
 /// The cost terms that differ between Strata's model and PipeDream's
 /// optimizer (see the file comment). The defaults are Strata's.
@@ -189,7 +231,8 @@ struct CostTerms {
 };
 
 /// Parses comma-separated `allreduce=F,shares=whole|even,
-/// transfers=per-cut|per-replica|none,replicas=nodes|all` applied over
+/// transfers=per-cut|per-replica|pipedream|none,replicas=nodes|all` applied
+/// over
 /// `terms`, optionally after a preset, "strata" (the defaults) or
 /// "pipedream" (e.g. "pipedream,transfers=per-replica"); the error says
 /// which part is wrong.
@@ -225,6 +268,12 @@ struct PartitionOptions {
   /// Recompute activations: see the file comment.
   bool recompute = false;
   CostTerms terms;
+  /// The cuts searched. DownSets falls back to prefixes (and says why in
+  /// PartitionResult::cutsNote) when the DAG has more than `maxDownSets`
+  /// down-sets or the exhaustive DP over them would take too long; a chain
+  /// takes the prefix searches (its down-sets are its prefixes).
+  CutSpace cuts = CutSpace::Prefixes;
+  int64_t maxDownSets = 20000;
 };
 
 /// One stage of a partition with its predicted costs.
@@ -241,6 +290,16 @@ struct StagePlan {
   /// Transfer over the cut after this stage (0 for the last stage).
   double transferSeconds = 0;
   double seconds = 0;
+  /// One micro-batch on one replica: the forward pass, and the backward pass
+  /// with its recomputed forward (PartitionReplay replays these).
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  /// The optimizer update, once per step.
+  double stepUpdateSeconds = 0;
+  double paramBytes = 0;
+  /// Bytes of one micro-batch crossing the cut after this stage (0 for the
+  /// last stage).
+  double cutBytes = 0;
   /// Bytes moved per step by this stage's all-reduce and outgoing cut.
   double commBytes = 0;
   int64_t inFlight = 0;
@@ -248,6 +307,10 @@ struct StagePlan {
 };
 
 struct PartitionEvaluation {
+  /// The layer order the stages' positions refer to: order[p] is the
+  /// position in the input graph of the layer at position p. Empty: the
+  /// graph's own order.
+  std::vector<unsigned> order;
   std::vector<StagePlan> stages;
   /// The objective's value (slowest stage, largest compute, total bytes).
   double objective = 0;
@@ -257,6 +320,10 @@ struct PartitionEvaluation {
   double stepSeconds = 0;
   double peakMemoryBytes = 0;
   bool fitsMemory = false;
+  /// The timeline model's replay of this partition (PartitionReplay.h):
+  /// its step, or (0 and) why it was not replayed.
+  double replayStepSeconds = 0;
+  std::string replayNote;
 };
 
 struct PartitionResult {
@@ -282,6 +349,12 @@ struct PartitionResult {
   double uniformSpeedup = 0;
   /// Replication factors the DP considered.
   std::vector<int64_t> replicaCandidates;
+  /// The cuts searched, and with DownSets the number of down-sets.
+  CutSpace cutsSearched = CutSpace::Prefixes;
+  int64_t downSets = 0;
+  /// Why prefixes were searched although down-sets were asked for ("" when
+  /// they were not asked for, or the graph is a chain).
+  std::string cutsNote;
 
   bool ok() const { return error.empty(); }
 };
@@ -308,10 +381,17 @@ evaluatePartition(const LayerGraph &graph, const PartitionTopology &topology,
 
 /// Prices the given partition like a chosen one (with the uniform and
 /// data-parallel baselines), so any partition can be compared under the
-/// model. `spec` is "first..last:replicas" per stage, comma-separated, in
-/// layer positions (e.g. "0..11:3,12..40:1"): the stages must cover every
-/// layer in order, and the replicas sum to the devices of the options
-/// (default: all of the topology's). The result's error says what is wrong.
+/// model. `spec` is one of
+///   * "first..last:replicas" per stage, comma-separated, in layer positions
+///     (e.g. "0..11:3,12..40:1"); a stage of several ranges joins them with
+///     '+' ("0..3+6..7:2,4..5+8..9:1"). Every layer is in exactly one
+///     stage, and no layer reads a layer of a later stage (each stage with
+///     those before it is a down-set); the layers are then ordered by stage.
+///   * "r0-r1-...": the replicas of each stage in order, PipeDream's way of
+///     writing a configuration (e.g. "13-2-1"); the stage boundaries are the
+///     model's best for those replicas, searched over options.cuts.
+/// The replicas sum to the devices of the options (default: all of the
+/// topology's). The result's error says what is wrong.
 PartitionResult evaluateGivenPartition(const LayerGraph &graph,
                                        const PartitionTopology &topology,
                                        const PartitionOptions &options,

@@ -14,19 +14,25 @@
 //                "stash_bytes": 262144,            (optional)
 //                "parameter_bytes": 401408,        (optional)
 //                "optimizer_bytes": 802816}, ...], (optional)
-//    "edges": [{"from": 0, "to": 1, "bytes": 131072}, ...]}  (optional)
+//    "edges": [{"from": 0, "to": 1, "bytes": 131072,
+//               "tensor": 7}, ...]}                 (optional; tensor too)
 //
 // Times are per micro-batch on one device; `layer` is the `strata.layer` id;
-// `edges` name layer ids. `activation_bytes` is what the layer hands to later
-// layers: without `edges`, a chain of edges layer -> next layer carries it.
+// `edges` name layer ids and are the layers' dependencies (a layer may only
+// go to a stage after those of the layers it reads); edges with the same
+// `tensor` id carry one tensor to several readers, which crosses a cut once
+// (without an id each edge is a tensor of its own). `activation_bytes` is
+// what the layer hands to later layers: without `edges`, a chain of edges
+// layer -> next layer carries it.
 //
 // PipeDream's profile (`graph.txt`, msr-fiddle/pipedream): node lines
 //   nodeN -- <desc> -- forward_compute_time=<ms>, backward_compute_time=<ms>,
 //   activation_size=<bytes>, parameter_size=<bytes>
 // and edge lines `nodeA -- nodeB`. Nodes are ordered topologically (ties by
-// node number); a node's output (activation_size) is one edge to its last
-// consumer, stashed for backward; optimizer state is taken as one momentum
-// buffer (parameter_size), as PipeDream's SGD runs had.
+// node number); a node's output (activation_size) is one tensor read by each
+// of its successors (an edge to each), stashed for backward; optimizer state
+// is taken as one momentum buffer (parameter_size), as PipeDream's SGD runs
+// had.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +70,8 @@ struct ProfileEdge {
   int64_t from = 0;
   int64_t to = 0;
   double bytes = 0;
+  /// Edges with the same id carry one tensor to several readers (-1: none).
+  int64_t tensor = -1;
 };
 
 struct LayerProfileSet {

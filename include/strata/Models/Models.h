@@ -62,8 +62,11 @@ enum class CNNKind { Small, VGG16, ResNet18, ResNet50 };
 
 /// A VGG-16 or ResNet-18/50 image classifier, or a small two-convolution
 /// one (cnn-small: conv 3x3 16 - relu - 2x2 max pool - conv 3x3 32 - relu -
-/// 2x2 max pool - linear; images a multiple of 4 in size), NCHW, no batch
-/// normalisation: every convolution carries a bias instead.
+/// 2x2 max pool - linear; images a multiple of 4 in size), NCHW. By default
+/// without batch normalisation: every convolution carries a bias instead.
+/// `batchNorm` (ResNets only) builds torchvision's ResNet: convolutions
+/// without bias, each followed by `strata.batch_norm` with running
+/// statistics.
 struct CNNConfig {
   CNNKind kind = CNNKind::ResNet18;
   int64_t batch = 8;
@@ -71,6 +74,7 @@ struct CNNConfig {
   int64_t channels = 3;
   int64_t classes = 1000;
   bool bf16 = false;
+  bool batchNorm = false;
 };
 
 /// Named GPT sizes: "gpt-tiny", "gpt2-small" (124M parameters),

@@ -23,8 +23,9 @@ enum class GradAccumulation { Device, Host };
 /// What `--strata-tile-gemm` does for a matmul missing from the database.
 enum class GemmFallback { Model, None };
 
-/// The arithmetic `--strata-mixed-precision` gives the matmuls.
-enum class ComputePrecision { F32, BF16 };
+/// The arithmetic `--strata-mixed-precision` gives the matmuls and
+/// convolutions: f32, bf16, or (Model) bf16 where the model's tensors were.
+enum class ComputePrecision { F32, BF16, Model };
 
 #define GEN_PASS_DECL
 #include "strata/Transforms/Passes.h.inc"

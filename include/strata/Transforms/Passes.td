@@ -516,9 +516,13 @@ def TileGemmPass : Pass<"strata-tile-gemm", "::mlir::ModuleOp"> {
     kc = 256 clamped to the problem, and the register tile among 12x32, 8x32,
     4x32, 8x16, 4x16 that wastes the least padded work), or is an error at
     the matmul with `fallback=none`. Without `db`, every matmul gets the
-    analytic tiling. A `bf16` matmul (`--strata-mixed-precision`) gets none
-    (and loses one it had): the runtime's bf16 GEMM has its own blocking. A database that cannot be read, is malformed, or holds
-    GPU tilings is an error.
+    analytic tiling. A `bf16` matmul (`--strata-mixed-precision`) is keyed
+    by dtype `bf16`: its tiling from the database blocks the runtime's bf16
+    GEMM (mc, nc, kc on the register tile of the bf16 path the CPU runs;
+    `strata-tune` measures bf16 GEMMs with that kernel). Without a database
+    entry it gets no tiling (and loses one it had), so the bf16 GEMM runs its
+    path's own blocking: the analytic model is the f32 GEMM's. A database
+    that cannot be read, is malformed, or holds GPU tilings is an error.
 
     Example:
 
@@ -641,10 +645,11 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
 }
 
 def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
-  let summary = "Compute every matmul in bf16 with f32 accumulation";
+  let summary = "Compute matmuls and convolutions in bf16 with f32 accumulation";
   let description = [{
     Mixed precision as every modern trainer does it: with `compute=bf16`
-    (the default) every `strata.matmul` of the module gets `bf16`, so its
+    (the default) every `strata.matmul`, `strata.conv2d` and convolution
+    gradient of the module gets `bf16` (MixedPrecisionOpInterface), so its
     operands are rounded to bfloat16 (to nearest even) and their products
     summed in f32. Tensors stay f32: parameters are the f32 master weights
     the optimizer updates, and gradients, optimizer state, layer norm,
@@ -652,12 +657,17 @@ def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
     where the GEMM packs its operands (the runtime's CPU bf16 GEMM, cuBLAS's
     bf16 tensor-core mode on a GPU), so a weight is not copied to bf16 in
     memory. bf16 keeps f32's exponent range, so no loss scaling is needed.
-    Convolutions stay f32. `compute=f32` removes the marks.
+    `compute=f32` removes the marks.
+
+    A model whose tensors are bf16 (`strata-model --dtype bf16`) is first
+    widened: every bf16 tensor becomes f32 (the runtime keeps no bf16
+    tensors), and with `compute=model` exactly the ops that multiplied bf16
+    tensors compute in bf16 (the others keep their marks). With `bf16` or
+    `f32` the widening happens too, then every op is marked or unmarked.
 
     Run it after `--strata-autodiff` (it marks the gradient products too;
-    marked before autodiff, a matmul's gradient products inherit the mark).
-    `--strata-tile-gemm` leaves `bf16` matmuls alone: the bf16 GEMM has its
-    own blocking.
+    marked before autodiff, a product's gradient products inherit the mark).
+    `--strata-tile-gemm` gives `bf16` matmuls tilings of the bf16 GEMM.
 
     ```
     strata-opt step.mlir --strata-mixed-precision
@@ -667,15 +677,17 @@ def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
   let options = [
     Option<"compute", "compute", "::mlir::strata::ComputePrecision",
            /*default=*/"::mlir::strata::ComputePrecision::BF16",
-           "Arithmetic of the matmuls: bf16 or f32",
+           "Arithmetic of the matmuls and convolutions: bf16, f32 or model",
            [{::llvm::cl::values(
              clEnumValN(::mlir::strata::ComputePrecision::BF16, "bf16",
                         "bf16 operands, f32 accumulation"),
              clEnumValN(::mlir::strata::ComputePrecision::F32, "f32",
-                        "f32 throughout"))}]>,
+                        "f32 throughout"),
+             clEnumValN(::mlir::strata::ComputePrecision::Model, "model",
+                        "bf16 where the model's tensors were bf16"))}]>,
   ];
   let statistics = [
-    Statistic<"numMarked", "bf16-matmuls", "Matmuls computing in bf16">,
+    Statistic<"numMarked", "bf16-ops", "Matmuls and convolutions computing in bf16">,
   ];
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }

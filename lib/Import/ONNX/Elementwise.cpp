@@ -4,8 +4,10 @@
 // as `scores * scale`, masked by Where (or an Add of -inf) before Softmax.
 // Strata has no general element-wise ops: the importer keeps such chains as
 // an expression of one tensor and turns it into a Strata op where it is used
-// (strata.gelu; the scale and causal mask of strata.softmax), recognising
-// the function by evaluating it at sample points.
+// (strata.gelu, strata.scale for a constant multiple; the scale and causal
+// mask of strata.softmax), recognising the function by evaluating it at
+// sample points. Add and Sub of two tensors become strata.add (Sub adds the
+// second scaled by -1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,11 +104,16 @@ FailureOr<Value> onnx_import::materializeExpr(Importer &im, Slot &slot,
                    "' must feed a Softmax over its last axis");
   if (matches(*slot.expr, identity))
     return slot.base;
+  // A constant multiple (Mul by a scalar, Neg): strata.scale.
+  if (std::optional<double> scale = getLinearScale(*slot.expr))
+    return im
+        .create<ScaleOp>(slot.base, im.getBuilder().getF64FloatAttr(*scale))
+        .getResult();
   bool exact = matches(*slot.expr, geluTanh);
   if (!exact && !matches(*slot.expr, geluErf))
     return im.fail("the element-wise function computing '" + name +
-                   "' has no Strata op (supported: GELU, and a scale "
-                   "feeding Softmax)");
+                   "' has no Strata op (supported: GELU, and a constant "
+                   "multiple of a tensor)");
   if (!exact)
     emitWarning(im.getLoc())
         << "GELU in erf form computing '" << name
@@ -266,6 +273,15 @@ LogicalResult onnx_import::convertElementwise(Importer &im) {
     return success();
   if (op == "Add")
     return convertTensorAdd(im);
+  if (op == "Sub")
+    return convertTensorSub(im);
+  if (op == "Mul" || op == "Div")
+    return im.fail(
+        op + " of two tensors ('" + im.getNode().input(0) + "' and '" +
+        (im.getNode().input_size() > 1 ? im.getNode().input(1) : "") +
+        "') has no Strata op: element-wise, Strata adds and subtracts "
+        "tensors and multiplies a tensor by a constant (products of tensors "
+        "are matmuls)");
   return im.fail("only element-wise functions of one tensor with scalar "
                  "constants are supported (GELU, scaling)");
 }

@@ -156,6 +156,34 @@ FailureOr<Value> Importer::getParameter(StringRef name) {
   return slot.value;
 }
 
+FailureOr<Value> Importer::getRunningStat(unsigned index, InitKind init) {
+  if (static_cast<int>(index) >= node->input_size() ||
+      node->input(index).empty())
+    return fail("input " + std::to_string(index) + " is missing");
+  const std::string &name = node->input(index);
+  Slot &slot = slots[name];
+  if (slot.value && slot.isRunningStat)
+    return fail("running statistic '" + name +
+                "' is updated by two batch normalisations");
+  if (slot.value || !slot.isInitializer || !slot.constant ||
+      !slot.constant->isFloat)
+    return fail("input '" + name +
+                "' must be a float initializer (a running statistic of the "
+                "model), not a computed tensor or a parameter");
+  if (slot.constant->numel() == 0)
+    return fail("initializer '" + name + "' is empty");
+  ensureLayer();
+  ++created;
+  auto type = RankedTensorType::get(slot.constant->shape, builder.getF32Type());
+  auto attr = RunningStatAttr::get(context, name, layer, init);
+  weights.push_back({name, slot.constant->shape, slot.constant});
+  slot.value = addArgument(type, name,
+                           builder.getDictionaryAttr(builder.getNamedAttr(
+                               StrataDialect::getRunningStatAttrName(), attr)));
+  slot.isRunningStat = true;
+  return slot.value;
+}
+
 Slot &Importer::getSlot(unsigned index) {
   // An absent input (past the end, or empty) reads as an empty slot.
   if (static_cast<int>(index) >= node->input_size() ||
@@ -182,6 +210,9 @@ FailureOr<Value> Importer::getAnyValue(unsigned index) {
     return fail("input " + std::to_string(index) + " is missing");
   const std::string &name = node->input(index);
   Slot &slot = slots[name];
+  if (slot.isRunningStat)
+    return fail("running statistic '" + name +
+                "' is read by an op other than its batch normalisation");
   if (slot.value)
     return slot.value;
   if (!slot.rowsOf.empty())
@@ -271,19 +302,26 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &current) {
   node = &current;
   nodeLoc = NameLoc::get(builder.getStringAttr(current.name()),
                          FileLineColLoc::get(context, fileName, 0, 0));
-  // A node starts a layer when it is in a numbered block ("layer1.0") or
-  // uses a parameter of a top-level module ("fc", "ln_f"); parameterless
-  // modules ("relu", "maxpool") stay in the layer before them.
+  // A node starts a layer when it is inside a numbered block ("layer1.0"
+  // of "layer1.0.conv1") or uses a parameter ("fc", "ln_f",
+  // "features.0"); parameterless modules ("relu", "maxpool", and the
+  // entries of a Sequential such as VGG's "features.1") stay in the layer
+  // before them.
   std::string previousLayer = pendingLayer;
   int64_t createdBefore = created;
   std::string path = getModulePath(current.name());
   if (!path.empty()) {
     std::string name = getLayerName(path);
+    // Batch normalisation stays in the layer of the convolution before it
+    // (torchvision's stem: conv1, bn1, relu, maxpool is one layer).
     bool usesParameter = false;
     for (unsigned i = 0, e = current.input_size(); i < e; ++i)
       usesParameter |= !current.input(i).empty() &&
                        (isParameter(i) || !getSlot(i).transposeOf.empty());
-    if (pendingLayer.empty() || isBlockLayer(name) || usesParameter)
+    if (current.op_type() == "BatchNormalization" && !pendingLayer.empty())
+      usesParameter = false;
+    bool insideBlock = isBlockLayer(name) && name != path;
+    if (pendingLayer.empty() || insideBlock || usesParameter)
       enterLayer(name);
   }
   bool allConstant = true;

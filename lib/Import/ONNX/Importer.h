@@ -14,6 +14,7 @@
 #ifndef STRATA_LIB_IMPORT_ONNX_IMPORTER_H
 #define STRATA_LIB_IMPORT_ONNX_IMPORTER_H
 
+#include "strata/Dialect/Strata/StrataAttrs.h"
 #include "strata/Import/ONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -156,6 +157,8 @@ struct Slot {
   Value value;
   /// Known at import time.
   const HostTensor *constant = nullptr;
+  /// `value` is a running statistic (getRunningStat), not a parameter.
+  bool isRunningStat = false;
   /// An initializer: becomes a parameter where a converter needs a Value.
   bool isInitializer = false;
   /// Pending element-wise function `expr` of `base`, not yet a Strata op
@@ -207,6 +210,11 @@ public:
   void setSlot(unsigned index, Slot slot);
   /// The parameter for initializer `name` (created on first use).
   FailureOr<Value> getParameter(StringRef name);
+  /// Input `index` of the current node as a running statistic (batch
+  /// norm's running mean or variance): a float initializer becomes an
+  /// argument marked `strata.running_stat`, its value goes to the weights
+  /// file; anything else fails.
+  FailureOr<Value> getRunningStat(unsigned index, InitKind init);
   /// Whether input `index` is an initializer that has not been folded.
   bool isParameter(unsigned index);
   /// Defines output `index` of the current node.
@@ -271,6 +279,8 @@ bool isElementwise(StringRef opType);
 /// Add of two tensors: a residual (equal shapes), a bias along one axis, or
 /// learned positions ([B, S, H] + [S, H]).
 LogicalResult convertTensorAdd(Importer &importer);
+/// Sub of two tensors: the Add of the first and the second scaled by -1.
+LogicalResult convertTensorSub(Importer &importer);
 /// Converts an element-wise node into a pending expression, a residual or
 /// bias Add, or the causal mask of a Where or Add.
 LogicalResult convertElementwise(Importer &importer);

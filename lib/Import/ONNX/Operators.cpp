@@ -176,18 +176,15 @@ static std::optional<LogicalResult> tryPositionAdd(Importer &im) {
   return std::nullopt;
 }
 
-LogicalResult onnx_import::convertTensorAdd(Importer &im) {
-  if (std::optional<LogicalResult> r = tryPositionAdd(im))
-    return *r;
-  FailureOr<Value> a = im.getValue(0), b = im.getValue(1);
-  if (failed(a) || failed(b))
-    return failure();
-  ArrayRef<int64_t> sa = shapeOf(*a), sb = shapeOf(*b);
+/// a + b: equal shapes, learned positions ([B, S, H] + [S, H]) or a bias
+/// along one axis; sets the node's result.
+static LogicalResult addValues(Importer &im, Value a, Value b) {
+  ArrayRef<int64_t> sa = shapeOf(a), sb = shapeOf(b);
   if (sa == sb) {
-    im.setResult(0, im.create<AddOp>(*a, *b).getResult());
+    im.setResult(0, im.create<AddOp>(a, b).getResult());
     return success();
   }
-  Value big = *a, small = *b;
+  Value big = a, small = b;
   if (sb.size() > sa.size() ||
       (sb.size() == sa.size() && checkedNumel(sb) > checkedNumel(sa)))
     std::swap(big, small);
@@ -212,6 +209,25 @@ LogicalResult onnx_import::convertTensorAdd(Importer &im) {
   int64_t axisAttr = axis == rank - 1 ? -1 : axis;
   im.setResult(0, im.create<BiasAddOp>(big, small, axisAttr).getResult());
   return success();
+}
+
+LogicalResult onnx_import::convertTensorAdd(Importer &im) {
+  if (std::optional<LogicalResult> r = tryPositionAdd(im))
+    return *r;
+  FailureOr<Value> a = im.getValue(0), b = im.getValue(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return addValues(im, *a, *b);
+}
+
+LogicalResult onnx_import::convertTensorSub(Importer &im) {
+  FailureOr<Value> a = im.getValue(0), b = im.getValue(1);
+  if (failed(a) || failed(b))
+    return failure();
+  // a - b = a + (-1 · b), exactly (negation is exact in floating point).
+  Value negated =
+      im.create<ScaleOp>(*b, im.getBuilder().getF64FloatAttr(-1.0)).getResult();
+  return addValues(im, *a, negated);
 }
 
 static LogicalResult convertRelu(Importer &im) {
@@ -328,7 +344,9 @@ static LogicalResult convertReshape(Importer &im) {
 static LogicalResult convertTranspose(Importer &im) {
   SmallVector<int64_t> attr = getIntsAttr(im.getNode(), "perm");
   const HostTensor *init = im.getConstant(0);
-  if (im.isParameter(0) && !im.getSlot(0).value && init->shape.size() == 2 &&
+  // The transpose of a rank-2 parameter stays pending, also when another op
+  // already uses the parameter (a head tied to the token embedding).
+  if (im.isParameter(0) && init->shape.size() == 2 &&
       (attr.empty() || attr == ArrayRef<int64_t>{1, 0})) {
     Slot slot;
     slot.transposeOf = im.getNode().input(0);
@@ -512,20 +530,198 @@ static std::optional<LogicalResult> tryPositionGather(Importer &im) {
   return setRows(im, indices->numel());
 }
 
-/// Slice(table, [0], [S]) along axis 0 with unit steps: table[:S].
+/// `axis` of a tensor of rank `rank` in [0, rank), or -1.
+static int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return -1;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// `x[..., begin:end, ...]` along `axis` as strata.slice (`x` itself for
+/// the whole range); fails for an empty range.
+static FailureOr<Value> sliceValue(Importer &im, Value x, int64_t axis,
+                                   int64_t begin, int64_t end) {
+  int64_t dim = shapeOf(x)[axis];
+  if (begin == 0 && end == dim)
+    return x;
+  if (begin < 0 || end > dim || end <= begin)
+    return im.fail("the range [" + std::to_string(begin) + ", " +
+                   std::to_string(end) + ") of dimension " +
+                   std::to_string(axis) + " of " + formatShape(shapeOf(x)) +
+                   " is empty or out of bounds");
+  return im.create<SliceOp>(x, axis, begin, end - begin).getResult();
+}
+
+/// A Slice index clamped as ONNX does: negative counts from the end, then
+/// into [0, dim].
+static int64_t clampSliceIndex(double v, int64_t dim) {
+  int64_t i = std::clamp<int64_t>(toInt(v), -dim - 1, dim + 1);
+  return std::clamp<int64_t>(i < 0 ? i + dim : i, 0, dim);
+}
+
+/// Slice of a computed tensor (or a parameter) with constant starts, ends
+/// and axes and unit steps: one strata.slice per sliced axis.
+static LogicalResult sliceTensor(Importer &im) {
+  const HostTensor *starts = im.getConstant(1), *ends = im.getConstant(2);
+  const HostTensor *axes = im.getConstant(3), *steps = im.getConstant(4);
+  if (!starts || !ends || starts->numel() != ends->numel() ||
+      (axes && axes->numel() != starts->numel()) ||
+      (steps && steps->numel() != starts->numel()))
+    return im.fail("starts, ends (and axes, steps) must be known at import "
+                   "time and of one length");
+  FailureOr<Value> x = im.getValue(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = shapeOf(*x).size();
+  SmallVector<bool> seen(rank, false);
+  Value v = *x;
+  for (int64_t i = 0; i < starts->numel(); ++i) {
+    int64_t axis = normalizeAxis(axes ? toInt(axes->data[i]) : i, rank);
+    if (axis < 0 || seen[axis])
+      return im.fail("axes must be distinct dimensions of " +
+                     formatShape(shapeOf(*x)));
+    seen[axis] = true;
+    if (steps && steps->data[i] != 1)
+      return im.fail("steps other than 1 are not supported");
+    int64_t dim = shapeOf(v)[axis];
+    FailureOr<Value> sliced =
+        sliceValue(im, v, axis, clampSliceIndex(starts->data[i], dim),
+                   clampSliceIndex(ends->data[i], dim));
+    if (failed(sliced))
+      return failure();
+    v = *sliced;
+  }
+  im.setResult(0, v);
+  return success();
+}
+
+/// Slice(table, [0], [S]) along axis 0 with unit steps of a parameter
+/// (table[:S], learned positions, pending until the Add that uses it), or
+/// a slice of any tensor (strata.slice).
 static LogicalResult convertSlice(Importer &im) {
   const HostTensor *starts = im.getConstant(1), *ends = im.getConstant(2);
   const HostTensor *axes = im.getConstant(3), *steps = im.getConstant(4);
   bool rows = im.isParameter(0) && starts && ends && starts->numel() == 1 &&
               ends->numel() == 1 && starts->data[0] == 0 &&
               (!axes || (axes->numel() == 1 && axes->data[0] == 0)) &&
-              (!steps || (steps->numel() == 1 && steps->data[0] == 1));
+              (!steps || (steps->numel() == 1 && steps->data[0] == 1)) &&
+              im.getConstant(0)->shape.size() == 2;
   if (!rows)
-    return im.fail("only the first rows of a parameter (table[:S]) are "
-                   "supported");
-  int64_t n =
-      im.getConstant(0)->shape.empty() ? 0 : im.getConstant(0)->shape[0];
+    return sliceTensor(im);
+  int64_t n = im.getConstant(0)->shape[0];
   return setRows(im, std::min(toInt(ends->data[0]), n));
+}
+
+/// The sizes of the parts of a Split of a dimension of `dim` into `parts`:
+/// the `split` input (opset 13+) or attribute, else equal parts (opset 18's
+/// `num_outputs`: the last part may be smaller).
+static FailureOr<SmallVector<int64_t>> getSplitSizes(Importer &im, int64_t dim,
+                                                     int64_t parts) {
+  const onnx::NodeProto &n = im.getNode();
+  SmallVector<int64_t> sizes;
+  if (n.input_size() > 1 && !n.input(1).empty()) {
+    const HostTensor *split = im.getConstant(1);
+    if (!split || split->isFloat)
+      return im.fail("the split sizes must be integers known at import time");
+    for (double v : split->data)
+      sizes.push_back(toInt(v));
+  } else if (SmallVector<int64_t> attr = getIntsAttr(n, "split");
+             !attr.empty()) {
+    sizes = attr;
+  } else {
+    int64_t count = getIntAttr(n, "num_outputs", parts);
+    if (count != parts || count < 1)
+      return im.fail("num_outputs " + std::to_string(count) + " differs from " +
+                     std::to_string(parts) + " outputs");
+    int64_t chunk = (dim + count - 1) / count;
+    for (int64_t i = 0; i < count; ++i)
+      sizes.push_back(std::min(chunk, dim - i * chunk));
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts)
+    return im.fail(std::to_string(sizes.size()) + " split sizes for " +
+                   std::to_string(parts) + " outputs");
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 1 || size > dim - total)
+      return im.fail("split sizes " + formatShape(sizes) +
+                     " do not divide a dimension of " + std::to_string(dim) +
+                     " into non-empty parts");
+    total += size;
+  }
+  if (total != dim)
+    return im.fail("split sizes " + formatShape(sizes) + " add up to " +
+                   std::to_string(total) + ", not " + std::to_string(dim));
+  return sizes;
+}
+
+/// Split along one axis (GPT-2's fused query/key/value projection): one
+/// strata.slice per used output.
+static LogicalResult convertSplit(Importer &im) {
+  const onnx::NodeProto &n = im.getNode();
+  FailureOr<Value> x = im.getValue(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> s = shapeOf(*x);
+  int64_t axis = normalizeAxis(getIntAttr(n, "axis", 0), s.size());
+  if (axis < 0)
+    return im.fail("axis out of range for " + formatShape(s));
+  FailureOr<SmallVector<int64_t>> sizes =
+      getSplitSizes(im, s[axis], n.output_size());
+  if (failed(sizes))
+    return failure();
+  int64_t offset = 0;
+  for (auto [i, size] : llvm::enumerate(*sizes)) {
+    if (!n.output(i).empty()) {
+      FailureOr<Value> part = sliceValue(im, *x, axis, offset, offset + size);
+      if (failed(part))
+        return failure();
+      im.setResult(i, *part);
+    }
+    offset += size;
+  }
+  return success();
+}
+
+/// Concat of computed tensors (all-constant ones were folded).
+static LogicalResult convertConcat(Importer &im) {
+  const onnx::NodeProto &n = im.getNode();
+  if (!findAttr(n, "axis"))
+    return im.fail("the 'axis' attribute is required");
+  SmallVector<Value> inputs;
+  for (int i = 0; i < n.input_size(); ++i) {
+    FailureOr<Value> v = im.getValue(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  if (inputs.empty())
+    return im.fail("needs at least one input");
+  ArrayRef<int64_t> first = shapeOf(inputs.front());
+  int64_t axis = normalizeAxis(getIntAttr(n, "axis", 0), first.size());
+  if (axis < 0)
+    return im.fail("axis out of range for " + formatShape(first));
+  int64_t total = 0;
+  for (Value v : inputs) {
+    ArrayRef<int64_t> s = shapeOf(v);
+    bool fits = s.size() == first.size();
+    for (size_t d = 0; fits && d < s.size(); ++d)
+      fits = static_cast<int64_t>(d) == axis || s[d] == first[d];
+    if (!fits)
+      return im.fail("inputs " + formatShape(first) + " and " + formatShape(s) +
+                     " differ in a dimension other than " +
+                     std::to_string(axis));
+    total += s[axis];
+  }
+  SmallVector<int64_t> shape(first);
+  shape[axis] = total;
+  if (checkedNumel(shape) < 0)
+    return im.fail("the result " + formatShape(shape) + " is too large");
+  if (inputs.size() == 1) {
+    im.setResult(0, inputs.front());
+    return success();
+  }
+  im.setResult(0, im.create<ConcatOp>(inputs, axis).getResult());
+  return success();
 }
 
 static LogicalResult convertGather(Importer &im) {
@@ -573,10 +769,82 @@ static LogicalResult convertLayerNorm(Importer &im) {
   return success();
 }
 
+/// Whether the BatchNormalization node computes batch statistics: the
+/// `training_mode` attribute (opset 14+), or before opset 14 the running
+/// statistics among its outputs (training graphs ask for them).
+static bool isTrainingBatchNorm(const onnx::NodeProto &n) {
+  if (findAttr(n, "training_mode"))
+    return getIntAttr(n, "training_mode", 0) != 0;
+  return n.output_size() > 1 && !n.output(1).empty();
+}
+
+/// BatchNormalization in training mode (torch.onnx.export with
+/// training=TrainingMode.TRAINING): strata.batch_norm with the running
+/// mean and variance initializers as running statistics. ONNX's momentum
+/// weighs the old statistic (PyTorch's is 1 - it); the running variance
+/// follows PyTorch, the exporter's source, and takes the unbiased batch
+/// variance (ONNX's reference says the biased one).
 static LogicalResult convertBatchNorm(Importer &im) {
-  return im.fail("batch normalisation has no Strata op yet; export with "
-                 "model.eval(), which folds it into the preceding Conv "
-                 "(inference form)");
+  const onnx::NodeProto &n = im.getNode();
+  if (n.input_size() != 5 ||
+      llvm::any_of(n.input(), [](const std::string &s) { return s.empty(); }))
+    return im.fail("expects 5 inputs (X, scale, B, input_mean, input_var), "
+                   "got " +
+                   std::to_string(n.input_size()));
+  if (!isTrainingBatchNorm(n))
+    return im.fail(
+        "batch normalisation in inference form (training_mode = 0) uses "
+        "fixed statistics, which Strata does not train; export with "
+        "training=torch.onnx.TrainingMode.TRAINING (batch statistics and "
+        "running statistics), or let the exporter fold it into the Conv "
+        "(model.eval() with do_constant_folding=True)");
+  if (n.output_size() > 3 && !n.output(3).empty())
+    return im.fail("the saved mean and variance outputs (opset 9) are not "
+                   "supported");
+  FailureOr<Value> x = im.getValue(0), gamma = im.getValue(1),
+                   beta = im.getValue(2);
+  if (failed(x) || failed(gamma) || failed(beta))
+    return failure();
+  ArrayRef<int64_t> s = shapeOf(*x);
+  if (s.size() < 2)
+    return im.fail("expected an input [N, C, ...], got " + formatShape(s));
+  int64_t channels = s[1], values = checkedNumel(s) / channels;
+  if (values < 2)
+    return im.fail("the input " + formatShape(s) +
+                   " has one value per channel; batch statistics need more");
+  for (unsigned i = 1; i < 5; ++i) {
+    const Slot &slot = im.getSlot(i);
+    ArrayRef<int64_t> shape =
+        i < 3 ? shapeOf(i == 1 ? *gamma : *beta)
+              : (slot.constant ? ArrayRef<int64_t>(slot.constant->shape)
+                               : ArrayRef<int64_t>());
+    if (i >= 3 && !slot.constant)
+      return im.fail("input '" + n.input(i) +
+                     "' must be an initializer (a running statistic of the "
+                     "model)");
+    if (shape != ArrayRef<int64_t>{channels})
+      return im.fail("input '" + n.input(i) + "' must be 1-D of the " +
+                     std::to_string(channels) + " channels, got " +
+                     formatShape(shape));
+  }
+  FailureOr<Value> mean = im.getRunningStat(3, InitKind::zeros);
+  FailureOr<Value> var = failed(mean) ? FailureOr<Value>(failure())
+                                      : im.getRunningStat(4, InitKind::ones);
+  if (failed(var))
+    return failure();
+  double eps = getFloatAttr(n, "epsilon", 1e-5f);
+  // 1 - momentum in f32, as the file holds it (0.9f gives 0.1 + 2.4e-8).
+  double momentum = 1.0f - getFloatAttr(n, "momentum", 0.9f);
+  if (!(eps > 0))
+    return im.fail("epsilon must be positive");
+  if (!(momentum >= 0 && momentum <= 1))
+    return im.fail("momentum must lie in [0, 1]");
+  auto op = im.create<BatchNormOp>(*x, *gamma, *beta, *mean, *var,
+                                   llvm::APFloat(eps), llvm::APFloat(momentum));
+  im.setResult(0, op.getResult());
+  im.setResult(1, op.getNewRunningMean());
+  im.setResult(2, op.getNewRunningVar());
+  return success();
 }
 
 LogicalResult onnx_import::convertOperator(Importer &im) {
@@ -599,6 +867,8 @@ LogicalResult onnx_import::convertOperator(Importer &im) {
       {"AveragePool", convertAveragePool},
       {"Gather", convertGather},
       {"Slice", convertSlice},
+      {"Split", convertSplit},
+      {"Concat", convertConcat},
       {"LayerNormalization", convertLayerNorm},
       {"BatchNormalization", convertBatchNorm},
       {"ReduceMean", convertReduceMean},

@@ -12,8 +12,11 @@
 #ifndef STRATA_RT_BF16_H
 #define STRATA_RT_BF16_H
 
+#include "strata-rt/PlanFormat.h"
+
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace strata::rt {
 
@@ -61,10 +64,22 @@ struct Bf16Operand {
 /// beta == 0 never reads C. Uses AMX tiles where the CPU and OS allow them,
 /// else AVX512-BF16, else the f32 GEMM on converted inputs; the environment
 /// variable STRATA_GEMM_BF16_ISA (amx|avx512bf16|fallback, read once) forces
-/// a slower path. The bits depend on the path, never on the thread count.
+/// a slower path. The bits depend on the path and kc, never on the thread
+/// count. `tiling` sets the cache blocks mc, nc, kc (nullptr: the path's
+/// defaults); each path keeps its own register tile, rounding mc down to a
+/// multiple of its mr, nc up to whole 32-column panels and kc up to its k
+/// group (the fallback runs the f32 GEMM with the tiling, its register tile
+/// included when the f32 GEMM has it).
 void gemmBf16(ThreadPool &pool, bool transA, bool transB, int64_t m, int64_t n,
               int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-              float *c, int64_t ldc);
+              float *c, int64_t ldc,
+              const strata_plan::GemmTiling *tiling = nullptr);
+
+/// Empty when `t` can block the bf16 GEMM (the tiling attributes of a bf16
+/// matmul), else why not: all sizes positive, mr x nr a bf16 register tile
+/// (32x32 of AMX, 12x32 of AVX512-BF16) or one of the f32 GEMM's (the
+/// fallback's; verifyGemmTiling), mc a multiple of mr and nc of nr.
+std::string verifyGemmBf16Tiling(const strata_plan::GemmTiling &t);
 
 /// gemmBf16 with both inputs in bf16.
 inline void gemmBf16(ThreadPool &pool, bool transA, bool transB, int64_t m,

@@ -3,8 +3,8 @@
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
-// A checkpoint is a safetensors file holding every parameter and optimizer
-// state of a plan under its plan name, with metadata
+// A checkpoint is a safetensors file holding every parameter, optimizer
+// state and running statistic of a plan under its plan name, with metadata
 //   {"format": "strata-checkpoint", "plan_format": "strata-plan 1",
 //    "model": <plan model>, "step": <last completed step>, "seed": <seed>}.
 // Since parameters, states, the step counter and the seed (which keys the
@@ -29,8 +29,9 @@ Status saveCheckpoint(const Executor &executor, const std::string &path,
                       int64_t step, uint64_t seed);
 
 enum class CheckpointContents {
-  /// Parameters only (`--init`): every parameter must be present; state
-  /// tensors are ignored; metadata is optional.
+  /// Parameters only (`--init`): every parameter and running statistic
+  /// (batch norm's, part of the model's weights) must be present; optimizer
+  /// state tensors are ignored; metadata is optional.
   Parameters,
   /// Parameters, states, step and seed (`--resume`): all must be present.
   Everything,

@@ -80,6 +80,9 @@ public:
   /// Compressed activations: the sites and the formats they use now (not
   /// owned; nullptr when the program has none).
   virtual void setCompression(CompressionState *compression) = 0;
+  /// Evaluation mode (Executor::setEvaluation) for the instructions
+  /// enqueued from now on.
+  virtual void setEvaluation(bool evaluation) = 0;
 
   /// Enqueues host-to-device copies of these buffers on the copy stream;
   /// instructions enqueued later wait for them.

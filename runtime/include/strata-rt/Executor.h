@@ -123,6 +123,12 @@ public:
   /// their phase).
   Status runStep(int64_t step, float &loss, StepPart part);
 
+  /// Evaluation mode for the steps that follow (strata-run --infer,
+  /// --eval-data): batch_norm uses and keeps its running statistics, as
+  /// PyTorch's model.eval(). Off (training mode) by default.
+  void setEvaluation(bool evaluation);
+  bool isEvaluation() const { return context.evaluation; }
+
   /// Lagging gradients: leave the collectives to the lagging aggregator
   /// (KernelContext::deferCollectives).
   void setDeferCollectives(bool defer) { context.deferCollectives = defer; }
@@ -137,6 +143,13 @@ public:
   /// one (the optimizer updates) to rate(the plan's value) for the steps
   /// that follow.
   void setLearningRates(const std::function<double(double)> &rate);
+  /// Mixed precision: with `on` false, the instructions the plan marks
+  /// `bf16` (matmuls and convolutions) compute in f32 for the steps that
+  /// follow; true restores the plan's marks (the gradient check's f32
+  /// reference forward).
+  void setBf16Products(bool on);
+  /// The number of instructions the plan marks `bf16`.
+  size_t countBf16Products() const { return planBf16.size(); }
 
   /// Start and duration of each instruction of the last runStep.
   const std::vector<InstructionTime> &getLastStepTimes() const {
@@ -204,6 +217,8 @@ private:
   void runGroup(size_t first, size_t size);
   /// (instruction, the plan's `lr`) of every instruction that takes one.
   std::vector<std::pair<size_t, double>> planLearningRates;
+  /// The instructions the plan marks `bf16`.
+  std::vector<size_t> planBf16;
   DeviceKind device = DeviceKind::Cpu;
   std::shared_ptr<DeviceBackend> backend;
   /// The host views of parameters/states changed since the last upload.

@@ -43,6 +43,14 @@ struct GradCheckOptions {
   /// Fraction of elements that must pass (finite differences across a kink
   /// of relu or max pooling legitimately disagree).
   double requiredPassFraction = 0.95;
+  /// Mixed precision (instructions marked `bf16`): take the finite
+  /// differences of the f32 forward (the marks off for those runs; the
+  /// analytic gradients still come from the plan's bf16 step), so the check
+  /// bounds the distance of the bf16 gradients from the true ones. A forward
+  /// that rounds its products to bf16 is piecewise constant at the scale of
+  /// an element's step, so its differences are mostly rounding noise.
+  /// false differences the plan's own forward.
+  bool f32Reference = true;
   uint64_t seed = 0;
   /// Where the per-parameter report goes (nullptr: nowhere).
   std::FILE *log = nullptr;

@@ -105,6 +105,9 @@ struct KernelContext {
   /// Compressed activations (compress, decompress): the sites and the
   /// formats they use now (not owned); nullptr when the program has none.
   CompressionState *compression = nullptr;
+  /// Evaluation (inference mode, Executor::setEvaluation): batch_norm
+  /// normalises with its running statistics and leaves them unchanged.
+  bool evaluation = false;
 };
 
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).

@@ -83,6 +83,12 @@ struct State {
   /// The parameter this state belongs to ("" when none is named).
   std::string param;
   InitSpec init;
+  /// A running statistic (`"kind": "running"`, batch_norm's running mean or
+  /// variance) rather than optimizer state: part of the model's weights, so
+  /// `--init` loads it with the parameters.
+  bool running = false;
+  /// The layer of a running statistic (-1 when the plan gives none).
+  int64_t layer = -1;
 };
 
 enum class InputRole { Data, Labels, Step };

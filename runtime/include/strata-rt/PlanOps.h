@@ -59,6 +59,11 @@ enum OpTrait : uint32_t {
   /// from kAsyncStart/kAsyncWait, which mean bucket all-reduces.
   kCopyStart = 1u << 8,
   kCopyWait = 1u << 9,
+  /// A kInPlace op whose updated buffers never leave the rank (batch_norm's
+  /// running statistics, which no send reads): the sends in flight need not
+  /// complete before it (OpInfo::waitsForSends), and a send's input stays
+  /// live past it (Liveness.h).
+  kLocalUpdate = 1u << 10,
 };
 
 enum class AttrId : uint8_t {
@@ -106,12 +111,21 @@ struct OpInfo {
   int numOutputs;
   uint32_t traits;
   std::vector<OpAttrSpec> attrs;
-  /// kInPlace ops: output #i is the buffer of input #inPlace[i].
+  /// kInPlace ops: output #i is the buffer of input #inPlace[i], or a fresh
+  /// buffer when inPlace[i] is -1 (batch_norm's normalised output); empty
+  /// for other ops.
   std::vector<int> inPlace;
+  /// The input whose buffer output `o` updates in place, or -1.
+  int inPlaceInput(size_t o) const {
+    return o < inPlace.size() ? inPlace[o] : -1;
+  }
   /// kIndexOperands ops.
   IndexOperandSpec indexOperand;
 
   bool has(OpTrait trait) const { return (traits & trait) != 0; }
+  /// Updates in place buffers a send may read (parameters, optimizer
+  /// state): the sends in flight must complete before it runs.
+  bool waitsForSends() const { return has(kInPlace) && !has(kLocalUpdate); }
   /// A point-to-point op that sends its one input to `peer` (the other kind
   /// receives its one output from `peer`).
   bool sends() const { return has(kPointToPoint) && numInputs == 1; }

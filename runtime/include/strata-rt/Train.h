@@ -13,6 +13,7 @@
 #ifndef STRATA_RT_TRAIN_H
 #define STRATA_RT_TRAIN_H
 
+#include "strata-rt/GradCheck.h"
 #include "strata-rt/Support.h"
 
 #include <cstdint>
@@ -59,6 +60,9 @@ struct TrainOptions {
   /// When positive, check this many gradient elements per parameter against
   /// finite differences (GradCheck.h) instead of training.
   int64_t gradientSamples = 0;
+  /// The check's bounds (step, tolerances, pass fraction); its samples, seed
+  /// and log come from the fields above.
+  GradCheckOptions gradientCheck;
   /// "bandwidth=GB/s,latency=us": delay every transfer between ranks to what
   /// such a link would take ("" for none).
   std::string emulateLink;

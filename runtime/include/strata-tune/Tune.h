@@ -112,7 +112,23 @@ struct SpaceOptions {
   /// the AVX-512 kernel, kc = 1, 2, 4, 8 ran 15x, 8x, 4.4x, 2.6x slower than
   /// kc >= 64, kc = 16 1.7x (bench/tune-replay.md). 1 keeps every kc.
   int64_t minKc = 16;
+  /// CPU: tilings of the bf16 GEMM (a bf16 matmul) instead of the f32 one.
+  /// Its register tile is the one of the path this machine runs
+  /// (bf16DefaultTiling): mr x nr must equal it, m and n are padded to
+  /// multiples of it, and the cache rules count 2-byte packed elements. On
+  /// the fallback path (the f32 GEMM on rounded inputs) the space is the f32
+  /// GEMM's.
+  bool bf16 = false;
 };
+
+/// The tiling the runtime's CPU GEMM runs without tiling attributes: the f32
+/// GEMM's defaults, or with `bf16` the blocking and register tile of the bf16
+/// GEMM path this machine runs (AMX: 256, 2048, 1024, 32x32).
+GemmTiling defaultCpuTiling(bool bf16);
+/// The mr of the bf16 GEMM path this machine runs (its register tile is mr x
+/// 32: 32 for AMX, 12 for AVX512-BF16), 0 on the fallback path (the f32 GEMM
+/// on rounded inputs, with the f32 GEMM's tiles).
+int64_t bf16TileRows();
 
 /// factors[d][l]: dimension d (0 = m, 1 = n, 2 = k), level l (0 = outermost).
 struct TileState {
@@ -186,6 +202,9 @@ private:
   SpaceOptions options_;
   std::array<int, 3> levels_;
   std::array<int64_t, 3> padded_;
+  /// The bf16 GEMM path's mr (its tile is mr x 32); 0 for the f32 GEMM's
+  /// tiles.
+  int64_t bf16Tile_ = 0;
   std::array<std::vector<std::vector<int64_t>>, 3> dimStates_;
   std::vector<Move> actions_;
 };
@@ -285,6 +304,9 @@ struct MeasureOptions {
   /// Keep timing (beyond `repeats`) until this many seconds have passed.
   double minSeconds = 0;
   uint64_t seed = 0;
+  /// Time the bf16 matmul (the instruction's `bf16` attribute: the bf16
+  /// GEMM, operands rounded as they are packed) instead of the f32 one.
+  bool bf16 = false;
 };
 
 /// Times the runtime's matmul kernel (the plan instruction's kernel, with the

@@ -28,8 +28,14 @@
 // the tile's position, which no thread count changes.)
 //
 // Fast packers (AVX-512BW permutes and gathers; f32 rows rounded by the
-// vector conversion first) take whole 32-column panels; transposed f32
-// inputs, partial panels and odd k take the generic element loops.
+// vector conversion first) take whole 32-column panels; a transposed f32
+// input is rounded by the vector conversion along its contiguous k runs into
+// a bf16 block, which the transposed bf16 packers then gather. Partial
+// panels and odd k take the generic element loops.
+//
+// Blocking: each path's defaults (pathFor), or the mc, nc, kc of a tiling
+// (the plan's tiling attributes, tuned by strata-tune) on the path's own
+// register tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -257,6 +263,9 @@ private:
 
 thread_local Scratch packedAScratch;
 thread_local Scratch packedBScratch;
+/// f32 operands rounded to bf16 before packing (A rows, B columns).
+thread_local Scratch roundedAScratch;
+thread_local Scratch roundedBScratch;
 
 /// Packs rows [i0, i0 + rows) and columns [p0, p0 + kc) of op(A) into an
 /// mr x kcPad micro-panel laid out [kcPad/G][mr][G], zero padded.
@@ -452,23 +461,29 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
                           cols - full * kNr, dst + full * kNr * kcPad);
 }
 
-/// Largest kc of a path (the row buffer of packAPanelF32).
-constexpr int64_t kMaxKc = 1024;
-
-/// packAPanel<G, float> for an untransposed A: each row's kc values are
-/// rounded by the vector conversion, then copied as for bf16 inputs.
+/// packAPanel<G, float> with the vector conversion: an untransposed A has
+/// each row's kc values rounded, then copied as for bf16 inputs; a
+/// transposed one (AMX) has the kc runs of `rows` values rounded into a
+/// bf16 block [kc][mr], packed as a transposed bf16 A.
 template <int G>
 void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
                    int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,
                    int64_t mr, uint16_t *dst) {
-  if (transA || kc % G != 0 || kc > kMaxKc) {
+  const float *a = static_cast<const float *>(data);
+  if (G == 32 && transA) {
+    uint16_t *block = roundedAScratch.get(kc * mr);
+    for (int64_t p = 0; p < kc; ++p)
+      convertF32ToBf16(a + (p0 + p) * lda + i0, block + p * mr, rows);
+    packAPanelBf16<G>(block, mr, true, 0, rows, 0, kc, kcPad, mr, dst);
+    return;
+  }
+  if (transA || kc % G != 0) {
     packAPanel<G, float>(data, lda, transA, i0, rows, p0, kc, kcPad, mr, dst);
     return;
   }
-  const float *a = static_cast<const float *>(data);
   if (rows < mr)
     std::memset(dst, 0, sizeof(uint16_t) * mr * kcPad);
-  alignas(64) uint16_t row[kMaxKc];
+  uint16_t *row = roundedAScratch.get(kc);
   for (int64_t i = 0; i < rows; ++i) {
     convertF32ToBf16(a + (i0 + i) * lda + p0, row, kc);
     uint16_t *d = dst + i * G;
@@ -477,13 +492,36 @@ void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
   }
 }
 
+/// packBPanels<float> for a transposed B (op(B)[p][j] = b[j ldb + p]): the
+/// kc values of each of a whole panel's 32 columns are rounded by the vector
+/// conversion into a bf16 block [32][kc], packed as a transposed bf16 B.
+void packBTransposedF32(const float *b, int64_t ldb, int64_t p0, int64_t kc,
+                        int64_t kcPad, int64_t j0, int64_t cols,
+                        uint16_t *dst) {
+  const int64_t full = kc % 2 == 0 ? cols / kNr : 0;
+  uint16_t *block = roundedBScratch.get(kNr * kc);
+  for (int64_t jp = 0; jp < full; ++jp) {
+    for (int64_t j = 0; j < kNr; ++j)
+      convertF32ToBf16(b + (j0 + jp * kNr + j) * ldb + p0, block + j * kc, kc);
+    packBPanelsBf16(block, kc, true, 0, kc, kcPad, 0, kNr,
+                    dst + jp * kNr * kcPad);
+  }
+  if (full * kNr < cols)
+    packBPanels<float>(b, ldb, true, p0, kc, kcPad, j0 + full * kNr,
+                       cols - full * kNr, dst + full * kNr * kcPad);
+}
+
 /// packBPanels<float> for an untransposed B: each pair of rows of up to 8
-/// whole panels is rounded by the vector conversion, then interleaved.
+/// whole panels is rounded by the vector conversion, then interleaved; a
+/// transposed B goes to packBTransposedF32.
 __attribute__((target("avx512f,avx512bw"))) void
 packBPanelsF32(const void *data, int64_t ldb, bool transB, int64_t p0,
                int64_t kc, int64_t kcPad, int64_t j0, int64_t cols,
                uint16_t *dst) {
-  const int64_t full = !transB && kc % 2 == 0 ? cols / kNr : 0;
+  if (transB)
+    return packBTransposedF32(static_cast<const float *>(data), ldb, p0, kc,
+                              kcPad, j0, cols, dst);
+  const int64_t full = kc % 2 == 0 ? cols / kNr : 0;
   const float *b = static_cast<const float *>(data);
   if (kc < kcPad)
     for (int64_t jp = 0; jp < full; ++jp)
@@ -629,15 +667,29 @@ std::vector<float> widen(const Bf16Operand &x, int64_t rows, int64_t cols) {
   return out;
 }
 
+/// The f32 GEMM's tiling for a bf16 tiling `t`: `t` where the f32 GEMM has
+/// its register tile, else its cache blocks on the default register tile.
+GemmTiling fallbackTiling(const GemmTiling &t) {
+  if (verifyGemmTiling(t).empty())
+    return t;
+  GemmTiling d;
+  d.mc = std::max(d.mr, t.mc / d.mr * d.mr);
+  d.nc = (t.nc + d.nr - 1) / d.nr * d.nr;
+  d.kc = t.kc;
+  return d;
+}
+
 void gemmFallback(ThreadPool *pool, bool transA, bool transB, int64_t m,
                   int64_t n, int64_t k, float alpha, const Bf16Operand &a,
                   const Bf16Operand &b, float beta, float *c, int64_t ldc,
+                  const GemmTiling *tiling,
                   const detail::GemmEpilogue *epilogue) {
   int64_t aRows = transA ? k : m, aCols = transA ? m : k;
   int64_t bRows = transB ? n : k, bCols = transB ? k : n;
   std::vector<float> wa = widen(a, aRows, aCols);
   std::vector<float> wb = widen(b, bRows, bCols);
-  detail::gemmWithIsa(detail::defaultGemmIsa(), pool, GemmTiling(), transA,
+  detail::gemmWithIsa(detail::defaultGemmIsa(), pool,
+                      tiling ? fallbackTiling(*tiling) : GemmTiling(), transA,
                       transB, m, n, k, alpha, wa.data(), aCols, wb.data(),
                       bCols, beta, c, ldc, epilogue);
 }
@@ -651,6 +703,17 @@ Path pathFor(Bf16Isa isa) {
   (void)isa;
   return Path{nullptr, 1, 2, 1, 1, 1, false};
 #endif
+}
+
+/// `path` blocked by the cache blocks of `t`: mc rounded down to a multiple
+/// of the path's mr (at least one), nc up to whole panels, kc up to the
+/// path's k group.
+Path withBlocking(Path path, const GemmTiling &t) {
+  auto roundUp = [](int64_t x, int64_t g) { return (x + g - 1) / g * g; };
+  path.mc = std::max(path.mr, t.mc / path.mr * path.mr);
+  path.nc = roundUp(std::max<int64_t>(t.nc, 1), kNr);
+  path.kc = roundUp(std::max<int64_t>(t.kc, 1), path.kGroup);
+  return path;
 }
 
 template <int G> PackA packAFor(bool isF32) {
@@ -673,8 +736,9 @@ PackB packBFor(bool isF32) {
 void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                  int64_t m, int64_t n, int64_t k, float alpha,
                  const Bf16Operand &a, const Bf16Operand &b, float beta,
-                 float *c, int64_t ldc, const detail::GemmEpilogue *epilogue) {
-  Path path = pathFor(isa);
+                 float *c, int64_t ldc, const GemmTiling *tiling,
+                 const detail::GemmEpilogue *epilogue) {
+  Path path = tiling ? withBlocking(pathFor(isa), *tiling) : pathFor(isa);
   Problem P{path,
             path.kGroup == 32 ? packAFor<32>(a.isF32) : packAFor<2>(a.isF32),
             packBFor(b.isF32),
@@ -815,7 +879,8 @@ Bf16Isa defaultBf16Isa() {
 void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                      int64_t m, int64_t n, int64_t k, float alpha,
                      Bf16Operand a, Bf16Operand b, float beta, float *c,
-                     int64_t ldc, const GemmEpilogue *epilogue) {
+                     int64_t ldc, const GemmTiling *tiling,
+                     const GemmEpilogue *epilogue) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
@@ -824,22 +889,49 @@ void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
       epilogue->apply(0, 0, m, n, c, ldc);
     return;
   }
+  if (tiling && !verifyGemmBf16Tiling(*tiling).empty())
+    tiling = nullptr;
   if (isa == Bf16Isa::Fallback || !bf16IsaSupported(isa)) {
     gemmFallback(pool, transA, transB, m, n, k, alpha, a, b, beta, c, ldc,
-                 epilogue);
+                 tiling, epilogue);
     return;
   }
   gemmBlocked(isa, pool, transA, transB, m, n, k, alpha, a, b, beta, c, ldc,
-              epilogue);
+              tiling, epilogue);
+}
+
+GemmTiling bf16DefaultTiling(Bf16Isa isa) {
+  if (isa == Bf16Isa::Fallback)
+    return GemmTiling();
+  Path path = pathFor(isa);
+  return GemmTiling{path.mc, path.nc, path.kc, path.mr, kNr};
 }
 
 } // namespace detail
 
+std::string verifyGemmBf16Tiling(const GemmTiling &t) {
+  if (t.mc <= 0 || t.nc <= 0 || t.kc <= 0 || t.mr <= 0 || t.nr <= 0)
+    return verifyGemmTiling(t); // says which sizes
+  bool bf16Tile = (t.mr == 32 || t.mr == 12) && t.nr == kNr;
+  if (!bf16Tile && !verifyGemmTiling(t).empty())
+    return "unsupported bf16 gemm register tile mr x nr = " +
+           std::to_string(t.mr) + "x" + std::to_string(t.nr) +
+           " (supported: 32x32 (amx), 12x32 (avx512bf16), or an f32 gemm "
+           "tile for the fallback)";
+  if (t.mc % t.mr != 0)
+    return "gemm tiling mc=" + std::to_string(t.mc) +
+           " must be a multiple of mr=" + std::to_string(t.mr);
+  if (t.nc % t.nr != 0)
+    return "gemm tiling nc=" + std::to_string(t.nc) +
+           " must be a multiple of nr=" + std::to_string(t.nr);
+  return "";
+}
+
 void gemmBf16(ThreadPool &pool, bool transA, bool transB, int64_t m, int64_t n,
               int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-              float *c, int64_t ldc) {
+              float *c, int64_t ldc, const GemmTiling *tiling) {
   detail::gemmBf16WithIsa(detail::defaultBf16Isa(), &pool, transA, transB, m, n,
-                          k, alpha, a, b, beta, c, ldc);
+                          k, alpha, a, b, beta, c, ldc, tiling);
 }
 
 } // namespace strata::rt

@@ -30,13 +30,20 @@ bool bf16IsaSupported(Bf16Isa isa);
 /// a slower one.
 Bf16Isa defaultBf16Isa();
 
-/// gemmBf16() on an explicit path (an unsupported one runs the fallback) and
-/// an optional pool (nullptr: the calling thread only); with `epilogue`, a
+/// gemmBf16() on an explicit path (an unsupported one runs the fallback), an
+/// optional pool (nullptr: the calling thread only) and an optional tiling
+/// (nullptr or an invalid one: the path's defaults); with `epilogue`, a
 /// fused matmul's epilogue is applied to each tile of C once it is complete.
 void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                      int64_t m, int64_t n, int64_t k, float alpha,
                      Bf16Operand a, Bf16Operand b, float beta, float *c,
-                     int64_t ldc, const GemmEpilogue *epilogue = nullptr);
+                     int64_t ldc,
+                     const strata_plan::GemmTiling *tiling = nullptr,
+                     const GemmEpilogue *epilogue = nullptr);
+
+/// The blocking path `isa` runs without a tiling: its cache blocks and its
+/// register tile (the fallback's is the f32 GEMM's default tiling).
+strata_plan::GemmTiling bf16DefaultTiling(Bf16Isa isa);
 
 /// Conversion kernels, from slowest to fastest: the scalar reference, AVX-512F
 /// integer rounding, AVX512-BF16 (vcvtne2ps2bf16 with subnormal lanes fixed

@@ -200,6 +200,7 @@ const std::vector<OpKernel> &registry() {
     detail::appendCommKernels(all);
     detail::appendCopyKernels(all);
     detail::appendCompressKernels(all);
+    detail::appendSliceKernels(all);
     std::sort(all.begin(), all.end(),
               [](const OpKernel &a, const OpKernel &b) { return a.op < b.op; });
     for (int i = 0; i < kNumOpCodes; ++i)

@@ -8,10 +8,13 @@
 // image's GEMM is parallel; GEMMs are bit-identical however they are split
 // and col2im accumulates every input cell in a fixed order, so the results
 // do not depend on the thread count. The filter gradient sums images in
-// order, one GEMM each.
+// order, one GEMM each. A `bf16` convolution and its gradients run the
+// bf16 GEMM (operands rounded to bf16 as they are packed, f32 sums) on the
+// same f32 im2col matrices.
 //
 //===----------------------------------------------------------------------===//
 
+#include "GemmBf16Internal.h"
 #include "GemmInternal.h"
 #include "KernelsInternal.h"
 
@@ -139,6 +142,23 @@ void col2im(const Window &g, const float *dcol, float *dx, int64_t cBegin,
   }
 }
 
+/// C = op(A) op(B) + beta C for one image's GEMM on `pool` (nullptr: the
+/// calling thread): the f32 GEMM with the context's tiling, or for a `bf16`
+/// convolution the bf16 GEMM.
+void convGemm(const KernelContext &ctx, ThreadPool *pool, bool bf16,
+              bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, const float *b, int64_t ldb,
+              float beta, float *c, int64_t ldc) {
+  if (bf16) {
+    gemmBf16WithIsa(defaultBf16Isa(), pool, transA, transB, m, n, k, 1.0f,
+                    Bf16Operand::f32(a, lda), Bf16Operand::f32(b, ldb), beta, c,
+                    ldc);
+    return;
+  }
+  gemmWithIsa(defaultGemmIsa(), pool, ctx.gemm, transA, transB, m, n, k, 1.0f,
+              a, lda, b, ldb, beta, c, ldc);
+}
+
 thread_local std::vector<float> colScratch;
 
 float *scratch(int64_t floats) {
@@ -182,8 +202,8 @@ void runConv(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
           im2col(g, x + n * xImage, buffer, 0, k);
           col = buffer;
         }
-        gemmSerial(ctx.gemm, false, false, f, cols, k, 1.0f, w, k, col, cols,
-                   0.0f, y + n * yImage, cols);
+        convGemm(ctx, nullptr, attrs.bf16, false, false, f, cols, k, w, k, col,
+                 cols, 0.0f, y + n * yImage, cols);
       }
     });
     return;
@@ -197,8 +217,8 @@ void runConv(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
       });
       col = buffer.data();
     }
-    gemm(ctx.pool, ctx.gemm, false, false, f, cols, k, 1.0f, w, k, col, cols,
-         0.0f, y + n * yImage, cols);
+    convGemm(ctx, &ctx.pool, attrs.bf16, false, false, f, cols, k, w, k, col,
+             cols, 0.0f, y + n * yImage, cols);
   }
 }
 
@@ -232,8 +252,8 @@ void runConvGradInput(KernelContext &ctx, const Tensors &inputs,
     ctx.pool.parallelFor(g.n, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {
         float *dcol = g.identity() ? dx + n * xImage : scratch(k * cols);
-        gemmSerial(ctx.gemm, true, false, k, cols, f, 1.0f, w, k,
-                   dy + n * yImage, cols, 0.0f, dcol, cols);
+        convGemm(ctx, nullptr, attrs.bf16, true, false, k, cols, f, w, k,
+                 dy + n * yImage, cols, 0.0f, dcol, cols);
         if (!g.identity())
           col2im(g, dcol, dx + n * xImage, 0, g.c);
       }
@@ -243,8 +263,8 @@ void runConvGradInput(KernelContext &ctx, const Tensors &inputs,
   std::vector<float> buffer(g.identity() ? 0 : k * cols);
   for (int64_t n = 0; n < g.n; ++n) {
     float *dcol = g.identity() ? dx + n * xImage : buffer.data();
-    gemm(ctx.pool, ctx.gemm, true, false, k, cols, f, 1.0f, w, k,
-         dy + n * yImage, cols, 0.0f, dcol, cols);
+    convGemm(ctx, &ctx.pool, attrs.bf16, true, false, k, cols, f, w, k,
+             dy + n * yImage, cols, 0.0f, dcol, cols);
     if (!g.identity())
       parallelFor(ctx.pool, g.c, g.kh * g.kw * cols,
                   [&](int64_t begin, int64_t end) {
@@ -290,8 +310,8 @@ void runConvGradFilter(KernelContext &ctx, const Tensors &inputs,
       });
       col = buffer.data();
     }
-    gemm(ctx.pool, ctx.gemm, false, true, f, k, cols, 1.0f, dy + n * yImage,
-         cols, col, cols, n == 0 ? 0.0f : 1.0f, dw, k);
+    convGemm(ctx, &ctx.pool, attrs.bf16, false, true, f, k, cols,
+             dy + n * yImage, cols, col, cols, n == 0 ? 0.0f : 1.0f, dw, k);
   }
 }
 

@@ -30,8 +30,10 @@ using Tensors = std::vector<Tensor>;
 
 const auto &kTilingAttrs = strata_plan::kGemmTilingNames;
 
-/// Reads the optional tiling attributes; `present` says whether any is.
-std::string readTiling(const Attrs &attrs, GemmTiling &tiling, bool &present) {
+/// Reads the optional tiling attributes (of the bf16 GEMM with `bf16`);
+/// `present` says whether any is.
+std::string readTiling(const Attrs &attrs, bool bf16, GemmTiling &tiling,
+                       bool &present) {
   int count = 0;
   std::string missing;
   for (const char *name : kTilingAttrs) {
@@ -56,7 +58,7 @@ std::string readTiling(const Attrs &attrs, GemmTiling &tiling, bool &present) {
     values[i] = static_cast<int64_t>(raw);
   }
   tiling = GemmTiling{values[0], values[1], values[2], values[3], values[4]};
-  return verifyGemmTiling(tiling);
+  return bf16 ? verifyGemmBf16Tiling(tiling) : verifyGemmTiling(tiling);
 }
 
 struct MatmulDims {
@@ -102,7 +104,7 @@ bool verifyProduct(Verifier &v, const Attrs &attrs) {
     return false;
   GemmTiling tiling;
   bool present;
-  std::string error = readTiling(attrs, tiling, present);
+  std::string error = readTiling(attrs, attrs.flag("bf16"), tiling, present);
   if (!error.empty())
     return v.fail(error);
   return true;
@@ -150,9 +152,14 @@ std::string verifyFusedMatmul(const Descs &inputs, const Descs &outputs,
 }
 
 /// A bf16 matmul: operands rounded to bf16 as the bf16 GEMM packs them,
-/// products summed in f32. Its results do not depend on the thread count.
+/// products summed in f32, blocked by the tiling attributes where the plan
+/// has them (else the path's defaults), then `epilogue` when given. Its
+/// results do not depend on the thread count.
 void runMatmulBf16(KernelContext &ctx, const Tensors &inputs, float *c,
                    const OpAttrs &attrs, const GemmEpilogue *epilogue) {
+  // The verifier saw all five tiling attributes or none.
+  GemmTiling given{attrs.mc, attrs.nc, attrs.kc, attrs.mr, attrs.nr};
+  const GemmTiling *tiling = attrs.has(AttrId::Mc) ? &given : nullptr;
   bool ta = attrs.transposeA, tb = attrs.transposeB;
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
   MatmulDims d = matmulDims(as, bs, ta, tb);
@@ -163,7 +170,7 @@ void runMatmulBf16(KernelContext &ctx, const Tensors &inputs, float *c,
     detail::gemmBf16WithIsa(detail::defaultBf16Isa(), &ctx.pool, ta, tb,
                             d.batch * d.m, d.n, d.k, 1.0f,
                             Bf16Operand::f32(a, lda), Bf16Operand::f32(b, ldb),
-                            0.0f, c, d.n, epilogue);
+                            0.0f, c, d.n, tiling, epilogue);
     return;
   }
   int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
@@ -175,7 +182,7 @@ void runMatmulBf16(KernelContext &ctx, const Tensors &inputs, float *c,
     detail::gemmBf16WithIsa(detail::defaultBf16Isa(), pool, ta, tb, d.m, d.n,
                             d.k, 1.0f, Bf16Operand::f32(a + i * strideA, lda),
                             Bf16Operand::f32(b + i * strideB, ldb), 0.0f,
-                            c + i * strideC, d.n,
+                            c + i * strideC, d.n, tiling,
                             epilogue ? &shifted : nullptr);
   };
   // As in runMatmul: whole products per thread when the batch divides well

@@ -156,6 +156,7 @@ void appendOptimKernels(std::vector<OpKernel> &kernels);
 void appendCommKernels(std::vector<OpKernel> &kernels);
 void appendCopyKernels(std::vector<OpKernel> &kernels);
 void appendCompressKernels(std::vector<OpKernel> &kernels);
+void appendSliceKernels(std::vector<OpKernel> &kernels);
 
 } // namespace strata::rt::detail
 

@@ -1,4 +1,4 @@
-//===- KernelsNN.cpp - softmax, layer norm, embeddings and losses ---------===//
+//===- KernelsNN.cpp - softmax, layer and batch norm, embeddings, losses --===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
@@ -230,6 +230,171 @@ void runLayerNormGrad(KernelContext &ctx, const Tensors &inputs,
       for (int64_t j = begin; j < end; ++j) {
         dgamma[j] += dyr[j] * ((xr[j] - mean) * rstd);
         dbeta[j] += dyr[j];
+      }
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// batch_norm
+//===----------------------------------------------------------------------===//
+
+/// The shape of a batch norm input [N, C, d...] as (N, C, inner = Π d).
+struct ChannelShape {
+  int64_t batch = 0, channels = 0, inner = 1;
+  explicit ChannelShape(const Tensor &x) {
+    batch = x.dim(0);
+    channels = x.dim(1);
+    for (int64_t i = 2; i < x.rank(); ++i)
+      inner *= x.dim(i);
+  }
+  /// Values per channel.
+  int64_t count() const { return batch * inner; }
+};
+
+/// Checks x [N, C, ...] (more than one value per channel) and the C-vectors
+/// among `vectors`.
+bool checkChannels(Verifier &v, const std::vector<Operand> &vectors) {
+  if (!v.minRank(in(0), 2))
+    return false;
+  const Shape &x = v.shape(in(0));
+  int64_t values = 1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != 1)
+      values *= x[i];
+  if (values < 2)
+    return v.fail("input #0 " + formatShape(x) +
+                  " has one value per channel; batch normalisation needs "
+                  "more");
+  for (Operand op : vectors)
+    if (!v.hasShape(op, {x[1]}))
+      return false;
+  return true;
+}
+
+std::string verifyBatchNorm(const Descs &inputs, const Descs &outputs,
+                            const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double epsilon, momentum;
+  v.counts(5, 5) && v.dtypes() &&
+      checkChannels(
+          v, {in(1), in(2), in(3), in(4), out(1), out(2), out(3), out(4)}) &&
+      v.sameShape(out(0), in(0)) &&
+      v.positiveNumber("epsilon", false, epsilon, 1e-5) &&
+      v.number("momentum", false, momentum, 0.1) &&
+      (momentum >= 0 && momentum <= 1
+           ? true
+           : v.fail("attribute 'momentum' must lie in [0, 1], got " +
+                    formatNumber(momentum)));
+  return v.error();
+}
+
+/// Training mode: batch statistics per channel (sums in double, in a fixed
+/// order), the normalised output and the running statistics' update (with
+/// the unbiased variance). Evaluation: the running statistics normalise and
+/// stay as they are. Channels are split across threads.
+void runBatchNorm(KernelContext &ctx, const Tensors &inputs,
+                  const Tensors &outputs, const OpAttrs &attrs) {
+  const float *x = inputs[0].f32(), *gamma = inputs[1].f32(),
+              *beta = inputs[2].f32(), *runMean = inputs[3].f32(),
+              *runVar = inputs[4].f32();
+  float *y = outputs[0].f32(), *mean = outputs[1].f32(),
+        *invStd = outputs[2].f32(), *newMean = outputs[3].f32(),
+        *newVar = outputs[4].f32();
+  ChannelShape s(inputs[0]);
+  int64_t m = s.count(), inner = s.inner, channels = s.channels;
+  double epsilon = attrs.epsilon, momentum = attrs.momentum;
+  bool evaluation = ctx.evaluation;
+  parallelFor(ctx.pool, channels, 8 * m, [=](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      double mu, rstd;
+      if (evaluation) {
+        mu = runMean[c];
+        rstd = 1.0 / std::sqrt((double)runVar[c] + epsilon);
+        newMean[c] = runMean[c];
+        newVar[c] = runVar[c];
+      } else {
+        double sum = 0;
+        for (int64_t n = 0; n < s.batch; ++n)
+          sum += sumToDouble(x + (n * channels + c) * inner, inner);
+        mu = sum / (double)m;
+        double squares = 0;
+        for (int64_t n = 0; n < s.batch; ++n) {
+          const float *xr = x + (n * channels + c) * inner;
+          for (int64_t i = 0; i < inner; ++i) {
+            double d = (double)xr[i] - mu;
+            squares += d * d;
+          }
+        }
+        double var = squares / (double)m;
+        rstd = 1.0 / std::sqrt(var + epsilon);
+        newMean[c] = (float)((1 - momentum) * runMean[c] + momentum * mu);
+        newVar[c] = (float)((1 - momentum) * runVar[c] +
+                            momentum * squares / (double)(m - 1));
+      }
+      mean[c] = (float)mu;
+      invStd[c] = (float)rstd;
+      // y = x · alpha + shift with alpha = gamma · inv_std.
+      float alpha = (float)(gamma[c] * rstd);
+      float shift = (float)(beta[c] - mu * gamma[c] * rstd);
+      for (int64_t n = 0; n < s.batch; ++n) {
+        const float *xr = x + (n * channels + c) * inner;
+        float *yr = y + (n * channels + c) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          yr[i] = xr[i] * alpha + shift;
+      }
+    }
+  });
+}
+
+std::string verifyBatchNormGrad(const Descs &inputs, const Descs &outputs,
+                                const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  if (v.counts(5, 3) && v.dtypes() && v.minRank(in(1), 2)) {
+    // Operand 1 is the input; checkChannels reads input #0, which has its
+    // shape.
+    v.sameShape(in(0), in(1)) &&
+        checkChannels(v, {in(2), in(3), in(4), out(1), out(2)}) &&
+        v.sameShape(out(0), in(1));
+  }
+  return v.error();
+}
+
+/// Per channel, with x̂ = (x - mean) inv_std: dbeta = Σ dy,
+/// dgamma = Σ dy x̂, dx = gamma inv_std (dy - dbeta / m - x̂ dgamma / m).
+/// Sums in double, channels split across threads.
+void runBatchNormGrad(KernelContext &ctx, const Tensors &inputs,
+                      const Tensors &outputs, const OpAttrs &) {
+  const float *dy = inputs[0].f32(), *x = inputs[1].f32(),
+              *gamma = inputs[2].f32(), *mean = inputs[3].f32(),
+              *invStd = inputs[4].f32();
+  float *dx = outputs[0].f32(), *dgamma = outputs[1].f32(),
+        *dbeta = outputs[2].f32();
+  ChannelShape s(inputs[1]);
+  int64_t m = s.count(), inner = s.inner, channels = s.channels;
+  parallelFor(ctx.pool, channels, 10 * m, [=](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      double mu = mean[c], rstd = invStd[c];
+      double sumDy = 0, sumDyX = 0;
+      for (int64_t n = 0; n < s.batch; ++n) {
+        int64_t base = (n * channels + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          double g = dy[base + i];
+          sumDy += g;
+          sumDyX += g * (((double)x[base + i] - mu) * rstd);
+        }
+      }
+      dbeta[c] = (float)sumDy;
+      dgamma[c] = (float)sumDyX;
+      double meanDy = sumDy / (double)m, meanDyX = sumDyX / (double)m;
+      double scale = gamma[c] * rstd;
+      for (int64_t n = 0; n < s.batch; ++n) {
+        int64_t base = (n * channels + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          double xhat = ((double)x[base + i] - mu) * rstd;
+          dx[base + i] =
+              (float)(scale * ((double)dy[base + i] - meanDy - xhat * meanDyX));
+        }
       }
     }
   });
@@ -516,6 +681,9 @@ void appendNNKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::LayerNorm, verifyLayerNorm, runLayerNorm});
   kernels.push_back(
       {OpCode::LayerNormGrad, verifyLayerNormGrad, runLayerNormGrad});
+  kernels.push_back({OpCode::BatchNorm, verifyBatchNorm, runBatchNorm});
+  kernels.push_back(
+      {OpCode::BatchNormGrad, verifyBatchNormGrad, runBatchNormGrad});
   kernels.push_back({OpCode::Embedding, verifyEmbedding, runEmbedding});
   kernels.push_back(
       {OpCode::EmbeddingGrad, verifyEmbeddingGrad, runEmbeddingGrad});

@@ -14,6 +14,7 @@ set(STRATA_RT_CPU_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/KernelsComm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsCopy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsCompress.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsSlice.cpp
   ${CMAKE_CURRENT_LIST_DIR}/VectorMath.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Compress.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CompressReference.cpp

@@ -316,7 +316,7 @@ Status orderPipelineSends(const Plan &plan,
   };
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
-    if (inst.has(kInPlace))
+    if (inst.info().waitsForSends())
       if (Status status = heldBack(i); !status.ok())
         return status;
     if (!inst.info().sends())
@@ -354,6 +354,10 @@ void CudaBackend::setStageRanks(const std::vector<int> &stageRanks) {
 
 void CudaBackend::setCompression(CompressionState *compression) {
   context_.compression = compression;
+}
+
+void CudaBackend::setEvaluation(bool evaluation) {
+  context_.evaluation = evaluation;
 }
 
 Status CudaBackend::orderAfterSends() {
@@ -406,7 +410,7 @@ Status CudaBackend::enqueue(size_t index) {
   // A send may still read a buffer that this update overwrites: the
   // update waits for the sends on the device, like the CPU executor's host
   // wait (finishSends).
-  if (inst.has(kInPlace) && !context_.pendingSends.empty())
+  if (inst.info().waitsForSends() && !context_.pendingSends.empty())
     if (Status status = orderAfterSends(); !status.ok())
       return Status::failure("instruction #" + std::to_string(index) + " (" +
                              inst.name() + "): " + status.message());

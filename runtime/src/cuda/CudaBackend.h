@@ -51,6 +51,7 @@ public:
                         const std::vector<Communicator *> &groups) override;
   void setStageRanks(const std::vector<int> &stageRanks) override;
   void setCompression(CompressionState *compression) override;
+  void setEvaluation(bool evaluation) override;
   Status upload(const std::vector<int64_t> &buffers) override;
   Status download(const std::vector<int64_t> &buffers) override;
   Status enqueue(size_t index) override;

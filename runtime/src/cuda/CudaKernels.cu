@@ -164,6 +164,7 @@ const std::vector<detail::CudaKernelEntry> &registry() {
     detail::appendAsyncCudaKernels(all);
     detail::appendCopyCudaKernels(all);
     detail::appendCompressCudaKernels(all);
+    detail::appendSliceCudaKernels(all);
     std::sort(all.begin(), all.end(),
               [](const detail::CudaKernelEntry &a,
                  const detail::CudaKernelEntry &b) { return a.op < b.op; });

@@ -113,6 +113,9 @@ struct CudaContext {
   /// Compressed activations (compress, decompress): the executor's sites
   /// (not owned); nullptr when the program has none.
   CompressionState *compression = nullptr;
+  /// Evaluation (inference mode): batch_norm normalises with its running
+  /// statistics and leaves them unchanged. As KernelContext::evaluation.
+  bool evaluation = false;
 };
 
 using CudaKernelFn = void (*)(CudaContext &ctx,

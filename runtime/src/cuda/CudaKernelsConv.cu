@@ -3,7 +3,8 @@
 // Part of the Strata runtime, which never includes an MLIR header.
 //
 // conv2d and its gradients lower to GEMMs (detail::gemm, so cuBLAS or
-// strataGemm) over im2col matrices in CudaContext::scratch, as on the CPU:
+// strataGemm; gemmBf16, cuBLAS on bf16 tensor cores, for a `bf16`
+// convolution) over im2col matrices in CudaContext::scratch, as on the CPU:
 // - conv2d: y[n] = W col[n], batched over as many images as scratch holds
 //   (W broadcast, stride 0);
 // - conv2d_grad_input: dcol[n] = W^T dy[n], then a gather col2im (one
@@ -204,6 +205,8 @@ size_t convScratch(const Descs &inputs, const Descs &, const OpAttrs &attrs) {
 
 void runConv(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
              const OpAttrs &attrs) {
+  // A bf16 convolution: cuBLAS on bf16-rounded operands, f32 sums.
+  auto *product = attrs.bf16 ? &gemmBf16 : &gemm;
   const Shape &ws = inputs[1].shape();
   Window g = makeWindow(inputs[0].shape(), ws[2], ws[3], attrs);
   const float *x = inputs[0].f32(), *w = inputs[1].f32();
@@ -213,8 +216,8 @@ void runConv(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   if (g.n == 0 || f == 0 || cols == 0)
     return;
   if (g.identity()) {
-    gemm(ctx, false, false, f, cols, k, 1.0f, w, k, 0, x, cols, xImage, 0.0f, y,
-         cols, yImage, g.n);
+    product(ctx, false, false, f, cols, k, 1.0f, w, k, 0, x, cols, xImage, 0.0f,
+            y, cols, yImage, g.n);
     return;
   }
   ScratchArena arena(ctx);
@@ -225,8 +228,8 @@ void runConv(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
     for (int64_t p0 = 0; p0 < cols; p0 += plan.width) {
       int64_t width = std::min(plan.width, cols - p0);
       im2col(ctx, x + n0 * xImage, g, images, p0, width, col);
-      gemm(ctx, false, false, f, width, k, 1.0f, w, k, 0, col, width, k * width,
-           0.0f, y + n0 * yImage + p0, cols, yImage, images);
+      product(ctx, false, false, f, width, k, 1.0f, w, k, 0, col, width,
+              k * width, 0.0f, y + n0 * yImage + p0, cols, yImage, images);
     }
   }
 }
@@ -244,6 +247,8 @@ size_t convGradInputScratch(const Descs &inputs, const Descs &outputs,
 
 void runConvGradInput(CudaContext &ctx, const Tensors &inputs,
                       const Tensors &outputs, const OpAttrs &attrs) {
+  // A bf16 convolution: cuBLAS on bf16-rounded operands, f32 sums.
+  auto *product = attrs.bf16 ? &gemmBf16 : &gemm;
   const Shape &ws = inputs[1].shape();
   Window g = makeWindow(outputs[0].shape(), ws[2], ws[3], attrs);
   const float *dy = inputs[0].f32(), *w = inputs[1].f32();
@@ -254,8 +259,8 @@ void runConvGradInput(CudaContext &ctx, const Tensors &inputs,
     return;
   if (g.identity()) {
     // dx[n] = W^T dy[n] (k == C, cols == H W).
-    gemm(ctx, true, false, k, cols, f, 1.0f, w, k, 0, dy, cols, yImage, 0.0f,
-         dx, cols, xImage, g.n);
+    product(ctx, true, false, k, cols, f, 1.0f, w, k, 0, dy, cols, yImage, 0.0f,
+            dx, cols, xImage, g.n);
     return;
   }
   ScratchArena arena(ctx);
@@ -265,8 +270,9 @@ void runConvGradInput(CudaContext &ctx, const Tensors &inputs,
     int64_t images = std::min(plan.images, g.n - n0);
     for (int64_t p0 = 0; p0 < cols; p0 += plan.width) {
       int64_t width = std::min(plan.width, cols - p0);
-      gemm(ctx, true, false, k, width, f, 1.0f, w, k, 0, dy + n0 * yImage + p0,
-           cols, yImage, 0.0f, dcol, width, k * width, images);
+      product(ctx, true, false, k, width, f, 1.0f, w, k, 0,
+              dy + n0 * yImage + p0, cols, yImage, 0.0f, dcol, width, k * width,
+              images);
       col2im(ctx, dcol, g, images, p0, width, p0 > 0, dx + n0 * xImage);
     }
   }
@@ -323,6 +329,8 @@ size_t convGradFilterScratch(const Descs &inputs, const Descs &outputs,
 
 void runConvGradFilter(CudaContext &ctx, const Tensors &inputs,
                        const Tensors &outputs, const OpAttrs &attrs) {
+  // A bf16 convolution: cuBLAS on bf16-rounded operands, f32 sums.
+  auto *product = attrs.bf16 ? &gemmBf16 : &gemm;
   const Shape &ws = outputs[0].shape();
   Window g = makeWindow(inputs[1].shape(), ws[2], ws[3], attrs);
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
@@ -351,9 +359,9 @@ void runConvGradFilter(CudaContext &ctx, const Tensors &inputs,
         im2col(ctx, x + n0 * xImage, g, count, 0, cols, col);
         b = col;
       }
-      gemm(ctx, false, true, f, k, cols, 1.0f, dy + n0 * yImage, cols, yImage,
-           b, cols, identity ? xImage : colFloats, 0.0f, partial, k, f * k,
-           count);
+      product(ctx, false, true, f, k, cols, 1.0f, dy + n0 * yImage, cols,
+              yImage, b, cols, identity ? xImage : colFloats, 0.0f, partial, k,
+              f * k, count);
       addPartialsKernel<<<gridFor(f * k), kThreads, 0, ctx.stream>>>(
           partial, count, f * k, n0 == 0, dw);
       STRATA_CUDA_CHECK_LAUNCH();
@@ -363,8 +371,8 @@ void runConvGradFilter(CudaContext &ctx, const Tensors &inputs,
   // One GEMM per image (or column range), accumulating into dw.
   if (identity) {
     for (int64_t n = 0; n < g.n; ++n)
-      gemm(ctx, false, true, f, k, cols, 1.0f, dy + n * yImage, cols, 0,
-           x + n * xImage, cols, 0, n == 0 ? 0.0f : 1.0f, dw, k, 0, 1);
+      product(ctx, false, true, f, k, cols, 1.0f, dy + n * yImage, cols, 0,
+              x + n * xImage, cols, 0, n == 0 ? 0.0f : 1.0f, dw, k, 0, 1);
     return;
   }
   ColumnPlan plan = planColumns(arena, 1, k, cols, "conv2d_grad_filter");
@@ -373,8 +381,8 @@ void runConvGradFilter(CudaContext &ctx, const Tensors &inputs,
     for (int64_t p0 = 0; p0 < cols; p0 += plan.width) {
       int64_t width = std::min(plan.width, cols - p0);
       im2col(ctx, x + n * xImage, g, 1, p0, width, col);
-      gemm(ctx, false, true, f, k, width, 1.0f, dy + n * yImage + p0, cols, 0,
-           col, width, 0, n == 0 && p0 == 0 ? 0.0f : 1.0f, dw, k, 0, 1);
+      product(ctx, false, true, f, k, width, 1.0f, dy + n * yImage + p0, cols,
+              0, col, width, 0, n == 0 && p0 == 0 ? 0.0f : 1.0f, dw, k, 0, 1);
     }
 }
 

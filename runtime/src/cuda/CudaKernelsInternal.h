@@ -267,6 +267,7 @@ void appendCommCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendAsyncCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendCopyCudaKernels(std::vector<CudaKernelEntry> &kernels);
 void appendCompressCudaKernels(std::vector<CudaKernelEntry> &kernels);
+void appendSliceCudaKernels(std::vector<CudaKernelEntry> &kernels);
 
 } // namespace strata::rt::cuda::detail
 

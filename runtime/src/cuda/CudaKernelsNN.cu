@@ -1,4 +1,4 @@
-//===- CudaKernelsNN.cu - softmax, layer norm, embeddings and losses ------===//
+//===- CudaKernelsNN.cu - softmax, layer/batch norm, embeddings, losses --===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
@@ -7,6 +7,7 @@
 // block, and reduce with the fixed-order warp/block sums of
 // CudaKernelsInternal.h. Reductions across rows never use atomics:
 // - dgamma/dbeta: per-row statistics in scratch, then two-pass column sums;
+// - batch_norm(_grad): one block per channel, block sums in double;
 // - losses: per-block partial sums in double over fixed ranges (the block
 //   count depends only on the shape), then one block adds them in order;
 // - embedding_grad: a stable radix sort of the ids (CUB) groups equal ids in
@@ -302,6 +303,142 @@ void runLayerNormGrad(CudaContext &ctx, const Tensors &inputs,
     sumChunks(ctx, partialG, chunks, h, dgamma);
     sumChunks(ctx, partialB, chunks, h, dbeta);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// batch_norm
+//===----------------------------------------------------------------------===//
+
+/// Element k of channel c of an [N, C, inner] tensor (k < N · inner).
+__device__ __forceinline__ int64_t channelIndex(int64_t c, int64_t k,
+                                                int64_t channels,
+                                                int64_t inner) {
+  return ((k / inner) * channels + c) * inner + k % inner;
+}
+
+/// One block per channel (grid-stride over channels): batch statistics in
+/// double with the block's fixed-order sums, as the CPU kernel computes
+/// them (same sums, another order).
+__global__ void
+batchNormKernel(const float *__restrict__ x, const float *__restrict__ gamma,
+                const float *__restrict__ beta, const float *runMean,
+                const float *runVar, float *__restrict__ y,
+                float *__restrict__ mean, float *__restrict__ invStd,
+                float *newMean, float *newVar, int64_t channels, int64_t inner,
+                int64_t m, double epsilon, double momentum, bool evaluation) {
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    double mu, rstd;
+    if (evaluation) {
+      mu = runMean[c];
+      rstd = 1.0 / sqrt((double)runVar[c] + epsilon);
+    } else {
+      double sum = 0;
+      for (int64_t k = threadIdx.x; k < m; k += blockDim.x)
+        sum += x[channelIndex(c, k, channels, inner)];
+      mu = groupSum<kThreads>(sum) / (double)m;
+      double squares = 0;
+      for (int64_t k = threadIdx.x; k < m; k += blockDim.x) {
+        double d = (double)x[channelIndex(c, k, channels, inner)] - mu;
+        squares += d * d;
+      }
+      squares = groupSum<kThreads>(squares);
+      rstd = 1.0 / sqrt(squares / (double)m + epsilon);
+      if (threadIdx.x == 0) {
+        // Read before written: the new statistics may be the old buffers.
+        double oldMean = runMean[c], oldVar = runVar[c];
+        newMean[c] = (float)((1 - momentum) * oldMean + momentum * mu);
+        newVar[c] = (float)((1 - momentum) * oldVar +
+                            momentum * squares / (double)(m - 1));
+      }
+    }
+    if (evaluation && threadIdx.x == 0 && newMean != runMean) {
+      newMean[c] = runMean[c];
+      newVar[c] = runVar[c];
+    }
+    if (threadIdx.x == 0) {
+      mean[c] = (float)mu;
+      invStd[c] = (float)rstd;
+    }
+    float alpha = (float)(gamma[c] * rstd);
+    float shift = (float)(beta[c] - mu * gamma[c] * rstd);
+    for (int64_t k = threadIdx.x; k < m; k += blockDim.x) {
+      int64_t i = channelIndex(c, k, channels, inner);
+      y[i] = x[i] * alpha + shift;
+    }
+  }
+}
+
+/// The [N, C, inner] view of a batch norm input.
+void channelShape(const Tensor &x, int64_t &channels, int64_t &inner,
+                  int64_t &m) {
+  channels = x.dim(1);
+  inner = 1;
+  for (int64_t i = 2; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  m = x.dim(0) * inner;
+}
+
+void runBatchNorm(CudaContext &ctx, const Tensors &inputs,
+                  const Tensors &outputs, const OpAttrs &attrs) {
+  int64_t channels, inner, m;
+  channelShape(inputs[0], channels, inner, m);
+  if (channels == 0 || m == 0)
+    return;
+  unsigned blocks = (unsigned)std::min<int64_t>(channels, kMaxBlocks);
+  batchNormKernel<<<blocks, kThreads, 0, ctx.stream>>>(
+      inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), inputs[3].f32(),
+      inputs[4].f32(), outputs[0].f32(), outputs[1].f32(), outputs[2].f32(),
+      outputs[3].f32(), outputs[4].f32(), channels, inner, m, attrs.epsilon,
+      attrs.momentum, ctx.evaluation);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+/// One block per channel: dbeta = Σ dy, dgamma = Σ dy x̂ (double), then
+/// dx = gamma inv_std (dy - dbeta / m - x̂ dgamma / m).
+__global__ void
+batchNormGradKernel(const float *__restrict__ dy, const float *__restrict__ x,
+                    const float *__restrict__ gamma,
+                    const float *__restrict__ mean,
+                    const float *__restrict__ invStd, float *__restrict__ dx,
+                    float *__restrict__ dgamma, float *__restrict__ dbeta,
+                    int64_t channels, int64_t inner, int64_t m) {
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    double mu = mean[c], rstd = invStd[c];
+    double sumDy = 0, sumDyX = 0;
+    for (int64_t k = threadIdx.x; k < m; k += blockDim.x) {
+      int64_t i = channelIndex(c, k, channels, inner);
+      double g = dy[i];
+      sumDy += g;
+      sumDyX += g * (((double)x[i] - mu) * rstd);
+    }
+    sumDy = groupSum<kThreads>(sumDy);
+    sumDyX = groupSum<kThreads>(sumDyX);
+    if (threadIdx.x == 0) {
+      dbeta[c] = (float)sumDy;
+      dgamma[c] = (float)sumDyX;
+    }
+    double meanDy = sumDy / (double)m, meanDyX = sumDyX / (double)m;
+    double scale = gamma[c] * rstd;
+    for (int64_t k = threadIdx.x; k < m; k += blockDim.x) {
+      int64_t i = channelIndex(c, k, channels, inner);
+      double xhat = ((double)x[i] - mu) * rstd;
+      dx[i] = (float)(scale * ((double)dy[i] - meanDy - xhat * meanDyX));
+    }
+  }
+}
+
+void runBatchNormGrad(CudaContext &ctx, const Tensors &inputs,
+                      const Tensors &outputs, const OpAttrs &) {
+  int64_t channels, inner, m;
+  channelShape(inputs[1], channels, inner, m);
+  if (channels == 0 || m == 0)
+    return;
+  unsigned blocks = (unsigned)std::min<int64_t>(channels, kMaxBlocks);
+  batchNormGradKernel<<<blocks, kThreads, 0, ctx.stream>>>(
+      inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), inputs[3].f32(),
+      inputs[4].f32(), outputs[0].f32(), outputs[1].f32(), outputs[2].f32(),
+      channels, inner, m);
+  STRATA_CUDA_CHECK_LAUNCH();
 }
 
 //===----------------------------------------------------------------------===//
@@ -766,6 +903,8 @@ void appendNNCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({OpCode::LayerNorm, runLayerNorm});
   kernels.push_back(
       {OpCode::LayerNormGrad, runLayerNormGrad, layerNormGradScratch});
+  kernels.push_back({OpCode::BatchNorm, runBatchNorm});
+  kernels.push_back({OpCode::BatchNormGrad, runBatchNormGrad});
   kernels.push_back({OpCode::Embedding, runEmbedding});
   kernels.push_back(
       {OpCode::EmbeddingGrad, runEmbeddingGrad, embeddingGradScratch});

@@ -13,4 +13,5 @@ set(STRATA_RT_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelsAsync.cu
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelsCopy.cu
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelsCompress.cu
+  ${CMAKE_CURRENT_LIST_DIR}/CudaKernelsSlice.cu
   )

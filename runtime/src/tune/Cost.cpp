@@ -7,6 +7,7 @@
 
 #include "strata-tune/Tune.h"
 
+#include "../cpu/GemmBf16Internal.h"
 #include "../cpu/GemmInternal.h"
 #include "strata-rt/ThreadPool.h"
 
@@ -88,6 +89,8 @@ double GemmMeasurer::measure(const GemmTiling &tiling, std::string *error) {
   Attrs attrs;
   attrs.numbers["transpose_a"] = I.problem.transA ? 1 : 0;
   attrs.numbers["transpose_b"] = I.problem.transB ? 1 : 0;
+  if (I.options.bf16)
+    attrs.numbers["bf16"] = 1;
   attrs.numbers["mc"] = (double)tiling.mc;
   attrs.numbers["nc"] = (double)tiling.nc;
   attrs.numbers["kc"] = (double)tiling.kc;
@@ -121,6 +124,17 @@ double GemmMeasurer::measure(const GemmTiling &tiling, std::string *error) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+int64_t bf16TileRows() {
+  detail::Bf16Isa isa = detail::defaultBf16Isa();
+  return isa == detail::Bf16Isa::Fallback ? 0
+                                          : detail::bf16DefaultTiling(isa).mr;
+}
+
+GemmTiling defaultCpuTiling(bool bf16) {
+  return bf16 ? detail::bf16DefaultTiling(detail::defaultBf16Isa())
+              : GemmTiling();
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,6 +7,8 @@
 
 #include "strata-tune/Tune.h"
 
+#include "strata-rt/Bf16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -158,7 +160,14 @@ TileSpace::TileSpace(const GemmProblem &problem, const SpaceOptions &options)
   levels_ = {std::max(2, options.levelsM), std::max(2, options.levelsN),
              std::max(1, options.levelsK)};
   bool cpu = options.target == TileTarget::Cpu;
-  padded_ = {padDim(problem.m, cpu ? 4 : 16), padDim(problem.n, 16),
+  int64_t alignM = cpu ? 4 : 16, alignN = 16;
+  if (cpu && options.bf16)
+    bf16Tile_ = bf16TileRows();
+  if (bf16Tile_) {
+    alignM = bf16Tile_;
+    alignN = 32;
+  }
+  padded_ = {padDim(problem.m, alignM), padDim(problem.n, alignN),
              padDim(problem.k, 1)};
   for (int d = 0; d < 3; ++d) {
     std::vector<int64_t> prefix;
@@ -246,18 +255,25 @@ bool TileSpace::isLegal(const TileState &s, std::string *why) const {
     return error.empty() ? true : fail(error);
   }
   GemmTiling t = cpuTiling(s);
-  std::string error = verifyGemmTiling(t);
+  // The bf16 GEMM's paths have one register tile each (32 columns).
+  std::string error = bf16Tile_
+                          ? (t.mr == bf16Tile_ && t.nr == 32
+                                 ? verifyGemmBf16Tiling(t)
+                                 : "the bf16 gemm's register tile here is " +
+                                       std::to_string(bf16Tile_) + "x32")
+                          : verifyGemmTiling(t);
   if (!error.empty())
     return fail(error);
   if (t.kc < std::min(problem_.k, options_.minKc))
     return fail("kc=" + std::to_string(t.kc) + " below min(k, " +
                 std::to_string(options_.minKc) + ")");
   const CacheSizes &c = options_.caches;
-  if (t.kc * t.nr * 4 > c.l1)
+  const int64_t bytes = bf16Tile_ ? 2 : 4; // of a packed element
+  if (t.kc * t.nr * bytes > c.l1)
     return fail("kc x nr panel of B exceeds L1");
-  if (t.mc * t.kc * 4 > c.l2 / 2)
+  if (t.mc * t.kc * bytes > c.l2 / 2)
     return fail("mc x kc block of A exceeds half of L2");
-  if (t.kc * t.nc * 4 > c.l3 / 2)
+  if (t.kc * t.nc * bytes > c.l3 / 2)
     return fail("kc x nc block of B exceeds half of L3");
   return true;
 }
@@ -290,7 +306,7 @@ std::vector<Move> TileSpace::moves(const TileState &s) const {
 TileState TileSpace::initialState(bool *found) const {
   std::array<int64_t, 5> target;
   if (options_.target == TileTarget::Cpu) {
-    GemmTiling d;
+    GemmTiling d = defaultCpuTiling(options_.bf16);
     target = {d.mc, d.nc, d.kc, d.mr, d.nr};
   } else {
     CudaTiling d;

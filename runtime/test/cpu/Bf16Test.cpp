@@ -208,6 +208,8 @@ struct Bf16Case {
   float alpha = 1.0f, beta = 0.0f;
   int64_t padA = 0, padB = 0, padC = 0;
   bool f32A = false, f32B = false; // pass f32 inputs (rounded while packing)
+  bool tiled = false;              // block with `tiling` (else the defaults)
+  GemmTiling tiling;
 };
 
 std::string describe(const Bf16Case &c, Bf16Isa isa, int threads) {
@@ -217,6 +219,12 @@ std::string describe(const Bf16Case &c, Bf16Isa isa, int threads) {
          " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " f32A=" + std::to_string(c.f32A) +
          " f32B=" + std::to_string(c.f32B) +
+         (c.tiled ? " tiling=" + std::to_string(c.tiling.mc) + "," +
+                        std::to_string(c.tiling.nc) + "," +
+                        std::to_string(c.tiling.kc) + "," +
+                        std::to_string(c.tiling.mr) + "x" +
+                        std::to_string(c.tiling.nr)
+                  : std::string()) +
          " threads=" + std::to_string(threads);
 }
 
@@ -265,7 +273,10 @@ int64_t countBad(const Bf16Case &c, const Bf16Data &d,
   auto opB = [&](int64_t p, int64_t j) {
     return (double)bf16ToF32(c.tb ? d.bh[j * d.ldb + p] : d.bh[p * d.ldb + j]);
   };
-  const double nEff = double(c.k + 2 * ((c.k + 255) / 256) + 2);
+  // Every kc slice folds into C once: kc is at least 256 by default, at
+  // least the tiling's kc when tiled.
+  const int64_t kc = c.tiled ? std::min<int64_t>(256, c.tiling.kc) : 256;
+  const double nEff = double(c.k + 2 * ((c.k + kc - 1) / kc) + 2);
   const double tol = (nEff + 1) * kUnitRoundoff;
   int64_t bad = 0;
   for (int64_t i = 0; i < c.m; ++i) {
@@ -305,7 +316,8 @@ std::vector<float> runGemm(Bf16Isa isa, ThreadPool *pool, const Bf16Case &c,
   Bf16Operand b = c.f32B ? Bf16Operand::f32(d.b.data(), d.ldb)
                          : Bf16Operand::bf16(d.bh.data(), d.ldb);
   detail::gemmBf16WithIsa(isa, pool, c.ta, c.tb, c.m, c.n, c.k, c.alpha, a, b,
-                          c.beta, out.data(), d.ldc);
+                          c.beta, out.data(), d.ldc,
+                          c.tiled ? &c.tiling : nullptr);
   return out;
 }
 
@@ -410,13 +422,14 @@ TEST(GemmBf16, LeadingDimensionsAndF32Inputs) {
 }
 
 // f32 inputs give exactly the bits of their bf16 roundings (k = 1100: a
-// whole kc slice of 1024 and a remainder of 76).
+// whole kc slice of 1024 and a remainder of 76; k = 37: odd, so the
+// transposed f32 packers take their element loops).
 TEST(GemmBf16, F32InputsMatchBf16Inputs) {
   Random rng(24);
   for (Bf16Isa isa : gemmIsas()) {
-    for (int trans = 0; trans < 4; ++trans) {
+    for (int trans = 0; trans < 8; ++trans) {
       Bf16Case c;
-      c.m = 70, c.n = 90, c.k = 1100;
+      c.m = 70, c.n = 90, c.k = trans & 4 ? 37 : 1100;
       c.ta = trans & 1, c.tb = trans & 2;
       Bf16Data d = makeData(c, rng);
       ThreadPool pool(2);
@@ -426,6 +439,51 @@ TEST(GemmBf16, F32InputsMatchBf16Inputs) {
           << describe(c, isa, 2);
     }
   }
+}
+
+// The cache blocks of a tiling (the plan's attributes, strata-tune's search)
+// apply on every path with the path's own register tile: mc rounded down to
+// its mr, kc up to its k group (kc = 40 -> 64 on AMX), an f32 register tile
+// for the fallback. Results stay within the bound (with the tiling's kc) and
+// do not depend on the thread count.
+TEST(GemmBf16, Tilings) {
+  const GemmTiling tilings[] = {
+      {64, 64, 64, 32, 32},   // AMX's tile, small blocks
+      {96, 256, 128, 12, 32}, // AVX512-BF16's tile
+      {36, 96, 40, 12, 32},   // mc below AMX's mr, kc off every k group
+      {48, 64, 30, 8, 16},    // an f32 tile (the fallback's)
+  };
+  Random rng(28);
+  for (Bf16Isa isa : gemmIsas())
+    for (const GemmTiling &t : tilings)
+      for (int variant = 0; variant < 8; ++variant) {
+        Bf16Case c;
+        c.m = 100, c.n = 130, c.k = 300;
+        c.ta = variant & 1, c.tb = variant & 2;
+        c.f32A = c.f32B = variant & 4;
+        c.beta = 0.5f;
+        c.tiled = true, c.tiling = t;
+        ASSERT_EQ(verifyGemmBf16Tiling(t), "");
+        checkCase(isa, c, rng);
+      }
+}
+
+TEST(GemmBf16, VerifyTiling) {
+  EXPECT_EQ(verifyGemmBf16Tiling({256, 2048, 1024, 32, 32}), "");
+  EXPECT_EQ(verifyGemmBf16Tiling({96, 2048, 512, 12, 32}), "");
+  EXPECT_EQ(verifyGemmBf16Tiling(GemmTiling()), "");
+  EXPECT_NE(verifyGemmTiling({256, 2048, 1024, 32, 32}), "");
+  EXPECT_NE(verifyGemmBf16Tiling({256, 2048, 1024, 32, 16})
+                .find("unsupported bf16 gemm register tile mr x nr = 32x16"),
+            std::string::npos);
+  EXPECT_NE(verifyGemmBf16Tiling({100, 2048, 1024, 32, 32})
+                .find("mc=100 must be a multiple of mr=32"),
+            std::string::npos);
+  EXPECT_NE(verifyGemmBf16Tiling({0, 2048, 1024, 32, 32}), "");
+  // The default blocking of each path is a valid tiling.
+  for (Bf16Isa isa : gemmIsas())
+    EXPECT_EQ(verifyGemmBf16Tiling(detail::bf16DefaultTiling(isa)), "")
+        << detail::bf16IsaName(isa);
 }
 
 // beta == 0 must not read C; alpha == 0 and k == 0 reduce to C = beta C.

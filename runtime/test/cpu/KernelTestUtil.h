@@ -115,7 +115,7 @@ inline void runKernel(const std::string &name,
                       const std::vector<HostTensor *> &inputs,
                       const std::vector<HostTensor *> &outputs,
                       const Attrs &attrs = {}, int threads = 1,
-                      GemmTiling tiling = {}) {
+                      GemmTiling tiling = {}, bool evaluation = false) {
   const OpKernel *kernel = lookupKernel(name);
   ASSERT_NE(kernel, nullptr) << name;
   std::string error = kernel->verify(descs(inputs), descs(outputs), attrs);
@@ -129,6 +129,7 @@ inline void runKernel(const std::string &name,
   ASSERT_EQ(decodeAttrs(kernel->op, attrs, typed), "") << name;
   ThreadPool pool(threads);
   KernelContext ctx{pool, tiling};
+  ctx.evaluation = evaluation;
   kernel->run(ctx, in, out, typed);
 }
 

@@ -94,6 +94,46 @@ TEST(KernelsBackward, LayerNormGrad) {
       kRtol, kAtol, "layer_norm_grad dbeta");
 }
 
+/// The batch statistics depend on the input: dx must be the gradient of the
+/// whole training-mode batch norm (finite differences of the reference,
+/// whose batch statistics move with the input).
+TEST(KernelsBackward, BatchNormGrad) {
+  Random rng(341);
+  for (Shape s : {Shape{3, 2, 4, 5}, Shape{6, 5}}) {
+    int64_t c = s[1];
+    HostTensor x = rng.tensor(s, 2.0f), g = rng.tensor({c}),
+               b = rng.tensor({c}), dy = rng.tensor(s);
+    double eps = 1e-5;
+    Vec xv = x.asDouble(), gv = g.asDouble(), bv = b.asDouble(), mu, var;
+    ref::batchStats(xv, s, mu, var);
+    HostTensor mean = f32({c}), istd = f32({c});
+    for (int64_t ch = 0; ch < c; ++ch) {
+      mean.f[ch] = (float)mu[ch];
+      istd.f[ch] = (float)(1 / std::sqrt(var[ch] + eps));
+    }
+    HostTensor dx = f32(s), dg = f32({c}), db = f32({c});
+    runKernel("batch_norm_grad", {&dy, &x, &g, &mean, &istd}, {&dx, &dg, &db});
+    expectClose(
+        dx.f,
+        numericGradient(
+            [&](const Vec &v) { return ref::batchNorm(v, s, gv, bv, eps); }, xv,
+            dy.asDouble()),
+        kRtol, kAtol, "batch_norm_grad dx");
+    expectClose(
+        dg.f,
+        numericGradient(
+            [&](const Vec &v) { return ref::batchNorm(xv, s, v, bv, eps); }, gv,
+            dy.asDouble()),
+        kRtol, kAtol, "batch_norm_grad dgamma");
+    expectClose(
+        db.f,
+        numericGradient(
+            [&](const Vec &v) { return ref::batchNorm(xv, s, gv, v, eps); }, bv,
+            dy.asDouble()),
+        kRtol, kAtol, "batch_norm_grad dbeta");
+  }
+}
+
 TEST(KernelsBackward, BiasAddGrad) {
   Random rng(35);
   struct Case {

@@ -90,6 +90,11 @@ std::vector<Config> configs() {
                 {{256, 192}, {192}, {192}},
                 none});
   cs.push_back(
+      {"batch_norm_grad",
+       {t({16, 64, 12, 12}), t({16, 64, 12, 12}), t({64}), t({64}), t({64})},
+       {{16, 64, 12, 12}, {64}, {64}},
+       none});
+  cs.push_back(
       {"embedding", {t({1000, 64}), ids({2000}, 1000)}, {{2000, 64}}, none});
   cs.push_back(
       {"embedding_grad", {t({4000, 64}), ids({4000}, 300)}, {{300, 64}}, none});

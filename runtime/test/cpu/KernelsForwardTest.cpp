@@ -12,6 +12,7 @@
 #include "ReferenceOps.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -20,6 +21,8 @@ namespace {
 
 constexpr double kRtol = 1e-5;
 constexpr double kAtol = 1e-6;
+
+using ref::Vec;
 
 TEST(KernelRegistry, EveryPlanOpHasAKernel) {
   // The op table of docs/plan-format.md: name, inputs, outputs.
@@ -49,6 +52,12 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"gelu_grad", 2, 1},
       {"softmax_grad", 2, 1},
       {"layer_norm_grad", 3, 3},
+      {"batch_norm", 5, 5},
+      {"batch_norm_grad", 5, 3},
+      {"slice", 1, 1},
+      {"slice_grad", 1, 1},
+      // Any number of inputs (-1).
+      {"concat", -1, 1},
       {"bias_add_grad", 1, 1},
       {"embedding_grad", 2, 1},
       {"position_embedding_grad", 1, 1},
@@ -90,12 +99,15 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
   EXPECT_EQ(all.size(), std::size(ops));
   for (size_t i = 1; i < all.size(); ++i)
     EXPECT_LT(std::string(all[i - 1]->name()), std::string(all[i]->name()));
-  // Only the optimizer updates write in place, into the buffers they update.
+  // Only the optimizer updates and batch_norm (its running statistics)
+  // write in place, into the buffers they update.
   for (const OpKernel *k : all)
     if (std::string(k->name()) == "sgd_update")
       EXPECT_EQ(k->info().inPlace, (std::vector<int>{0, 2}));
     else if (std::string(k->name()) == "adam_update")
       EXPECT_EQ(k->info().inPlace, (std::vector<int>{0, 2, 3}));
+    else if (std::string(k->name()) == "batch_norm")
+      EXPECT_EQ(k->info().inPlace, (std::vector<int>{-1, -1, -1, 3, 4}));
     else
       EXPECT_TRUE(k->info().inPlace.empty()) << k->name();
   for (const OpKernel *k : all)
@@ -232,6 +244,109 @@ TEST(KernelsForward, LayerNorm) {
   expectClose(y.f,
               ref::layerNorm(x.asDouble(), s, g.asDouble(), b.asDouble(), 1e-5),
               1e-4, 1e-5, "layer_norm");
+}
+
+/// Training mode: the batch statistics normalise, are saved, and update the
+/// running statistics in place (unbiased variance, momentum 0.1); the
+/// result does not depend on the thread count.
+TEST(KernelsForward, BatchNormTraining) {
+  Random rng(171);
+  Shape s{4, 3, 5, 6};
+  HostTensor x = rng.tensor(s, 2.0f), g = rng.tensor({3}), b = rng.tensor({3}),
+             rm = rng.tensor({3}), rv = rng.tensor({3});
+  for (float &v : x.f)
+    v += 3.0f; // a mean far from zero
+  for (float &v : rv.f)
+    v = 0.5f + std::fabs(v);
+  Vec rm0 = rm.asDouble(), rv0 = rv.asDouble();
+  HostTensor y = f32(s), mean = f32({3}), istd = f32({3});
+  double eps = 1e-5, momentum = 0.1;
+  Attrs attrs = makeAttrs({{"epsilon", eps}, {"momentum", momentum}});
+  runKernel("batch_norm", {&x, &g, &b, &rm, &rv}, {&y, &mean, &istd, &rm, &rv},
+            attrs);
+  Vec mu, var;
+  ref::batchStats(x.asDouble(), s, mu, var);
+  expectClose(y.f,
+              ref::batchNorm(x.asDouble(), s, g.asDouble(), b.asDouble(), eps),
+              1e-4, 1e-5, "batch_norm y");
+  Vec wantIstd(3), wantRm(3), wantRv(3);
+  double m = 4 * 5 * 6;
+  for (int c = 0; c < 3; ++c) {
+    wantIstd[c] = 1 / std::sqrt(var[c] + eps);
+    wantRm[c] = 0.9 * rm0[c] + 0.1 * mu[c];
+    wantRv[c] = 0.9 * rv0[c] + 0.1 * var[c] * m / (m - 1);
+  }
+  expectClose(mean.f, mu, kRtol, kAtol, "batch_norm mean");
+  expectClose(istd.f, wantIstd, kRtol, kAtol, "batch_norm inv_std");
+  expectClose(rm.f, wantRm, kRtol, kAtol, "batch_norm running_mean");
+  expectClose(rv.f, wantRv, kRtol, kAtol, "batch_norm running_var");
+  // Two threads: the same bits.
+  HostTensor rm2 = f32({3}), rv2 = f32({3}), y2 = f32(s), mean2 = f32({3}),
+             istd2 = f32({3});
+  for (int c = 0; c < 3; ++c) {
+    rm2.f[c] = (float)rm0[c];
+    rv2.f[c] = (float)rv0[c];
+  }
+  runKernel("batch_norm", {&x, &g, &b, &rm2, &rv2},
+            {&y2, &mean2, &istd2, &rm2, &rv2}, attrs, /*threads=*/2);
+  EXPECT_EQ(y2.f, y.f);
+  EXPECT_EQ(rv2.f, rv.f);
+}
+
+/// Evaluation: the running statistics normalise and stay unchanged.
+TEST(KernelsForward, BatchNormEvaluation) {
+  Random rng(172);
+  Shape s{2, 4, 3};
+  HostTensor x = rng.tensor(s, 2.0f), g = rng.tensor({4}), b = rng.tensor({4}),
+             rm = rng.tensor({4}), rv = rng.tensor({4});
+  for (float &v : rv.f)
+    v = 0.5f + std::fabs(v);
+  std::vector<float> rmBefore = rm.f, rvBefore = rv.f;
+  HostTensor y = f32(s), mean = f32({4}), istd = f32({4});
+  runKernel("batch_norm", {&x, &g, &b, &rm, &rv}, {&y, &mean, &istd, &rm, &rv},
+            makeAttrs({{"epsilon", 1e-5}}), 1, GemmTiling{},
+            /*evaluation=*/true);
+  expectClose(y.f,
+              ref::batchNormWith(x.asDouble(), s, g.asDouble(), b.asDouble(),
+                                 rm.asDouble(), rv.asDouble(), 1e-5),
+              1e-4, 1e-5, "batch_norm evaluation");
+  EXPECT_EQ(rm.f, rmBefore);
+  EXPECT_EQ(rv.f, rvBefore);
+  EXPECT_EQ(mean.f, rmBefore);
+}
+
+/// slice copies a range of one dimension; concat of the slices of a tensor
+/// along that dimension gives the tensor back; slice_grad puts a range in a
+/// zero tensor. Pure copies: exact.
+TEST(KernelsForward, SliceConcatSliceGrad) {
+  Random rng(173);
+  Shape s{3, 7, 4};
+  HostTensor x = rng.tensor(s);
+  HostTensor a = f32({3, 2, 4}), b = f32({3, 5, 4});
+  runKernel("slice", {&x}, {&a},
+            makeAttrs({{"axis", 1}, {"offset", 0}, {"size", 2}}));
+  runKernel("slice", {&x}, {&b},
+            makeAttrs({{"axis", 1}, {"offset", 2}, {"size", 5}}));
+  expectClose(a.f, ref::slice(x.asDouble(), s, 1, 0, 2), 0, 0, "slice");
+  expectClose(b.f, ref::slice(x.asDouble(), s, 1, 2, 5), 0, 0, "slice");
+  HostTensor joined = f32(s);
+  runKernel("concat", {&a, &b}, {&joined}, makeAttrs({{"axis", 1}}), 2);
+  EXPECT_EQ(joined.f, x.f);
+  HostTensor grad = f32(s);
+  std::fill(grad.f.begin(), grad.f.end(), 7.0f); // overwritten with zeros
+  runKernel("slice_grad", {&b}, {&grad},
+            makeAttrs({{"axis", 1}, {"offset", 2}}));
+  expectClose(
+      grad.f,
+      [&] {
+        Vec want = x.asDouble();
+        for (int64_t o = 0; o < 3; ++o)
+          for (int64_t r = 0; r < 2; ++r)
+            for (int64_t i = 0; i < 4; ++i)
+              want[(o * 7 + r) * 4 + i] = 0;
+        return want;
+      }(),
+      0, 0, "slice_grad");
 }
 
 TEST(KernelsForward, EmbeddingWithRepeatedIds) {

@@ -178,12 +178,13 @@ TEST(KernelsFused, EveryGemmPathAppliesTheEpilogueOnce) {
           detail::Bf16Isa::Amx}) {
       if (!detail::bf16IsaSupported(isa))
         continue;
-      check(detail::bf16IsaName(isa), [&](float *c,
-                                          const detail::GemmEpilogue *e) {
-        detail::gemmBf16WithIsa(isa, &pool, false, false, m, n, k, 1.0f,
-                                Bf16Operand::f32(a.f.data(), k),
-                                Bf16Operand::f32(b.f.data(), n), 0.0f, c, n, e);
-      });
+      check(detail::bf16IsaName(isa),
+            [&](float *c, const detail::GemmEpilogue *e) {
+              detail::gemmBf16WithIsa(isa, &pool, false, false, m, n, k, 1.0f,
+                                      Bf16Operand::f32(a.f.data(), k),
+                                      Bf16Operand::f32(b.f.data(), n), 0.0f, c,
+                                      n, nullptr, e);
+            });
     }
   }
 }

@@ -72,6 +72,41 @@ TEST(KernelsVerify, ShapeMismatch) {
   EXPECT_EQ(verifyMessage("layer_norm", {desc({2, 8}), desc({7}), desc({8})},
                           {desc({2, 8})}),
             "input #1 must have shape [8], got [7]");
+  EXPECT_EQ(
+      verifyMessage(
+          "batch_norm",
+          {desc({2, 8, 3, 3}), desc({8}), desc({8}), desc({7}), desc({8})},
+          {desc({2, 8, 3, 3}), desc({8}), desc({8}), desc({8}), desc({8})}),
+      "input #3 must have shape [8], got [7]");
+  EXPECT_EQ(
+      verifyMessage("batch_norm",
+                    {desc({1, 8}), desc({8}), desc({8}), desc({8}), desc({8})},
+                    {desc({1, 8}), desc({8}), desc({8}), desc({8}), desc({8})}),
+      "input #0 [1, 8] has one value per channel; batch normalisation "
+      "needs more");
+  EXPECT_EQ(
+      verifyMessage("batch_norm",
+                    {desc({2, 8}), desc({8}), desc({8}), desc({8}), desc({8})},
+                    {desc({2, 8}), desc({8}), desc({8}), desc({8}), desc({8})},
+                    makeAttrs({{"momentum", 1.5}})),
+      "attribute 'momentum' must lie in [0, 1], got 1.5");
+  EXPECT_EQ(verifyMessage("batch_norm_grad",
+                          {desc({2, 8, 3}), desc({2, 8, 4}), desc({8}),
+                           desc({8}), desc({8})},
+                          {desc({2, 8, 4}), desc({8}), desc({8})}),
+            "input #0 must have shape [2, 8, 4], got [2, 8, 3]");
+  EXPECT_EQ(verifyMessage("slice", {desc({2, 8})}, {desc({2, 4})},
+                          makeAttrs({{"axis", 1}, {"offset", 6}, {"size", 4}})),
+            "range [6, 10) of dimension 1 does not fit [2, 8]");
+  EXPECT_EQ(verifyMessage("slice", {desc({2, 8})}, {desc({2, 4})},
+                          makeAttrs({{"axis", 2}, {"offset", 0}, {"size", 4}})),
+            "attribute 'axis' must be an integer in [0, 1], got 2");
+  EXPECT_EQ(verifyMessage("concat", {desc({2, 3}), desc({3, 3})},
+                          {desc({2, 6})}, makeAttrs({{"axis", 1}})),
+            "input #1 must have shape [2, 3], got [3, 3]");
+  EXPECT_EQ(verifyMessage("concat", {desc({2, 3}), desc({2, 3})},
+                          {desc({2, 7})}, makeAttrs({{"axis", 1}})),
+            "output #0 has 7 entries in dimension 1, the inputs together 6");
   EXPECT_EQ(verifyMessage("reshape", {desc({2, 3})}, {desc({7})}),
             "output #0 must have 6 elements like input #0, got shape [7]");
   EXPECT_EQ(verifyMessage("flatten", {desc({2, 3, 4})}, {desc({6, 4})}),

@@ -112,6 +112,70 @@ inline Vec layerNorm(const Vec &x, const Shape &s, const Vec &gamma,
   return y;
 }
 
+/// Batch statistics of x [N, C, d...] per channel: mean and biased
+/// variance over the N · Π d values.
+inline void batchStats(const Vec &x, const Shape &s, Vec &mean, Vec &var) {
+  int64_t n = s[0], c = s[1], inner = 1;
+  for (size_t i = 2; i < s.size(); ++i)
+    inner *= s[i];
+  mean.assign(c, 0.0);
+  var.assign(c, 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < inner; ++i)
+        mean[ch] += x[(b * c + ch) * inner + i];
+  for (double &m : mean)
+    m /= (double)(n * inner);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < inner; ++i) {
+        double d = x[(b * c + ch) * inner + i] - mean[ch];
+        var[ch] += d * d;
+      }
+  for (double &v : var)
+    v /= (double)(n * inner);
+}
+
+/// Batch normalisation of x [N, C, d...] with per-channel `mean` and `var`
+/// (the batch's in training mode, the running ones in evaluation).
+inline Vec batchNormWith(const Vec &x, const Shape &s, const Vec &gamma,
+                         const Vec &beta, const Vec &mean, const Vec &var,
+                         double eps) {
+  int64_t c = s[1], inner = 1;
+  for (size_t i = 2; i < s.size(); ++i)
+    inner *= s[i];
+  Vec y(x.size());
+  for (size_t e = 0; e < x.size(); ++e) {
+    int64_t ch = (e / inner) % c;
+    y[e] = (x[e] - mean[ch]) / std::sqrt(var[ch] + eps) * gamma[ch] + beta[ch];
+  }
+  return y;
+}
+
+/// Training-mode batch normalisation (the batch's own statistics).
+inline Vec batchNorm(const Vec &x, const Shape &s, const Vec &gamma,
+                     const Vec &beta, double eps) {
+  Vec mean, var;
+  batchStats(x, s, mean, var);
+  return batchNormWith(x, s, gamma, beta, mean, var, eps);
+}
+
+/// x[..., offset : offset + size, ...] along dimension `axis`.
+inline Vec slice(const Vec &x, const Shape &s, int64_t axis, int64_t offset,
+                 int64_t size) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d)
+    inner *= s[d];
+  Vec y;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = offset; r < offset + size; ++r)
+      for (int64_t i = 0; i < inner; ++i)
+        y.push_back(x[(o * s[axis] + r) * inner + i]);
+  return y;
+}
+
 inline Vec embedding(const Vec &table, int64_t h,
                      const std::vector<int32_t> &ids) {
   Vec y(ids.size() * h);

@@ -27,6 +27,7 @@ strata_add_cpu_test(StrataKernelsTests
   ${CMAKE_CURRENT_LIST_DIR}/KernelsFusedTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsVerifyTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsDeterminismTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsBf16Test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/VectorMathTest.cpp)
 strata_add_cpu_test(StrataCompressTests
   ${CMAKE_CURRENT_LIST_DIR}/CompressTest.cpp)

@@ -276,6 +276,9 @@ struct Case {
   double atol = kAtol;
   /// Results must match bitwise (gathers, copies, selections).
   bool exact = false;
+  /// Run in evaluation mode (KernelContext::evaluation: batch_norm with its
+  /// running statistics).
+  bool evaluation = false;
 
   std::string name() const { return op + " (" + label + ")"; }
 };
@@ -462,6 +465,46 @@ std::vector<Case> makeCases() {
       {t({2, 1500}), rng.f32({2, 1500}, -2, 3), t({1500})},
       {desc({2, 1500}), desc({1500}), desc({1500})});
 
+  // batch_norm (training and evaluation) and its gradient; the running
+  // variance and inverse deviation are positive.
+  add("batch_norm", "4x3x5x6",
+      {rng.f32({4, 3, 5, 6}, -2, 3), t({3}), t({3}), t({3}),
+       rng.f32({3}, 0.5, 2)},
+      {desc({4, 3, 5, 6}), desc({3}), desc({3}), desc({3}), desc({3})},
+      attrs({{"epsilon", 1e-5}, {"momentum", 0.1}}));
+  add("batch_norm", "2x70 (rank 2)",
+      {rng.f32({2, 70}, -2, 3), t({70}), t({70}), t({70}),
+       rng.f32({70}, 0.5, 2)},
+      {desc({2, 70}), desc({70}), desc({70}), desc({70}), desc({70})});
+  add("batch_norm", "8x5x20x20 evaluation",
+      {rng.f32({8, 5, 20, 20}, -2, 3), t({5}), t({5}), t({5}),
+       rng.f32({5}, 0.5, 2)},
+      {desc({8, 5, 20, 20}), desc({5}), desc({5}), desc({5}), desc({5})})
+      .evaluation = true;
+  add("batch_norm_grad", "4x3x5x6",
+      {t({4, 3, 5, 6}), rng.f32({4, 3, 5, 6}, -2, 3), t({3}), t({3}),
+       rng.f32({3}, 0.5, 2)},
+      {desc({4, 3, 5, 6}), desc({3}), desc({3})});
+  add("batch_norm_grad", "16x8x17x17",
+      {t({16, 8, 17, 17}), rng.f32({16, 8, 17, 17}, -2, 3), t({8}), t({8}),
+       rng.f32({8}, 0.5, 2)},
+      {desc({16, 8, 17, 17}), desc({8}), desc({8})})
+      .atol = kLongSumAtol;
+
+  // slice, slice_grad and concat: pure copies, bit for bit.
+  add("slice", "middle axis", {t({3, 10, 5})}, {desc({3, 4, 5})},
+      attrs({{"axis", 1}, {"offset", 3}, {"size", 4}}))
+      .exact = true;
+  add("slice", "last axis", {t({6, 48})}, {desc({6, 16})},
+      attrs({{"axis", 1}, {"offset", 32}, {"size", 16}}))
+      .exact = true;
+  add("slice_grad", "middle axis", {t({3, 4, 5})}, {desc({3, 10, 5})},
+      attrs({{"axis", 1}, {"offset", 3}}))
+      .exact = true;
+  add("concat", "three inputs", {t({2, 3, 4}), t({2, 1, 4}), t({2, 5, 4})},
+      {desc({2, 9, 4})}, attrs({{"axis", 1}}))
+      .exact = true;
+
   // Embeddings.
   add("embedding", "h 12 (vector)", {t({17, 12}), rng.ids({3, 5}, 17)},
       {desc({3, 5, 12})})
@@ -523,6 +566,25 @@ std::vector<Case> makeCases() {
     add("conv2d", c.label, {t(c.x), t(c.w)}, {desc(y)}, a);
     add("conv2d_grad_input", c.label, {t(y), t(c.w)}, {desc(c.x)}, a);
     add("conv2d_grad_filter", c.label, {t(y), t(c.x)}, {desc(c.w)}, a);
+  }
+  // bf16 convolutions (--strata-mixed-precision) against the CPU's bf16
+  // im2col GEMMs, with the bf16 matmuls' tolerance.
+  for (const ConvConfig &c : {convs[0], convs[3]}) {
+    Shape y = {c.x[0], c.w[0],
+               outSize(c.x[2], c.w[2], c.strides[0], c.padding[0]),
+               outSize(c.x[3], c.w[3], c.strides[1], c.padding[1])};
+    Attrs a =
+        attrs({{"bf16", 1}}, {{"strides", c.strides}, {"padding", c.padding}});
+    // (add returns a reference into a growing vector: use it at once.)
+    auto loosen = [](Case &bf16) {
+      bf16.rtol = 1e-2;
+      bf16.atol = 5e-2;
+    };
+    loosen(add("conv2d", "bf16 " + c.label, {t(c.x), t(c.w)}, {desc(y)}, a));
+    loosen(add("conv2d_grad_input", "bf16 " + c.label, {t(y), t(c.w)},
+               {desc(c.x)}, a));
+    loosen(add("conv2d_grad_filter", "bf16 " + c.label, {t(y), t(c.x)},
+               {desc(c.w)}, a));
   }
 
   // Pooling.
@@ -613,15 +675,17 @@ std::vector<HostTensor> runCpu(const Case &c) {
   std::vector<Tensor> in, out;
   for (HostTensor &t : inputs)
     in.push_back(t.view());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    out.push_back(kernel.info().inPlace.empty() ? outputs[i].view()
-                                                : in[kernel.info().inPlace[i]]);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int updated = kernel.info().inPlaceInput(i);
+    out.push_back(updated < 0 ? outputs[i].view() : in[updated]);
+  }
   ThreadPool pool(2);
   KernelContext ctx{pool, GemmTiling{}};
+  ctx.evaluation = c.evaluation;
   kernel.run(ctx, in, out, typed(c.op, c.attrs));
-  if (!kernel.info().inPlace.empty())
-    for (size_t i = 0; i < outputs.size(); ++i)
-      outputs[i] = inputs[kernel.info().inPlace[i]];
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (int updated = kernel.info().inPlaceInput(i); updated >= 0)
+      outputs[i] = inputs[updated];
   return outputs;
 }
 
@@ -647,8 +711,8 @@ std::vector<HostTensor> runGpu(const Case &c, const GpuOptions &options) {
     in.push_back(Tensor{buffers.back().get(), t.desc});
   }
   for (size_t i = 0; i < c.outputs.size(); ++i) {
-    if (!kernel.info().inPlace.empty()) {
-      out.push_back(in[kernel.info().inPlace[i]]);
+    if (int updated = kernel.info().inPlaceInput(i); updated >= 0) {
+      out.push_back(in[updated]);
       continue;
     }
     size_t bytes = c.outputs[i].numel() * 4;
@@ -669,6 +733,7 @@ std::vector<HostTensor> runGpu(const Case &c, const GpuOptions &options) {
   ctx.tiling = options.tiling;
   ctx.scratch = scratch.get();
   ctx.scratchBytes = wantedScratch;
+  ctx.evaluation = c.evaluation;
   fn(ctx, in, out, typed(c.op, c.attrs));
   check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
   std::vector<HostTensor> results;

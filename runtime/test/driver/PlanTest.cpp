@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <set>
@@ -387,6 +388,16 @@ TEST_F(PlanRejection, IdsNotConsecutive) {
 TEST_F(PlanRejection, UnknownDType) {
   plan["buffers"][0]["dtype"] = "f16";
   expectRejected("buffers[0].dtype: unknown dtype \"f16\"");
+}
+
+// bf16 buffers are refused with what to do: mixed precision keeps f32
+// tensors and marks the products.
+TEST_F(PlanRejection, Bf16DType) {
+  plan["buffers"][0]["dtype"] = "bf16";
+  expectRejected("buffers[0].dtype: bf16 tensors are not supported: the "
+                 "runtime keeps f32 tensors and computes bf16 matmuls and "
+                 "convolutions on them; compile the model with strata-opt "
+                 "--strata-mixed-precision");
 }
 
 TEST_F(PlanRejection, UnknownKind) {
@@ -877,8 +888,17 @@ TEST(PlanOps, TableIsConsistent) {
     EXPECT_EQ(info.has(kInPlace), !info.inPlace.empty()) << info.name;
     for (int input : info.inPlace)
       EXPECT_LT(input, info.numInputs) << info.name;
-    if (info.has(kInPlace))
-      EXPECT_EQ(static_cast<int>(info.inPlace.size()), info.numOutputs);
+    // A local update is an in-place op that does not hold sends back.
+    if (info.has(kLocalUpdate))
+      EXPECT_TRUE(info.has(kInPlace) && !info.waitsForSends()) << info.name;
+    // Every in-place op updates at least one operand; outputs it does not
+    // list are fresh (-1), and none past its last output.
+    if (info.has(kInPlace)) {
+      EXPECT_LE(static_cast<int>(info.inPlace.size()), info.numOutputs);
+      EXPECT_TRUE(std::any_of(info.inPlace.begin(), info.inPlace.end(),
+                              [](int input) { return input >= 0; }))
+          << info.name;
+    }
     EXPECT_EQ(info.has(kIndexOperands), info.indexOperand.ids >= 0)
         << info.name;
     std::set<AttrId> ids;

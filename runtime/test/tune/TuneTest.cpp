@@ -2,6 +2,8 @@
 
 #include "strata-tune/Tune.h"
 
+#include "strata-rt/Bf16.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -180,6 +182,46 @@ TEST(TuneSpace, LegalStatesMapToValidTilings) {
     EXPECT_TRUE(found) << text;
     EXPECT_TRUE(space.isLegal(init)) << text;
   }
+}
+
+// The bf16 GEMM's space: every legal state has the register tile of the
+// bf16 path this CPU runs (an f32 tile on the fallback), the cache rules count
+// 2-byte packed elements, and the initial state is legal.
+TEST(TuneSpace, Bf16StatesHaveThePathsRegisterTile) {
+  SpaceOptions options;
+  options.bf16 = true;
+  const int64_t mr = bf16TileRows();
+  for (const char *text :
+       {"256x1024x1024:tb", "100x70x300:ta", "2048x768x256"}) {
+    GemmProblem p = problem(text);
+    TileSpace space(p, options);
+    uint64_t size = space.size(), legal = 0;
+    uint64_t stride = std::max<uint64_t>(1, size / 20000);
+    for (uint64_t i = 0; i < size; i += stride) {
+      TileState s = space.stateAt(i);
+      if (!space.isLegal(s))
+        continue;
+      ++legal;
+      GemmTiling t = space.cpuTiling(s);
+      EXPECT_EQ(verifyGemmBf16Tiling(t), "") << text << " " << s.str();
+      if (mr) {
+        EXPECT_EQ(t.mr, mr) << text << " " << s.str();
+        EXPECT_EQ(t.nr, 32) << text << " " << s.str();
+        EXPECT_LE(t.mc * t.kc * 2, space.options().caches.l2 / 2);
+      } else {
+        EXPECT_EQ(verifyGemmTiling(t), "") << text << " " << s.str();
+      }
+    }
+    EXPECT_GT(legal, 0u) << text;
+    bool found = false;
+    EXPECT_TRUE(space.isLegal(space.initialState(&found))) << text;
+    EXPECT_TRUE(found) << text;
+  }
+  // The path's default blocking is the initial state's target.
+  GemmTiling d = defaultCpuTiling(true);
+  EXPECT_EQ(verifyGemmBf16Tiling(d), "");
+  if (mr)
+    EXPECT_EQ(d.mr, mr);
 }
 
 // Degenerate k blocks (kc below min(k, minKc)) are illegal; minKc = 1 keeps
@@ -516,6 +558,32 @@ TEST(TuneCost, MeasuresTheRuntimeKernel) {
         std::isinf(measurer.measure(GemmTiling{96, 2048, 256, 5, 32}, &error)));
     EXPECT_NE(error.find("register tile"), std::string::npos) << error;
   }
+}
+
+// With `bf16` the measurer times the bf16 matmul kernel: the bf16 tilings
+// (32x32, which the f32 GEMM lacks) run, and so do the f32 tiles of the
+// fallback; an unknown register tile is rejected.
+TEST(TuneCost, MeasuresTheBf16Kernel) {
+  GemmProblem p = problem("96x80x70:tb");
+  MeasureOptions options;
+  options.threads = 1;
+  options.repeats = 2;
+  options.bf16 = true;
+  GemmMeasurer measurer(p, options);
+  for (GemmTiling t :
+       {defaultCpuTiling(true), GemmTiling{64, 64, 32, 32, 32}, GemmTiling{}}) {
+    std::string error;
+    double seconds = measurer.measure(t, &error);
+    EXPECT_GT(seconds, 0) << error;
+    EXPECT_LT(seconds, 1.0) << error;
+  }
+  std::string error;
+  EXPECT_TRUE(
+      std::isinf(measurer.measure(GemmTiling{64, 64, 32, 32, 16}, &error)));
+  EXPECT_NE(error.find("bf16 gemm register tile"), std::string::npos) << error;
+  options.bf16 = false;
+  GemmMeasurer f32(p, options);
+  EXPECT_TRUE(std::isinf(f32.measure(GemmTiling{64, 64, 32, 32, 32})));
 }
 
 TEST(TuneCost, ModelsPreferSensibleTilings) {

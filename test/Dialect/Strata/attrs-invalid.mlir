@@ -195,3 +195,38 @@ func.func @partition_negative_devices(%a: tensor<4xf32>) attributes {strata.pipe
 func.func @partition_seconds_per_stage(%a: tensor<4xf32>) attributes {strata.pipeline = #strata.pipeline_partition<stages = [#strata.pipeline_stage<first_layer = 0, last_layer = 0, replicas = 1>], devices = 1, micro_batches = 1, schedule = "1f1b", objective = "throughput", predicted_stage_seconds = [1.0, 2.0]>} {
   return
 }
+
+// -----
+
+// Running statistics start at zeros or ones.
+// expected-error @+2 {{running statistic init must be zeros or ones, got normal}}
+func.func @running_stat_init(
+  %a: tensor<4xf32> {strata.running_stat = #strata.running_stat<name = "bn.running_mean", layer = 0, init = normal>}) {
+  return
+}
+
+// -----
+
+// Running statistic names are unique among parameters, states and running
+// statistics (they key weights files and checkpoints).
+// expected-error @+1 {{'func.func' op running statistic name 'bn.weight' is used twice (parameter, state and running statistic names are unique)}}
+func.func @running_stat_name(%w: tensor<4xf32> {strata.param = #strata.param<name = "bn.weight", layer = 0, init = ones, scale = 1.0>},
+                             %r: tensor<4xf32> {strata.running_stat = #strata.running_stat<name = "bn.weight", layer = 0, init = zeros>}) {
+  return
+}
+
+// -----
+
+// A running statistic is neither a parameter nor an input.
+// expected-error @+1 {{'func.func' op argument #0 cannot be both a running statistic and a parameter, state or input}}
+func.func @running_stat_param(%r: tensor<4xf32> {strata.running_stat = #strata.running_stat<name = "r", layer = 0, init = zeros>,
+                                                  strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op running statistic #0 must be a statically shaped float tensor, got 'tensor<4xi32>'}}
+func.func @running_stat_int(%r: tensor<4xi32> {strata.running_stat = #strata.running_stat<name = "r", layer = 0, init = zeros>}) {
+  return
+}

@@ -112,3 +112,28 @@ func.func @adam_types(%p: tensor<16xf32>, %q: tensor<8xf32>, %t: tensor<i32>) {
   %0:3 = "strata.adam_update"(%p, %q, %p, %p, %t) <{lr = 0.1 : f64, beta1 = 0.9 : f64, beta2 = 0.99 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.0 : f64}> : (tensor<16xf32>, tensor<8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
+
+// -----
+
+func.func @batch_norm_grad_stats(%dy: tensor<4x16xf32>, %g: tensor<16xf32>, %m: tensor<8xf32>) {
+  // expected-error @+2 {{mean must be 1-D of the input's channels and element type, got 'tensor<8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = strata.batch_norm_grad %dy, %dy, %g, %m, %g : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @slice_grad_range(%dy: tensor<4x16xf32>) {
+  // expected-error @+1 {{range [20, 20 + 16) does not fit dimension 1 of 'tensor<4x32xf32>'}}
+  %0 = strata.slice_grad %dy axis = 1 offset = 20 : tensor<4x16xf32> -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_shape(%dy: tensor<4x16xf32>) {
+  // expected-error @+1 {{result 'tensor<5x32xf32>' must equal the gradient 'tensor<4x16xf32>' outside dimension 1}}
+  %0 = strata.slice_grad %dy axis = 1 offset = 0 : tensor<4x16xf32> -> tensor<5x32xf32>
+  return
+}

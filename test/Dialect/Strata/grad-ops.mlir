@@ -19,6 +19,10 @@ func.func @grads(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>
   %2 = strata.softmax_grad %dy, %x scale = 0.5 : tensor<4x16xf32>
   // CHECK: strata.layer_norm_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
   %3:3 = strata.layer_norm_grad %dy, %x, %g : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  // CHECK: strata.batch_norm_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %bn:3 = strata.batch_norm_grad %dy, %x, %g, %g, %g : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  // CHECK: strata.slice_grad %{{.+}} axis = 1 offset = 4 : tensor<4x16xf32> -> tensor<4x32xf32>
+  %sg = strata.slice_grad %dy axis = 1 offset = 4 : tensor<4x16xf32> -> tensor<4x32xf32>
   // CHECK: strata.bias_add_grad %{{.+}} : tensor<4x16xf32> -> tensor<16xf32>
   %4 = strata.bias_add_grad %dy : tensor<4x16xf32> -> tensor<16xf32>
   // CHECK: strata.bias_add_grad %{{.+}} axis = 1 : tensor<2x4x4x4xf32> -> tensor<4xf32>
@@ -31,6 +35,11 @@ func.func @grads(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>
   %8 = strata.conv2d_grad_input %dc, %w strides = [2, 2] padding = [1, 1] : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
   // CHECK: strata.conv2d_grad_filter %{{.+}}, %{{.+}} strides = [2, 2] padding = [1, 1] : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
   %9 = strata.conv2d_grad_filter %dc, %img strides = [2, 2] padding = [1, 1] : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+  // The bf16 variants (gradients of a bf16 conv2d).
+  // CHECK: strata.conv2d_grad_input %{{.+}}, %{{.+}} strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %dx_bf16 = strata.conv2d_grad_input %dc, %w strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  // CHECK: strata.conv2d_grad_filter %{{.+}}, %{{.+}} strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+  %dw_bf16 = strata.conv2d_grad_filter %dc, %img strides = [2, 2] padding = [1, 1] bf16 : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<4x3x3x3xf32>
   // CHECK: strata.max_pool2d_grad %{{.+}}, %{{.+}} kernel = [2, 2] strides = [2, 2] padding = [0, 0] : (tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
   %10 = strata.max_pool2d_grad %dp, %img kernel = [2, 2] strides = [2, 2] padding = [0, 0] : (tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
   // CHECK: strata.global_avg_pool_grad %{{.+}} : tensor<2x3xf32> -> tensor<2x3x8x8xf32>

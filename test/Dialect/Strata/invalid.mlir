@@ -486,3 +486,85 @@ func.func @decompress_type(%x: tensor<4x25xf32>) {
   %y = strata.decompress %c : tensor<68xi8> -> tensor<100xf32>
   return
 }
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x8x3x3xf32>, %g: tensor<8xf32>, %v: tensor<4xf32>) {
+  // expected-error @+2 {{running_mean must be 1-D of the 8 channels, got 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:5 = strata.batch_norm %x, %g, %g, %v, %g : (tensor<2x8x3x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<2x8x3x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Training-mode statistics need more than one value per channel.
+func.func @batch_norm_one_value(%x: tensor<1x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+2 {{batch normalisation needs more than one value per channel, got 'tensor<1x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:5 = strata.batch_norm %x, %g, %g, %g, %g : (tensor<1x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<1x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+2 {{input must have rank >= 2 ([N, C, ...]), got 'tensor<8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:5 = strata.batch_norm %x, %g, %g, %g, %g : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_momentum(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+2 {{momentum must lie in [0, 1], got 1.5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:5 = strata.batch_norm %x, %g, %g, %g, %g momentum = 1.5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_epsilon(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+2 {{epsilon must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:5 = strata.batch_norm %x, %g, %g, %g, %g epsilon = 0.0 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @slice_range(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{range [6, 6 + 4) does not fit dimension 1 of 'tensor<2x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = strata.slice %x axis = 1 offset = 6 size = 4 : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_axis(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{axis 2 is out of range for 'tensor<2x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = strata.slice %x axis = 2 offset = 0 size = 1 : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_shapes(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+2 {{input #1 'tensor<3x3xf32>' differs from input #0 'tensor<2x3xf32>' in dimension 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = strata.concat %a, %b axis = 1 : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @+2 {{needs at least one input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = strata.concat axis = 0 : () -> tensor<2xf32>
+  return
+}

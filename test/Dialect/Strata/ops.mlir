@@ -81,8 +81,8 @@ func.func @cnn(%x: tensor<2x3x32x32xbf16>, %w: tensor<8x3x3x3xbf16>, %cb: tensor
   %cbias = strata.bias_add %c, %cb axis = 1 : (tensor<2x8x32x32xbf16>, tensor<8xbf16>) -> tensor<2x8x32x32xbf16>
   // CHECK: strata.max_pool2d %{{.+}} kernel = [2, 2] strides = [2, 2] padding = [0, 0] : tensor<2x8x32x32xbf16> -> tensor<2x8x16x16xbf16>
   %p = strata.max_pool2d %cbias kernel = [2, 2] strides = [2, 2] padding = [0, 0] : tensor<2x8x32x32xbf16> -> tensor<2x8x16x16xbf16>
-  // CHECK: strata.conv2d %{{.+}}, %{{.+}} strides = [2, 2] padding = [0, 0] : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
-  %c2 = strata.conv2d %p, %w2 strides = [2, 2] padding = [0, 0] : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
+  // CHECK: strata.conv2d %{{.+}}, %{{.+}} strides = [2, 2] padding = [0, 0] bf16 : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
+  %c2 = strata.conv2d %p, %w2 strides = [2, 2] padding = [0, 0] bf16 : (tensor<2x8x16x16xbf16>, tensor<8x8x1x1xbf16>) -> tensor<2x8x8x8xbf16>
   // CHECK: strata.global_avg_pool %{{.+}} : tensor<2x8x8x8xbf16> -> tensor<2x8xbf16>
   %g = strata.global_avg_pool %c2 : tensor<2x8x8x8xbf16> -> tensor<2x8xbf16>
   // CHECK: strata.flatten %{{.+}} : tensor<2x8x8x8xbf16> -> tensor<2x512xbf16>
@@ -127,4 +127,35 @@ func.func @compression(%x: tensor<4x25xf32>) -> (tensor<4x25xf32>, tensor<77xi8>
   %y = strata.decompress %c : tensor<68xi8> -> tensor<4x25xf32>
   %d = strata.compress %x format <"mxfp4"> candidates [#strata.act_format<"mxfp4">, #strata.act_format<"bfp:m=4,block=16">] budget 0.1 : tensor<4x25xf32> -> tensor<77xi8>
   return %y, %d : tensor<4x25xf32>, tensor<77xi8>
+}
+
+// -----
+
+// Batch normalisation with running statistics (function arguments marked
+// strata.running_stat); rank 4 (NCHW) and rank 2 ([N, C]).
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-SAME: strata.running_stat = #strata.running_stat<name = "bn.running_mean", layer = 0, init = zeros>
+// CHECK: strata.batch_norm %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} epsilon = 1.000000e-03 momentum = 2.000000e-01 : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: strata.batch_norm %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : (tensor<6x4xf32>
+func.func @batch_norm(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
+                      %rm: tensor<4xf32> {strata.running_stat = #strata.running_stat<name = "bn.running_mean", layer = 0, init = zeros>},
+                      %rv: tensor<4xf32> {strata.running_stat = #strata.running_stat<name = "bn.running_var", layer = 0, init = ones>},
+                      %v: tensor<6x4xf32>) -> (tensor<2x4x3x3xf32>, tensor<6x4xf32>) {
+  %y:5 = strata.batch_norm %x, %g, %b, %rm, %rv epsilon = 1.0e-3 momentum = 0.2 : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %z:5 = strata.batch_norm %v, %g, %b, %y#3, %y#4 : (tensor<6x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<6x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %y#0, %z#0 : tensor<2x4x3x3xf32>, tensor<6x4xf32>
+}
+
+// -----
+
+// Slices of one dimension and their concatenation.
+// CHECK-LABEL: func.func @slice_concat
+// CHECK: %[[A:.+]] = strata.slice %arg0 axis = 1 offset = 0 size = 2 : tensor<3x7x4xf32> -> tensor<3x2x4xf32>
+// CHECK: %[[B:.+]] = strata.slice %arg0 axis = 1 offset = 2 size = 5 : tensor<3x7x4xf32> -> tensor<3x5x4xf32>
+// CHECK: strata.concat %[[B]], %[[A]] axis = 1 : (tensor<3x5x4xf32>, tensor<3x2x4xf32>) -> tensor<3x7x4xf32>
+func.func @slice_concat(%x: tensor<3x7x4xf32>) -> tensor<3x7x4xf32> {
+  %a = strata.slice %x axis = 1 offset = 0 size = 2 : tensor<3x7x4xf32> -> tensor<3x2x4xf32>
+  %b = strata.slice %x axis = 1 offset = 2 size = 5 : tensor<3x7x4xf32> -> tensor<3x5x4xf32>
+  %c = strata.concat %b, %a axis = 1 : (tensor<3x5x4xf32>, tensor<3x2x4xf32>) -> tensor<3x7x4xf32>
+  return %c : tensor<3x7x4xf32>
 }

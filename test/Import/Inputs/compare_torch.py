@@ -2,11 +2,14 @@
 """Compares strata-run's results with PyTorch's (make_onnx_models.py).
 
     compare_torch.py REF.safetensors grads INIT.safetensors AFTER.safetensors
-        --lr LR --rtol R
+        --lr LR --rtol R [--key grad64]
       the gradients of the first step, from a run of one SGD step at LR
-      without momentum: (INIT - AFTER) / LR against "grad/P"
+      without momentum: (INIT - AFTER) / LR against "grad/P" (PyTorch's
+      float32 gradients; with --key grad64, its float64 ones)
     compare_torch.py REF.safetensors params KEY AFTER.safetensors --rtol R
-      the parameters after the run against "KEY/P" (sgd10, adamw10)
+        [--exclude REGEX]
+      the parameters after the run against "KEY/P" (sgd10, adamw10), but
+      those whose name matches REGEX
     compare_torch.py REF.safetensors losses KEY LOG --rtol R
       the "step N loss L" lines of a strata-run log against the losses in
       REF's metadata (KEY: sgd_losses, adamw_losses)
@@ -63,6 +66,11 @@ def main():
     parser.add_argument("b")
     parser.add_argument("--lr", type=float, default=1.0)
     parser.add_argument("--rtol", type=float, required=True)
+    parser.add_argument("--key", default="grad",
+                        help="grads: the reference's key (grad, grad64)")
+    parser.add_argument("--exclude", default=None,
+                        help="grads, params: leave out the tensors whose "
+                             "name matches this regular expression")
     args = parser.parse_args()
     ref, meta = load(args.ref)
     if args.mode == "losses":
@@ -79,15 +87,16 @@ def main():
     if args.mode == "grads":
         before, _ = load(args.a)
         after, _ = load(args.b)
-        actual = {"grad/" + n: [(x - y) / args.lr for x, y in zip(before[n], after[n])]
+        prefix = args.key + "/"
+        actual = {prefix + n: [(x - y) / args.lr for x, y in zip(before[n], after[n])]
                   for n in before if n in after}
-        prefix = "grad/"
     else:
         after, _ = load(args.b)
         prefix = args.a + "/"
         actual = {prefix + n: v for n, v in after.items()}
-    compare_tensors({n: v for n, v in ref.items() if n.startswith(prefix)},
-                    actual, args.rtol)
+    expected = {n: v for n, v in ref.items() if n.startswith(prefix) and
+                not (args.exclude and re.search(args.exclude, n))}
+    compare_tensors(expected, actual, args.rtol)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 
 #include <array>
-#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -401,6 +401,8 @@ TEST(PipelinePartition, CostTermsParse) {
   EXPECT_TRUE(parseCostTerms("pipedream,transfers=per-replica", t, error));
   EXPECT_EQ(stringifyCostTerms(t),
             "allreduce=4,shares=even,transfers=per-replica,replicas=all");
+  EXPECT_TRUE(parseCostTerms("transfers=pipedream", t, error));
+  EXPECT_EQ(t.transfers, TransferModel::PipeDream);
   EXPECT_FALSE(parseCostTerms("allreduce=0", t, error));
   EXPECT_EQ(error, "allreduce='0': expected a number in (0, 16]");
   EXPECT_FALSE(parseCostTerms("allreduce=nan", t, error));
@@ -669,7 +671,7 @@ TEST(PipelinePartition, EvaluateGivenPartitionReproducesTheSearch) {
   PartitionOptions o;
   o.devices = 2;
   EXPECT_EQ(evaluateGivenPartition(graph, topo, o, "0..0:1,2..2:1").error,
-            "stage '2..2:1' must start at layer 1 and end by layer 2");
+            "no stage holds layer 1");
 }
 
 TEST(PipelinePartition, CutPricesEveryCrossingTensor) {
@@ -681,6 +683,13 @@ TEST(PipelinePartition, CutPricesEveryCrossingTensor) {
   EXPECT_EQ(cuts[0], 1 + 8);
   EXPECT_EQ(cuts[1], 2 + 8 + 16);
   EXPECT_EQ(cuts[2], 4 + 8 + 16);
+  // One tensor read by layers 1 and 3 (the edges share its id) crosses the
+  // cuts before its last reader once.
+  graph.edges = {{0, 1, 8, 7}, {0, 3, 8, 7}, {1, 2, 2}};
+  EXPECT_EQ(graph.cutBytes(), (std::vector<double>{8, 8 + 2, 8}));
+  graph.edges.push_back({1, 3, 9, 7});
+  EXPECT_EQ(graph.verify(),
+            "the edges of tensor 7 disagree on its producer or size");
 }
 
 TEST(PipelinePartition, PrefersTheCheapCutOfAResidualGraph) {
@@ -811,14 +820,13 @@ TEST(PipelinePartition, LargeModelIsFast) {
   topo.interBandwidth = 50e9;
   topo.interLatency = 5e-6;
   topo.memoryBytes = 80.0 * 1024 * 1024 * 1024;
-  auto start = std::chrono::steady_clock::now();
+  std::clock_t start = std::clock();
   PartitionResult r = partitionPipeline(graph, topo, PartitionOptions());
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  double seconds = double(std::clock() - start) / CLOCKS_PER_SEC;
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_TRUE(r.best.fitsMemory);
-  // Generous against a loaded CI machine; bench/partition.md has timings.
+  // A guard against a blow-up, not a benchmark (bench/partition.md has the
+  // timings): processor time, which a loaded machine does not inflate.
   // Sanitizer builds (STRATA_SANITIZE) run it several times slower.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   EXPECT_LT(seconds, 100.0);

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/JSON.h"
@@ -234,6 +235,30 @@ TEST_F(PlanContract, ExportedPlansMatchTheTable) {
   cnn.classes = 4;
   merge(checkPlan(compile(mstrata::buildCNN(&context, cnn),
                           "strata-autodiff{optimizer=sgd lr=0.1}")));
+  // Batch normalisation (in-place running statistics), pipelined.
+  cnn.batchNorm = true;
+  merge(checkPlan(compile(mstrata::buildCNN(&context, cnn),
+                          "strata-autodiff{optimizer=sgd lr=0.1},"
+                          "strata-schedule-pipeline{stages=2 "
+                          "micro-batches=2 schedule=gpipe}")));
+  EXPECT_TRUE(seen.count("batch_norm") && seen.count("batch_norm_grad"));
+  // Slices, a concatenation and a scale (ONNX's Split, Concat and Sub).
+  const char *slices = R"mlir(
+    func.func @slices(%x: tensor<2x4xf32> {strata.input = #strata.input<name = "x", role = data>},
+                      %w: tensor<4x8xf32> {strata.param = #strata.param<name = "w", layer = 0, init = normal, scale = 1.0>},
+                      %t: tensor<2x8xf32> {strata.input = #strata.input<name = "t", role = labels>}) -> tensor<f32> {
+      %h = strata.matmul %x, %w {strata.layer = 0 : i64} : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+      %a = strata.slice %h axis = 1 offset = 0 size = 3 {strata.layer = 0 : i64} : tensor<2x8xf32> -> tensor<2x3xf32>
+      %b = strata.slice %h axis = 1 offset = 3 size = 5 {strata.layer = 0 : i64} : tensor<2x8xf32> -> tensor<2x5xf32>
+      %s = strata.scale %b by -1.0 {strata.layer = 0 : i64} : tensor<2x5xf32>
+      %c = strata.concat %a, %s axis = 1 {strata.layer = 0 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+      %l = strata.mse_loss %c, %t {strata.layer = 0 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir";
+  merge(checkPlan(compile(parseSourceString<ModuleOp>(slices, &context),
+                          "strata-autodiff{optimizer=sgd lr=0.1}")));
+  EXPECT_TRUE(seen.count("slice") && seen.count("slice_grad") &&
+              seen.count("concat") && seen.count("scale"));
   merge(checkPlan(compile(mstrata::buildMLP(&context, mlp),
                           "strata-autodiff{optimizer=sgd lr=0.1},"
                           "strata-compress-activations{format=auto "

@@ -130,6 +130,29 @@ def Strata_StateAttr : Strata_Attr<"State", "state"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Strata_RunningStatAttr : Strata_Attr<"RunningStat", "running_stat"> {
+  let summary = "marks a function argument as a running statistic";
+  let description = [{
+    Attached as `strata.running_stat` to the running mean and variance that a
+    `strata.batch_norm` updates in place: persistent buffers of the model
+    (PyTorch's module buffers), neither trained nor optimizer state. `name`
+    is unique among parameters, states and running statistics and is the
+    tensor's key in weights files and checkpoints; `layer` is the model layer
+    that owns it; `init` is its value before training (`zeros` for a mean,
+    `ones` for a variance). `strata-run --init` loads running statistics with
+    the parameters, and checkpoints save them.
+
+    ```mlir
+    %rm: tensor<64xf32> {strata.running_stat = #strata.running_stat<name = "bn1.running_mean", layer = 0, init = zeros>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"statistic name">:$name,
+                        "int64_t":$layer,
+                        EnumParameter<Strata_InitKind>:$init);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Strata_PhaseAttr : EnumAttr<Strata_Dialect, Strata_Phase, "phase"> {
   let summary = "part of the training step an op belongs to";
   let description = [{
@@ -285,7 +308,10 @@ def Strata_GemmTilingAttr : Strata_Attr<"GemmTiling", "gemm_tiling"> {
     GEMM. `strata-translate --export-plan` writes the five numbers as the
     matmul instruction's `mc`, `nc`, `kc`, `mr`, `nr` attributes; the plan
     loader checks that the register tile is one the micro-kernel has. `mc` is
-    a multiple of `mr` and `nc` of `nr`.
+    a multiple of `mr` and `nc` of `nr`. On a `bf16` matmul the numbers block
+    the bf16 GEMM (a database entry keyed `bf16`): `mc`, `nc`, `kc` on the
+    register tile of the bf16 path the CPU runs (32x32 with AMX, 12x32 with
+    AVX512-BF16, an f32 tile for the fallback).
 
     ```mlir
     %y = strata.matmul %x, %w {strata.gemm_tiling = #strata.gemm_tiling<mc = 96, nc = 2048, kc = 256, mr = 12, nr = 32>} : (tensor<128x768xf32>, tensor<768x768xf32>) -> tensor<128x768xf32>

@@ -114,6 +114,15 @@ LogicalResult BiasAddOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+SmallVector<Value> ScaleOp::getSavedForBackward() { return {}; }
+
+LogicalResult ScaleOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ScaleOp::create(b, getLoc(), resultGrads[0], getFactorAttr()));
+  return success();
+}
+
 SmallVector<Value> AddOp::getSavedForBackward() { return {}; }
 
 LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -161,6 +170,27 @@ LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                        getGamma(), getEpsilonAttr());
   operandGrads.append(
       {grads.getInputGrad(), grads.getGammaGrad(), grads.getBetaGrad()});
+  return success();
+}
+
+SmallVector<Value> BatchNormOp::getSavedForBackward() {
+  return {getInput(), getGamma(), getSavedMean(), getSavedInvStd()};
+}
+
+LogicalResult
+BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  // Only the normalised output carries a gradient: the batch statistics and
+  // the running statistics are not differentiated (as in PyTorch).
+  if (!resultGrads[0]) {
+    operandGrads.append(getNumOperands(), Value());
+    return success();
+  }
+  auto grads =
+      BatchNormGradOp::create(b, getLoc(), resultGrads[0], getInput(),
+                              getGamma(), getSavedMean(), getSavedInvStd());
+  operandGrads.append({grads.getInputGrad(), grads.getGammaGrad(),
+                       grads.getBetaGrad(), Value(), Value()});
   return success();
 }
 
@@ -229,6 +259,32 @@ TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+SmallVector<Value> SliceOp::getSavedForBackward() { return {}; }
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SliceGradOp::create(b, getLoc(), getInput().getType(),
+                                             resultGrads[0], getAxisAttr(),
+                                             getOffsetAttr()));
+  return success();
+}
+
+SmallVector<Value> ConcatOp::getSavedForBackward() { return {}; }
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  // Each input's gradient is its range of the result's.
+  int64_t axis = getAxis(), offset = 0;
+  for (Value input : getInputs()) {
+    int64_t size = tensorType(input).getDimSize(axis);
+    operandGrads.push_back(
+        SliceOp::create(b, getLoc(), resultGrads[0], axis, offset, size));
+    offset += size;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolutional ops
 //===----------------------------------------------------------------------===//
@@ -241,13 +297,16 @@ LogicalResult Conv2DOp::buildGradients(OpBuilder &b,
                                        ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  Value dx = Conv2DGradInputOp::create(b, getLoc(), getInput().getType(), dy,
-                                       getFilter(), getStridesAttr(),
+  // The gradient products compute in the forward product's precision.
+  auto dx = Conv2DGradInputOp::create(b, getLoc(), getInput().getType(), dy,
+                                      getFilter(), getStridesAttr(),
+                                      getPaddingAttr());
+  auto dw = Conv2DGradFilterOp::create(b, getLoc(), getFilter().getType(), dy,
+                                       getInput(), getStridesAttr(),
                                        getPaddingAttr());
-  Value dw = Conv2DGradFilterOp::create(b, getLoc(), getFilter().getType(), dy,
-                                        getInput(), getStridesAttr(),
-                                        getPaddingAttr());
-  operandGrads.append({dx, dw});
+  dx.setBf16(getBf16());
+  dw.setBf16(getBf16());
+  operandGrads.append({dx.getResult(), dw.getResult()});
   return success();
 }
 

@@ -29,10 +29,11 @@ int64_t mlir::strata::detail::getResultBytes(Operation *op) {
 
 /// The element type an op computes in: its first floating-point result or
 /// operand (losses return f32 whatever their inputs, so operands count too),
-/// or bf16 for a `bf16` matmul.
+/// or bf16 for an op computing in bf16 (MixedPrecisionOpInterface).
 static std::string getComputeDType(Operation *op) {
-  // A bf16 matmul computes in bf16 whatever its f32 tensors.
-  if (auto matmul = dyn_cast<MatmulOp>(op); matmul && matmul.getBf16())
+  // A bf16 matmul or convolution computes in bf16 whatever its f32 tensors.
+  if (auto mixed = dyn_cast<MixedPrecisionOpInterface>(op);
+      mixed && mixed.computesInBf16())
     return "bf16";
   if (auto fused = dyn_cast<FusedMatmulOp>(op); fused && fused.getBf16())
     return "bf16";

@@ -54,6 +54,20 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+RunningStatAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        StringRef name, int64_t layer, InitKind init) {
+  if (name.empty())
+    return emitError() << "running statistic name must not be empty";
+  if (layer < 0)
+    return emitError() << "running statistic layer must be non-negative, got "
+                       << layer;
+  if (init != InitKind::zeros && init != InitKind::ones)
+    return emitError() << "running statistic init must be zeros or ones, got "
+                       << stringifyInitKind(init);
+  return success();
+}
+
 strata_plan::ActFormat ActFormatAttr::getFormat() const {
   strata_plan::ActFormat format;
   (void)strata_plan::parseActFormat(getName().str(), format);
@@ -289,12 +303,14 @@ static unsigned firstArgWith(FunctionOpInterface func, StringRef name) {
     std::string name;
     unsigned first = 0;
   };
-  static thread_local Entry cache[2];
+  static thread_local Entry cache[3];
   ArrayAttr argAttrs = func.getArgAttrsAttr();
   const void *context = func->getContext();
   const void *key = argAttrs ? argAttrs.getAsOpaquePointer() : nullptr;
   size_t size = argAttrs ? argAttrs.size() : 0;
-  Entry &entry = cache[name == StrataDialect::getParamAttrName() ? 0 : 1];
+  Entry &entry = cache[name == StrataDialect::getParamAttrName()   ? 0
+                       : name == StrataDialect::getStateAttrName() ? 1
+                                                                   : 2];
   if (key && entry.argAttrs == key && entry.context == context &&
       entry.size == size && entry.name == name)
     return entry.first;
@@ -355,6 +371,50 @@ static LogicalResult verifyStates(FunctionOpInterface func, unsigned argIndex) {
   return success();
 }
 
+/// Checks the running statistics of `func` once, from the first: each is a
+/// statically shaped float tensor and not also a parameter or an input, and
+/// their names are unique among parameters, states and running statistics.
+static LogicalResult verifyRunningStats(FunctionOpInterface func,
+                                        unsigned argIndex) {
+  StringRef statName = StrataDialect::getRunningStatAttrName();
+  if (argIndex != firstArgWith(func, statName))
+    return success(); // Not the first running statistic: already checked.
+  llvm::StringSet<> others, names;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    if (auto param = func.getArgAttrOfType<ParamAttr>(
+            i, StrataDialect::getParamAttrName()))
+      others.insert(param.getName());
+    if (auto state = func.getArgAttrOfType<StateAttr>(
+            i, StrataDialect::getStateAttrName()))
+      others.insert(state.getName());
+  }
+  for (unsigned i = argIndex, e = func.getNumArguments(); i < e; ++i) {
+    auto stat = func.getArgAttrOfType<RunningStatAttr>(i, statName);
+    if (!stat)
+      continue;
+    auto tensor = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (!tensor || !tensor.hasStaticShape() ||
+        !isa<FloatType>(tensor.getElementType()))
+      return func->emitOpError()
+             << "running statistic #" << i
+             << " must be a statically shaped float tensor, got "
+             << func.getArgumentTypes()[i];
+    if (func.getArgAttr(i, StrataDialect::getParamAttrName()) ||
+        func.getArgAttr(i, StrataDialect::getInputAttrName()) ||
+        func.getArgAttr(i, StrataDialect::getStateAttrName()))
+      return func->emitOpError()
+             << "argument #" << i
+             << " cannot be both a running statistic and a parameter, "
+                "state or input";
+    if (others.contains(stat.getName()) || !names.insert(stat.getName()).second)
+      return func->emitOpError()
+             << "running statistic name '" << stat.getName()
+             << "' is used twice (parameter, state and running statistic "
+                "names are unique)";
+  }
+  return success();
+}
+
 LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned argIndex,
@@ -365,6 +425,15 @@ LogicalResult StrataDialect::verifyRegionArgAttribute(Operation *op,
     if (!isa<StateAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name << "' must be a #strata.state";
     return func ? verifyStates(func, argIndex) : success();
+  }
+  if (name == getRunningStatAttrName()) {
+    if (!isa<RunningStatAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << name << "' must be a #strata.running_stat";
+    if (!func)
+      return op->emitOpError()
+             << "'" << name << "' is only valid on function arguments";
+    return verifyRunningStats(func, argIndex);
   }
   if (name == getBufferAttrName()) {
     if (!isa<BufferAttr>(attr.getValue()))

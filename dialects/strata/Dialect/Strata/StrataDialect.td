@@ -21,7 +21,9 @@ def Strata_Dialect : Dialect {
 
     A model is one `func.func` whose arguments are either **parameters**
     (carrying a `strata.param` argument attribute: name, owning layer,
-    initialisation) or **data inputs** (carrying `strata.input`: name and role).
+    initialisation), **data inputs** (carrying `strata.input`: name and role)
+    or **running statistics** (carrying `strata.running_stat`: the running
+    mean and variance that `strata.batch_norm` updates in place).
     Every op of the graph carries the discardable attribute
     `strata.layer = N : i64`, the index of the model layer it belongs to. Layers
     are the unit that the pipeline partitioner moves between stages; passes that
@@ -78,6 +80,10 @@ def Strata_Dialect : Dialect {
     /// Argument attribute marking optimizer state.
     static constexpr ::llvm::StringLiteral getStateAttrName() {
       return ::llvm::StringLiteral("strata.state");
+    }
+    /// Argument attribute marking a running statistic (batch norm).
+    static constexpr ::llvm::StringLiteral getRunningStatAttrName() {
+      return ::llvm::StringLiteral("strata.running_stat");
     }
     /// Op attribute: the part of the training step an op belongs to.
     static constexpr ::llvm::StringLiteral getPhaseAttrName() {

@@ -130,6 +130,60 @@ LayerNormGradOp::inferReturnTypes(MLIRContext *context,
 
 int64_t LayerNormGradOp::getFlops() { return 12 * numElements(getInput()); }
 
+LogicalResult
+BatchNormGradOp::inferReturnTypes(MLIRContext *context,
+                                  std::optional<Location> loc, Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  auto grad = dyn_cast<RankedTensorType>(adaptor.getGrad().getType());
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!grad || !input)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (grad != input)
+    return emitOptionalError(loc,
+                             "grad and input must have the same type, got ",
+                             grad, " and ", input);
+  if (input.getRank() < 2)
+    return emitOptionalError(loc, "input must have rank >= 2 ([N, C, ...])");
+  int64_t channels = input.getDimSize(1);
+  for (auto [value, name] : {std::pair(adaptor.getGamma(), "gamma"),
+                             std::pair(adaptor.getMean(), "mean"),
+                             std::pair(adaptor.getInvStd(), "inv_std")}) {
+    auto vector = dyn_cast<RankedTensorType>(value.getType());
+    if (!vector || vector.getRank() != 1 || vector.getDimSize(0) != channels ||
+        vector.getElementType() != input.getElementType())
+      return emitOptionalError(loc, name,
+                               " must be 1-D of the input's channels and "
+                               "element type, got ",
+                               value.getType());
+  }
+  auto gamma = cast<RankedTensorType>(adaptor.getGamma().getType());
+  results.append({input, gamma, gamma});
+  return success();
+}
+
+int64_t BatchNormGradOp::getFlops() { return 10 * numElements(getInput()); }
+
+LogicalResult SliceGradOp::verify() {
+  RankedTensorType grad = tensorType(getGrad()), result = getType();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (grad.getRank() != result.getRank() || axis >= grad.getRank())
+    return emitOpError("axis ") << axis << " must be a dimension of both "
+                                << grad << " and " << result;
+  for (int64_t d = 0; d < grad.getRank(); ++d)
+    if (d != axis && grad.getDimSize(d) != result.getDimSize(d))
+      return emitOpError("result ") << result << " must equal the gradient "
+                                    << grad << " outside dimension " << axis;
+  if (static_cast<int64_t>(getOffset()) >
+      result.getDimSize(axis) - grad.getDimSize(axis))
+    return emitOpError("range [")
+           << getOffset() << ", " << getOffset() << " + "
+           << grad.getDimSize(axis) << ") does not fit dimension " << axis
+           << " of " << result;
+  return verifySameElementType(*this, getGrad(), getResult(), "grad", "result");
+}
+
+int64_t SliceGradOp::getFlops() { return 0; }
+
 LogicalResult BiasAddGradOp::verify() {
   RankedTensorType grad = tensorType(getGrad());
   int64_t rank = grad.getRank();

@@ -29,11 +29,13 @@ def Strata_FillOp : Strata_ComputeOp<"fill", [], ["getBytesRead"]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Strata_ScaleOp : Strata_ElementwiseOp<"scale"> {
+def Strata_ScaleOp : Strata_ElementwiseOp<"scale", [Strata_Differentiable]> {
   let summary = "a tensor times a constant";
   let description = [{
     `result = input · factor`, element-wise. The pipeline scheduler averages
-    the per-micro-batch losses with it.
+    the per-micro-batch losses with it; the ONNX importer makes a scalar
+    multiple of a tensor (and, with `factor = -1`, the negation of a `Sub`)
+    of it. Its gradient is the result's gradient times `factor`.
 
     Cost: one FLOP per element.
 
@@ -151,6 +153,57 @@ def Strata_LayerNormGradOp : Strata_InferredOp<"layer_norm_grad"> {
   }];
 }
 
+def Strata_BatchNormGradOp : Strata_InferredOp<"batch_norm_grad"> {
+  let summary = "gradients of batch normalisation (training mode)";
+  let description = [{
+    From the gradient of the output, the batch norm's input, `gamma` and the
+    batch statistics its forward pass saved (`mean`, `inv_std`), computes
+    the gradients of the input, `gamma` and `beta`. Per channel, over the `m`
+    values of the batch, with `x̂ = (x - mean) · inv_std`:
+    `beta_grad = Σ grad`, `gamma_grad = Σ grad · x̂` and
+    `input_grad = gamma · inv_std / m · (m · grad - beta_grad - x̂ · gamma_grad)`
+    (the batch statistics depend on the input). Cost: ten FLOPs per input
+    element.
+
+    ```mlir
+    %dx, %dg, %db = strata.batch_norm_grad %dy, %x, %g, %mean, %istd : (tensor<8x64x56x56xf32>, tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$input,
+                       Strata_FloatTensor:$gamma, Strata_FloatTensor:$mean,
+                       Strata_FloatTensor:$inv_std);
+  let results = (outs Strata_FloatTensor:$input_grad,
+                      Strata_FloatTensor:$gamma_grad,
+                      Strata_FloatTensor:$beta_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $gamma `,` $mean `,` $inv_std attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Strata_SliceGradOp : Strata_ComputeOp<"slice_grad"> {
+  let summary = "gradient of a slice: its gradient in place, zeros elsewhere";
+  let description = [{
+    A tensor of the result type, zero except for the range
+    `[offset, offset + n)` of dimension `axis` (`n` the size of `grad` along
+    it), which holds `grad`. The result type is the sliced input's; the
+    other dimensions equal `grad`'s. Cost: no FLOPs; writes the result once.
+
+    ```mlir
+    %dqkv = strata.slice_grad %dq axis = 2 offset = 0 : tensor<8x128x768xf32> -> tensor<8x128x2304xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `axis` `=` $axis `offset` `=` $offset attr-dict `:` type($grad) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Strata_BiasAddGradOp : Strata_ComputeOp<"bias_add_grad"> {
   let summary = "gradient of a bias: sum over every other dimension";
   let description = [{
@@ -214,44 +267,52 @@ def Strata_PositionEmbeddingGradOp : Strata_ComputeOp<"position_embedding_grad">
 // Gradients of convolutional ops
 //===----------------------------------------------------------------------===//
 
-def Strata_Conv2DGradInputOp : Strata_ComputeOp<"conv2d_grad_input"> {
+def Strata_Conv2DGradInputOp : Strata_ComputeOp<"conv2d_grad_input",
+    [DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{
     The input gradient `[N, C, H, W]` (the result type) of a `conv2d` with the
     same `strides` and `padding`, from the output gradient and the filter.
-    Cost: the FLOPs of the forward convolution.
+    `bf16`: computed in bf16 with f32 accumulation (as the forward `conv2d`
+    with `bf16`, whose gradient it is). Cost: the FLOPs of the forward
+    convolution.
 
     ```mlir
     %dx = strata.conv2d_grad_input %dy, %w strides = [1, 1] padding = [1, 1] : (tensor<8x64x32x32xf32>, tensor<64x3x3x3xf32>) -> tensor<8x3x32x32xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$filter,
-                       Strata_Pair:$strides, Strata_Pair:$padding);
+                       Strata_Pair:$strides, Strata_Pair:$padding,
+                       UnitAttr:$bf16);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $filter `strides` `=` $strides `padding` `=` $padding attr-dict
-    `:` functional-type(operands, results)
+    $grad `,` $filter `strides` `=` $strides `padding` `=` $padding
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Strata_Conv2DGradFilterOp : Strata_ComputeOp<"conv2d_grad_filter"> {
+def Strata_Conv2DGradFilterOp : Strata_ComputeOp<"conv2d_grad_filter",
+    [DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "gradient of conv2d with respect to its filter";
   let description = [{
     The filter gradient `[F, C, KH, KW]` (the result type) of a `conv2d` with
     the same `strides` and `padding`, from the output gradient and the input.
-    Cost: the FLOPs of the forward convolution.
+    `bf16`: computed in bf16 with f32 accumulation (as the forward `conv2d`
+    with `bf16`, whose gradient it is). Cost: the FLOPs of the forward
+    convolution.
 
     ```mlir
     %dw = strata.conv2d_grad_filter %dy, %x strides = [1, 1] padding = [1, 1] : (tensor<8x64x32x32xf32>, tensor<8x3x32x32xf32>) -> tensor<64x3x3x3xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$grad, Strata_FloatTensor:$input,
-                       Strata_Pair:$strides, Strata_Pair:$padding);
+                       Strata_Pair:$strides, Strata_Pair:$padding,
+                       UnitAttr:$bf16);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $input `strides` `=` $strides `padding` `=` $padding attr-dict
-    `:` functional-type(operands, results)
+    $grad `,` $input `strides` `=` $strides `padding` `=` $padding
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -85,6 +85,32 @@ def Strata_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
   ];
 }
 
+def Strata_MixedPrecisionOpInterface : OpInterface<"MixedPrecisionOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    An op whose products can compute in bf16 with f32 accumulation: a matmul,
+    a convolution and the convolution's gradients. With `computesInBf16`, the
+    runtime rounds both operands to bfloat16 (to nearest even) as its GEMM
+    packs them and sums the products in f32; the tensors stay f32 (fp32
+    master weights). `--strata-mixed-precision` sets it on every such op, the
+    gradient ops of a forward op inherit it, and the cost model prices the op
+    at the target's bf16 peak. The defaults read and write the op's `bf16`
+    unit attribute.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns whether the op computes its products in bf16.
+      }],
+      "bool", "computesInBf16", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return $_op.getBf16(); }]>,
+    InterfaceMethod<[{
+        Sets whether the op computes its products in bf16.
+      }],
+      "void", "setComputesInBf16", (ins "bool":$bf16), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ $_op.setBf16(bf16); }]>,
+  ];
+}
+
 def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
   let cppNamespace = "::mlir::strata";
   let description = [{
@@ -117,6 +143,31 @@ def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
     /// Returns the gradient the update reads.
     ::mlir::Value getGradient() { return $_op.getGradientMutable().get(); }
   }];
+}
+
+def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    A forward op that, besides computing its results, updates persistent
+    model buffers that are neither parameters nor optimizer state (the
+    running statistics of `strata.batch_norm`, function arguments marked
+    `strata.running_stat`). Some of its results are the new versions of those
+    operands: the runtime computes them in place, in the operands' buffers,
+    and the other results are fresh values. Unlike `InPlaceOpInterface`, the
+    op is no optimizer update (it has no gradient operand), so passes that
+    average, accumulate or schedule updates leave it alone.
+
+    Such ops declare a memory effect on the running-statistics resource, so
+    CSE and DCE keep them and `--strata-remat` never clones one into the
+    backward pass (a recompute would update the statistics twice).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns the operand that result `index` replaces in place, or null
+        when result `index` is a fresh value.
+      }],
+      "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+  ];
 }
 
 #endif // STRATA_DIALECT_STRATA_STRATAINTERFACES_TD

@@ -337,6 +337,68 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *context,
 int64_t LayerNormOp::getFlops() { return 8 * getNumElements(getResult()); }
 
 //===----------------------------------------------------------------------===//
+// BatchNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 2)
+    return emitOptionalError(loc,
+                             "input must have rank >= 2 ([N, C, ...]), "
+                             "got ",
+                             *input);
+  int64_t channels = input->getDimSize(1);
+  if (input->getNumElements() / channels < 2)
+    return emitOptionalError(loc,
+                             "batch normalisation needs more than one value "
+                             "per channel, got ",
+                             *input);
+  SmallVector<Type> stats;
+  for (auto [value, name] :
+       {std::pair(adaptor.getGamma(), "gamma"),
+        std::pair(adaptor.getBeta(), "beta"),
+        std::pair(adaptor.getRunningMean(), "running_mean"),
+        std::pair(adaptor.getRunningVar(), "running_var")}) {
+    FailureOr<RankedTensorType> vector = getRanked(loc, value.getType(), name);
+    if (failed(vector) ||
+        failed(checkSameElementType(loc, *input, *vector, "input", name)))
+      return failure();
+    if (vector->getRank() != 1 || vector->getDimSize(0) != channels)
+      return emitOptionalError(loc, name, " must be 1-D of the ", channels,
+                               " channels, got ", *vector);
+    stats.push_back(*vector);
+  }
+  if (!(adaptor.getEpsilon().convertToDouble() > 0.0))
+    return emitOptionalError(loc, "epsilon must be positive");
+  double momentum = adaptor.getMomentum().convertToDouble();
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOptionalError(loc, "momentum must lie in [0, 1], got ",
+                             momentum);
+  results.append({*input, stats[0], stats[0], stats[0], stats[0]});
+  return success();
+}
+
+int64_t BatchNormOp::getFlops() {
+  int64_t channels =
+      cast<RankedTensorType>(getGamma().getType()).getNumElements();
+  return 8 * getNumElements(getResult()) + 6 * channels;
+}
+
+Value BatchNormOp::getUpdatedOperand(unsigned index) {
+  if (index == 3)
+    return getRunningMean();
+  if (index == 4)
+    return getRunningVar();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
 // EmbeddingOp and PositionEmbeddingOp
 //===----------------------------------------------------------------------===//
 
@@ -468,6 +530,69 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *context,
 int64_t FlattenOp::getFlops() { return 0; }
 int64_t FlattenOp::getBytesRead() { return 0; }
 int64_t FlattenOp::getBytesWritten() { return 0; }
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> input =
+      getRanked(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  int64_t axis = adaptor.getAxis(), offset = adaptor.getOffset(),
+          size = adaptor.getSize();
+  if (axis < 0 || axis >= input->getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for ",
+                             *input);
+  int64_t dim = input->getDimSize(axis);
+  if (offset < 0 || size < 1 || offset > dim || size > dim - offset)
+    return emitOptionalError(loc, "range [", offset, ", ", offset, " + ", size,
+                             ") does not fit dimension ", axis, " of ", *input);
+  SmallVector<int64_t> shape(input->getShape());
+  shape[axis] = size;
+  results.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+int64_t SliceOp::getFlops() { return 0; }
+int64_t SliceOp::getBytesRead() { return getTensorBytes(getType()); }
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "needs at least one input");
+  FailureOr<RankedTensorType> first =
+      getRanked(loc, adaptor.getInputs().front().getType(), "input #0");
+  if (failed(first))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first->getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for ",
+                             *first);
+  SmallVector<int64_t> shape(first->getShape());
+  shape[axis] = 0;
+  for (auto [i, value] : llvm::enumerate(adaptor.getInputs())) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || type.getRank() != first->getRank() ||
+        type.getElementType() != first->getElementType())
+      return emitOptionalError(loc, "input #", i,
+                               " must have the rank and element type of "
+                               "input #0, got ",
+                               value.getType());
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != axis && type.getDimSize(d) != first->getDimSize(d))
+        return emitOptionalError(loc, "input #", i, " ", type,
+                                 " differs from input #0 ", *first,
+                                 " in dimension ", d);
+    shape[axis] += type.getDimSize(axis);
+  }
+  results.push_back(RankedTensorType::get(shape, first->getElementType()));
+  return success();
+}
+
+int64_t ConcatOp::getFlops() { return 0; }
 
 //===----------------------------------------------------------------------===//
 // Convolutional ops

@@ -28,6 +28,13 @@ struct CopyResource : public SideEffects::Resource::Base<CopyResource> {
   StringRef getName() final { return "strata.copy"; }
 };
 
+/// Running statistics of batch normalisation, updated in place by the
+/// forward pass: `strata.batch_norm` reads and writes it.
+struct RunningStatsResource
+    : public SideEffects::Resource::Base<RunningStatsResource> {
+  StringRef getName() final { return "strata.running_stats"; }
+};
+
 /// The most bytes one tensor may hold (256 TiB). Every size the compiler and
 /// the runtime derive from a tensor (element counts, bytes, arena offsets)
 /// then fits an `int64_t` with room to add many of them.

@@ -68,7 +68,8 @@ class Strata_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
 // Dense algebra
 //===----------------------------------------------------------------------===//
 
-def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable]> {
+def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable,
+    DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "matrix product, optionally batched and transposed";
   let description = [{
     Computes `op(lhs) · op(rhs)` over the last two dimensions, where `op`
@@ -241,6 +242,71 @@ def Strata_LayerNormOp : Strata_InferredOp<"layer_norm", [Strata_Differentiable]
   }];
 }
 
+def Strata_RunningStatsResource
+    : Resource<"::mlir::strata::RunningStatsResource">;
+
+def Strata_BatchNormOp : Strata_Op<"batch_norm", [
+    Strata_Differentiable, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Strata_CostOpInterface>,
+    DeclareOpInterfaceMethods<Strata_StatefulOpInterface>,
+    MemoryEffects<[MemRead<Strata_RunningStatsResource>,
+                   MemWrite<Strata_RunningStatsResource>]>]> {
+  let summary = "batch normalisation over the channel axis, training mode";
+  let description = [{
+    Batch normalisation of an input `[N, C, d...]` (NCHW for images; rank 2
+    is `[N, C]`) as PyTorch's `BatchNorm` computes it in training mode. Per
+    channel `c`, over the `m = N · d...` values of the batch:
+    `mean = Σ x / m`, `var = Σ (x - mean)² / m` (biased),
+    `inv_std = 1 / sqrt(var + epsilon)` and
+    `result = gamma · (x - mean) · inv_std + beta`.
+    `saved_mean` and `saved_inv_std` are the batch statistics, which the
+    backward rule reads. The running statistics are updated with the
+    unbiased variance:
+    `new_running_mean = (1 - momentum) · running_mean + momentum · mean`,
+    `new_running_var = (1 - momentum) · running_var + momentum · var · m / (m - 1)`.
+    `gamma`, `beta` and the running statistics are 1-D of size `C`; a batch
+    needs more than one value per channel (`m > 1`).
+
+    The running statistics are function arguments marked
+    `strata.running_stat`; the runtime updates them in place (the two new
+    values take the operands' buffers), so the step need not return them.
+    The op declares that effect, so it is never merged, deleted or
+    recomputed. Evaluation (`strata-run --infer`, `--eval-data`) runs the op
+    in inference mode: it normalises with the running statistics and leaves
+    them unchanged.
+
+    Cost: eight FLOPs per input element plus six per channel.
+
+    ```mlir
+    %y, %mean, %istd, %rm2, %rv2 = strata.batch_norm %x, %g, %b, %rm, %rv epsilon = 1.000000e-05 momentum = 1.000000e-01 : (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$gamma,
+                       Strata_FloatTensor:$beta,
+                       Strata_FloatTensor:$running_mean,
+                       Strata_FloatTensor:$running_var,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.1">:$momentum);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$gamma,
+                   "::mlir::Value":$beta, "::mlir::Value":$running_mean,
+                   "::mlir::Value":$running_var), [{
+      build($_builder, $_state, input, gamma, beta, running_mean, running_var,
+            ::llvm::APFloat(1.0e-5), ::llvm::APFloat(0.1));
+    }]>
+  ];
+  let results = (outs Strata_FloatTensor:$result,
+                      Strata_FloatTensor:$saved_mean,
+                      Strata_FloatTensor:$saved_inv_std,
+                      Strata_FloatTensor:$new_running_mean,
+                      Strata_FloatTensor:$new_running_var);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `,` $running_mean `,` $running_var
+    (`epsilon` `=` $epsilon^)? (`momentum` `=` $momentum^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Embeddings
 //===----------------------------------------------------------------------===//
@@ -349,11 +415,58 @@ def Strata_FlattenOp : Strata_InferredOp<"flatten", [Strata_Differentiable],
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Strata_SliceOp : Strata_InferredOp<"slice", [Strata_Differentiable],
+    ["getBytesRead"]> {
+  let summary = "a contiguous range of one dimension";
+  let description = [{
+    `result = input[..., offset : offset + size, ...]` along dimension
+    `axis`; the other dimensions are unchanged. ONNX's `Split` (GPT-2's
+    fused query/key/value projection) and `Slice` import as slices.
+
+    Cost: no FLOPs; reads and writes the range once.
+
+    ```mlir
+    %q = strata.slice %qkv axis = 2 offset = 0 size = 768 : tensor<8x128x2304xf32> -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$size);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `offset` `=` $offset `size` `=` $size attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+def Strata_ConcatOp : Strata_InferredOp<"concat", [Strata_Differentiable]> {
+  let summary = "joins tensors along one dimension";
+  let description = [{
+    The `inputs` (at least one, of one rank and element type, equal in
+    every dimension but `axis`) one after the other along dimension `axis`.
+    ONNX's `Concat` of computed tensors imports as it.
+
+    Cost: no FLOPs; reads and writes every element once.
+
+    ```mlir
+    %c = strata.concat %a, %b axis = 1 : (tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<8x48xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Strata_FloatTensor>:$inputs,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolutional networks
 //===----------------------------------------------------------------------===//
 
-def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable]> {
+def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable,
+    DeclareOpInterfaceMethods<Strata_MixedPrecisionOpInterface>]> {
   let summary = "2-D convolution, NCHW input and OIHW filter";
   let description = [{
     Cross-correlation of an input `[N, C, H, W]` with a filter `[F, C, KH, KW]`
@@ -361,18 +474,24 @@ def Strata_Conv2DOp : Strata_InferredOp<"conv2d", [Strata_Differentiable]> {
     The result is `[N, F, (H + 2ph - KH) / sh + 1, (W + 2pw - KW) / sw + 1]`.
     Bias is a separate `strata.bias_add ... axis = 1`.
 
-    Cost: `2 · N · F · OH · OW · C · KH · KW` FLOPs.
+    With `bf16` (set by `--strata-mixed-precision`), the input and filter are
+    rounded to bfloat16 as the im2col GEMM packs them and the products are
+    summed in f32, as for a `bf16` matmul; the gradient ops inherit it.
+
+    Cost: `2 · N · F · OH · OW · C · KH · KW` FLOPs (at the target's bf16
+    peak with `bf16`).
 
     ```mlir
     %y = strata.conv2d %x, %w strides = [1, 1] padding = [1, 1] : (tensor<8x3x224x224xf32>, tensor<64x3x3x3xf32>) -> tensor<8x64x224x224xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$input, Strata_FloatTensor:$filter,
-                       Strata_Pair:$strides, Strata_Pair:$padding);
+                       Strata_Pair:$strides, Strata_Pair:$padding,
+                       UnitAttr:$bf16);
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $filter `strides` `=` $strides `padding` `=` $padding attr-dict
-    `:` functional-type(operands, results)
+    $input `,` $filter `strides` `=` $strides `padding` `=` $padding
+    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
