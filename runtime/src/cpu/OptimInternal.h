@@ -1,5 +1,4 @@
-//===- OptimInternal.h - Optimizer update loops for kernels and tests -*- C++
-//-*-===//
+//===- OptimInternal.h - Optimizer loops for kernels and tests -*- C++ -*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
