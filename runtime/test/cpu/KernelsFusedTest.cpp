@@ -41,7 +41,9 @@ void expectSameBits(const std::vector<float> &actual,
 struct Product {
   Shape a, b;
   bool ta = false, tb = false;
-  /// Small blocks (many k slices and column blocks), or the defaults.
+  /// Small blocks (many k slices and column blocks), or the defaults. A
+  /// bf16 product takes the cache blocks (each bf16 path keeps its own
+  /// register tile).
   bool smallBlocks = false;
 };
 
@@ -49,7 +51,7 @@ Attrs productAttrs(const Product &p, bool bf16, double epilogue = 0) {
   Attrs attrs = makeAttrs({{"transpose_a", p.ta}, {"transpose_b", p.tb}});
   if (bf16)
     attrs.numbers["bf16"] = 1;
-  if (p.smallBlocks && !bf16)
+  if (p.smallBlocks)
     for (auto [name, value] : {std::pair<const char *, double>{"mc", 24},
                                {"nc", 32},
                                {"kc", 48},
