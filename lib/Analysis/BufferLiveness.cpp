@@ -75,10 +75,11 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
         inst.out.push_back(idOf(value));
       }
       auto update = dyn_cast<InPlaceOpInterface>(op);
-      // Sends in flight complete before an optimizer update (the runtime's
-      // OpInfo::waitsForSends), not before an op that updates running
-      // statistics, which no send reads.
-      inst.inPlace = static_cast<bool>(update);
+      // Sends in flight complete before an optimizer update or a weight
+      // version's copy (the runtime's OpInfo::waitsForSends), not before an
+      // op that updates running statistics, which no send reads.
+      auto stateful = dyn_cast<StatefulOpInterface>(op);
+      inst.inPlace = update || (stateful && !stateful.updatesRankLocalState());
       inst.readsAfterReturn = isa<SendOp>(op);
       if (update)
         result.persistent[idOf(update.getGradient())] = true;

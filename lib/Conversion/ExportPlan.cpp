@@ -252,10 +252,11 @@ llvm::json::Array PlanWriter::buildStates() {
     unsigned i = arg.getArgNumber();
     if (auto state = func.getArgAttrOfType<StateAttr>(
             i, StrataDialect::getStateAttrName()))
-      array.push_back(llvm::json::Object{{"name", state.getName()},
-                                         {"buffer", getBuffer(arg).getId()},
-                                         {"param", state.getParam()},
-                                         {"init", "zeros"}});
+      array.push_back(
+          llvm::json::Object{{"name", state.getName()},
+                             {"buffer", getBuffer(arg).getId()},
+                             {"param", state.getParam()},
+                             {"init", stringifyStateInit(state.getInit())}});
     // Running statistics are states the forward pass updates: weights
     // files carry them (strata-run --init loads them with the parameters).
     if (auto stat = func.getArgAttrOfType<RunningStatAttr>(
@@ -478,6 +479,10 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
                            {"lower_bound", memory.getLowerBound()},
                            {"unplanned_bytes", memory.getUnplannedBytes()},
                            {"optimal", memory.getOptimal()}};
+  // The asynchronous pipeline schedules update the weights once per window.
+  if (pipeline && pipeline.getWindow() > 0)
+    plan["updates_per_step"] =
+        pipeline.getMicroBatches() / pipeline.getWindow();
   plan["replicas"] = replicas;
   plan["groups"] = std::move(groups);
   plan["ranks"] = std::move(ranks);

@@ -16,7 +16,51 @@ namespace mlir::strata {
 using namespace mlir;
 using namespace mlir::strata;
 
+/// The value result `index` of `op` replaces in place, or null.
+static Value replacedBy(Operation *op, unsigned index) {
+  if (auto update = dyn_cast<InPlaceOpInterface>(op))
+    return update.getUpdatedOperand(index);
+  if (auto stateful = dyn_cast<StatefulOpInterface>(op))
+    return stateful.getUpdatedOperand(index);
+  return {};
+}
+
+/// An op that writes a value's buffer in place ends that value: no op of the
+/// same pipeline stage may read it afterwards (it would read the new
+/// contents). Passes that move or clone ops must keep this.
+static LogicalResult checkInPlaceUses(func::FuncOp func) {
+  auto stageOf = [](Operation *op) -> int64_t {
+    auto stage =
+        op->getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+    return stage ? stage.getInt() : -1;
+  };
+  WalkResult walk = func.walk([&](Operation *op) {
+    for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
+      Value replaced = replacedBy(op, r);
+      if (!replaced)
+        continue;
+      for (Operation *user : replaced.getUsers()) {
+        if (user == op || user->getBlock() != op->getBlock() ||
+            !op->isBeforeInBlock(user) || isa<func::ReturnOp>(user))
+          continue;
+        int64_t a = stageOf(op), b = stageOf(user);
+        if (a >= 0 && b >= 0 && a != b)
+          continue;
+        InFlightDiagnostic diag =
+            user->emitOpError()
+            << "reads a value that an earlier op overwrote in place";
+        diag.attachNote(op->getLoc()) << "overwritten here";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
+  if (failed(checkInPlaceUses(func)))
+    return failure();
   MLIRContext *context = func.getContext();
   int64_t nextId = 0, offset = 0;
   auto allocate = [&](Value value) -> FailureOr<BufferAttr> {
@@ -54,7 +98,8 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
             getBuffer(inPlace.getUpdatedOperand(result.getResultNumber())));
         continue;
       }
-      // Running statistics: the new value takes the operand's buffer.
+      // A stateful op's new version of an operand (running statistics, a
+      // kept weight version) takes its buffer.
       if (Value updated =
               stateful ? stateful.getUpdatedOperand(result.getResultNumber())
                        : Value()) {

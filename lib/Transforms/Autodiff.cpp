@@ -214,6 +214,7 @@ LogicalResult TrainStepBuilder::run() {
           builder.getF64FloatAttr(config.weightDecay),
           config.kind == OptimizerKind::adamw ? builder.getUnitAttr()
                                               : UnitAttr(),
+          /*update=*/IntegerAttr(), /*updates=*/IntegerAttr(),
           /*multi_tensor=*/IntegerAttr());
       newParams.push_back(update.getNewParam());
       newStates.append({update.getNewM(), update.getNewV()});

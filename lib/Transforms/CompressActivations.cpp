@@ -45,6 +45,14 @@ struct FormatChoice {
   double budget = 0;
 };
 
+/// The formats of the ordinary saved values and of the error-sensitive ones
+/// (isErrorSensitive); `sensitive` is `ordinary` unless `sensitive=` says
+/// otherwise, and its `initial` is null when those stay f32.
+struct Choices {
+  FormatChoice ordinary;
+  FormatChoice sensitive;
+};
+
 /// Parses `text` into its canonical attribute, or reports why not.
 FailureOr<ActFormatAttr> parseFormat(MLIRContext *context, Location loc,
                                      StringRef text) {
@@ -84,6 +92,19 @@ bool isCompressible(Value value, int64_t minElements) {
   return llvm::none_of(value.getUsers(), [](Operation *user) {
     return isa<SwapOutOp, SwapOutWaitOp>(user);
   });
+}
+
+/// Whether an op that saves `value` for its backward pass amplifies an
+/// error in it (AutodiffOpInterface::amplifiesSavedError): the input of a
+/// normalisation, the probabilities of a softmax.
+bool isErrorSensitive(Value value) {
+  auto amplifies = [&](Operation *op) {
+    auto autodiff = dyn_cast_or_null<AutodiffOpInterface>(op);
+    return autodiff && !op->hasAttr(StrataDialect::getPhaseAttrName()) &&
+           autodiff.amplifiesSavedError(value);
+  };
+  return amplifies(value.getDefiningOp()) ||
+         llvm::any_of(value.getUsers(), amplifies);
 }
 
 /// The backward ops (those with a phase) that read `value`, in program
@@ -195,20 +216,51 @@ public:
     FailureOr<FormatChoice> choice = resolveChoice(module);
     if (failed(choice))
       return signalPassFailure();
+    FailureOr<FormatChoice> sensitiveChoice = resolveSensitive(module, *choice);
+    if (failed(sensitiveChoice))
+      return signalPassFailure();
     if (!choice->initial)
       return; // format=none: the step stays as it is.
+    Choices choices{*choice, *sensitiveChoice};
     if (failed(forEachTrainStep(
             module,
             "no training step to compress (run --strata-autodiff first)",
-            [&](func::FuncOp func) { return runOnStep(func, *choice); })))
+            [&](func::FuncOp func) { return runOnStep(func, choices); })))
       signalPassFailure();
   }
 
 private:
   /// The formats from the options; `initial` is null for format=none.
   FailureOr<FormatChoice> resolveChoice(ModuleOp module);
-  LogicalResult runOnStep(func::FuncOp func, const FormatChoice &choice);
+  /// The formats of the error-sensitive saved values from `sensitive=`;
+  /// `initial` is null when they stay f32.
+  FailureOr<FormatChoice> resolveSensitive(ModuleOp module,
+                                           const FormatChoice &ordinary);
+  LogicalResult runOnStep(func::FuncOp func, const Choices &choices);
 };
+
+FailureOr<FormatChoice>
+CompressActivationsPass::resolveSensitive(ModuleOp module,
+                                          const FormatChoice &ordinary) {
+  if (sensitive.empty())
+    return ordinary;
+  Location loc = module.getLoc();
+  if (!ordinary.initial)
+    return emitError(loc) << "--strata-compress-activations: format=none "
+                             "takes no sensitive format";
+  FailureOr<ActFormatAttr> format =
+      parseFormat(module.getContext(), loc, sensitive);
+  if (failed(format))
+    return failure();
+  // One fixed format: the runtime's switching and budget apply to the
+  // ordinary values only.
+  FormatChoice choice;
+  if ((*format).getName() != "none") {
+    choice.initial = *format;
+    choice.candidates.push_back(*format);
+  }
+  return choice;
+}
 
 FailureOr<FormatChoice>
 CompressActivationsPass::resolveChoice(ModuleOp module) {
@@ -270,7 +322,7 @@ CompressActivationsPass::resolveChoice(ModuleOp module) {
 }
 
 LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
-                                                 const FormatChoice &choice) {
+                                                 const Choices &choices) {
   if (func->hasAttr(StrataDialect::getArenaBytesAttrName()))
     return emitError(func.getLoc())
            << "training step @" << func.getSymName()
@@ -278,11 +330,18 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
               "before --strata-lower-to-plan";
   SavedValues saved(func);
   SmallVector<CompressOp> compressed;
+  int64_t sensitiveTensors = 0;
   for (Value value : saved.getActivations()) {
     if (!isCompressible(value, minElements))
       continue;
+    bool isSensitive = isErrorSensitive(value);
+    const FormatChoice &choice =
+        isSensitive ? choices.sensitive : choices.ordinary;
     SmallVector<Operation *> users = backwardUsers(value);
-    if (!users.empty())
+    if (users.empty())
+      continue;
+    sensitiveTensors += isSensitive;
+    if (choice.initial)
       compressed.push_back(compressValue(value, users, choice));
   }
   // Earliest last, so that fitRematBudget undoes those first.
@@ -296,11 +355,17 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
     after += getTensorBytes(compress.getResult().getType());
   }
   SmallVector<std::string> names;
-  for (ActFormatAttr format : choice.candidates)
+  for (ActFormatAttr format : choices.ordinary.candidates)
     names.push_back(format.getName().str());
-  mlir::emitRemark(func.getLoc())
-      << "compressed " << tensors << " saved activations from " << before
-      << " to " << after << " bytes (" << llvm::join(names, ", ") << ")";
+  InFlightDiagnostic remark = mlir::emitRemark(func.getLoc());
+  remark << "compressed " << tensors << " saved activations from " << before
+         << " to " << after << " bytes (" << llvm::join(names, ", ") << ")";
+  if (!sensitive.empty() && choices.sensitive.initial)
+    remark << "; " << sensitiveTensors << " of them error-sensitive, in "
+           << choices.sensitive.initial.getName();
+  else if (!sensitive.empty())
+    remark << "; " << sensitiveTensors << " error-sensitive ones left f32";
+  remark.report();
   if (*undone > 0)
     mlir::emitRemark(func.getLoc())
         << "left " << *undone

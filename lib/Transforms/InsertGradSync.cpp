@@ -404,6 +404,16 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
   });
   if (alreadySynced)
     return func.emitOpError() << "already has bucketed gradient all-reduces";
+  // Lagging gradients delay whole steps; an asynchronous pipeline schedule
+  // already delays its weights by construction.
+  if (auto pipeline = func->getAttrOfType<PipelineScheduleAttr>(
+          StrataDialect::getPipelineScheduleAttrName());
+      pipeline && pipeline.getWindow() > 0 && staleness > 0)
+    return func.emitOpError()
+           << "is scheduled with the asynchronous " << pipeline.getSchedule()
+           << " pipeline schedule, which updates the weights inside the "
+              "step; staleness > 0 (lagging gradients) cannot be combined "
+              "with it";
 
   Block &body = func.getBody().front();
   DenseMap<Operation *, int64_t> position;

@@ -17,8 +17,16 @@ const char *mlir::strata::pipeline::getScheduleName(ScheduleKind kind) {
     return "interleaved";
   case ScheduleKind::ZeroBubbleH1:
     return "zb-h1";
+  case ScheduleKind::PipeDream:
+    return "pipedream";
+  case ScheduleKind::TwoBW:
+    return "2bw";
   }
   return "?";
+}
+
+bool mlir::strata::pipeline::isAsynchronous(ScheduleKind kind) {
+  return kind == ScheduleKind::PipeDream || kind == ScheduleKind::TwoBW;
 }
 
 std::string mlir::strata::pipeline::checkShape(const ScheduleShape &shape) {
@@ -40,7 +48,57 @@ std::string mlir::strata::pipeline::checkShape(const ScheduleShape &shape) {
            std::to_string(shape.microBatches) +
            ") to be a multiple of the devices per pipeline (" +
            std::to_string(shape.devices) + ")";
+  if (shape.kind != ScheduleKind::TwoBW)
+    return "";
+  int64_t window = updateWindow(shape);
+  if (window < 1 || shape.microBatches % window != 0)
+    return "the 2bw schedule needs the micro-batch count (" +
+           std::to_string(shape.microBatches) +
+           ") to be a multiple of the window (" + std::to_string(window) + ")";
+  // A window's first forward pass on device d runs after the backward pass
+  // of micro-batch (first - (devices - d - 1) - 1): with a shorter window,
+  // micro-batches of three windows would be in flight, and the two weight
+  // versions would not hold them.
+  if (window < shape.devices - 1)
+    return "the 2bw schedule needs a window of at least devices - 1 (" +
+           std::to_string(shape.devices - 1) + ") micro-batches, got " +
+           std::to_string(window);
   return "";
+}
+
+int64_t mlir::strata::pipeline::updateWindow(const ScheduleShape &shape) {
+  switch (shape.kind) {
+  case ScheduleKind::PipeDream:
+    return 1;
+  case ScheduleKind::TwoBW:
+    return shape.window > 0 ? shape.window : shape.microBatches;
+  default:
+    return shape.microBatches;
+  }
+}
+
+int64_t mlir::strata::pipeline::weightVersion(const ScheduleShape &shape,
+                                              int64_t device, int64_t micro) {
+  switch (shape.kind) {
+  case ScheduleKind::PipeDream:
+    return micro - (shape.devices - device - 1);
+  case ScheduleKind::TwoBW:
+    return micro / updateWindow(shape) - 1;
+  default:
+    return 0;
+  }
+}
+
+int64_t mlir::strata::pipeline::keptVersions(const ScheduleShape &shape,
+                                             int64_t device) {
+  switch (shape.kind) {
+  case ScheduleKind::PipeDream:
+    return shape.devices - device - 1;
+  case ScheduleKind::TwoBW:
+    return 1;
+  default:
+    return 0;
+  }
 }
 
 /// Warm-up forwards, then one forward and one backward at a time, then the
@@ -77,6 +135,8 @@ mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
       break;
     case ScheduleKind::OneFOneB:
     case ScheduleKind::ZeroBubbleH1:
+    case ScheduleKind::PipeDream:
+    case ScheduleKind::TwoBW:
       order = oneForwardOneBackward(
           m, devices - d - 1,
           [&](int64_t k) { return Action{Action::F, d, k}; },
@@ -103,6 +163,17 @@ mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
           });
       break;
     }
+    }
+    if (isAsynchronous(shape.kind)) {
+      // An update after each backward pass that closes a window.
+      int64_t window = updateWindow(shape);
+      std::vector<Action> withUpdates;
+      for (const Action &action : order) {
+        withUpdates.push_back(action);
+        if (action.kind == Action::B && (action.microBatch + 1) % window == 0)
+          withUpdates.push_back({Action::U, action.chunk, action.microBatch});
+      }
+      order = std::move(withUpdates);
     }
     if (shape.kind != ScheduleKind::ZeroBubbleH1)
       continue;

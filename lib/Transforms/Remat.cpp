@@ -336,8 +336,50 @@ Value swapCandidate(const StepModel &model, unsigned i, int64_t slot,
   return in.getResult();
 }
 
+/// Whether `op` writes `value`'s buffer in place (an optimizer update or a
+/// stateful op such as strata.copy_into replacing it).
+bool overwrites(Operation *op, Value value) {
+  for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
+    if (auto update = dyn_cast<InPlaceOpInterface>(op))
+      if (update.getUpdatedOperand(r) == value)
+        return true;
+    if (auto stateful = dyn_cast<StatefulOpInterface>(op))
+      if (stateful.getUpdatedOperand(r) == value)
+        return true;
+  }
+  return false;
+}
+
+/// A value holding what `value` holds, readable at `at`: `value` itself
+/// unless an op before `at` overwrote its buffer in place, else the newest
+/// strata.copy_into of it made before that overwrite (the asynchronous
+/// pipeline schedules keep the weight versions that forward passes read
+/// for the backward passes so). Null when none survives until `at`.
+Value liveVersion(Value value, Operation *at) {
+  for (int hops = 0; value && hops < 64; ++hops) {
+    Operation *overwrite = nullptr;
+    for (Operation *user : value.getUsers())
+      if (user->getBlock() == at->getBlock() && user->isBeforeInBlock(at) &&
+          overwrites(user, value) &&
+          (!overwrite || user->isBeforeInBlock(overwrite)))
+        overwrite = user;
+    if (!overwrite)
+      return value;
+    Operation *copy = nullptr;
+    for (Operation *user : value.getUsers())
+      if (auto into = dyn_cast<CopyIntoOp>(user);
+          into && into.getSource() == value &&
+          into->isBeforeInBlock(overwrite) &&
+          (!copy || copy->isBeforeInBlock(into)))
+        copy = into;
+    value = copy ? copy->getResult(0) : Value();
+  }
+  return {};
+}
+
 /// Clones the chain of candidate `i` before `need`, reading the candidates
-/// it depends on from `available`; returns the recomputed value.
+/// it depends on from `available`; returns the recomputed value, or null
+/// when a value the chain reads (a weight version) no longer exists there.
 Value recomputeCandidate(const StepModel &model, unsigned i,
                          ArrayRef<Value> available, Operation *need) {
   IRMapping mapping;
@@ -345,6 +387,16 @@ Value recomputeCandidate(const StepModel &model, unsigned i,
     mapping.map(model.candidates[dep], available[dep]);
   OpBuilder builder(need);
   for (Operation *op : model.chains[i]) {
+    // The forward pass read these values; read what holds them now.
+    for (Value operand : op->getOperands()) {
+      if (mapping.contains(operand))
+        continue;
+      Value live = liveVersion(operand, need);
+      if (!live)
+        return {};
+      if (live != operand)
+        mapping.map(operand, live);
+    }
     Operation *clone = builder.clone(*op, mapping);
     setPhase(clone, Phase::recompute);
   }
@@ -352,7 +404,8 @@ Value recomputeCandidate(const StepModel &model, unsigned i,
 }
 
 /// Rewrites the step of `model` for `choices`.
-void applyChoices(const StepModel &model, ArrayRef<RematChoice> choices) {
+LogicalResult applyChoices(const StepModel &model,
+                           ArrayRef<RematChoice> choices) {
   SmallVector<Operation *> need = neededBefore(model, choices);
   DenseMap<unsigned, double> outEnd = outFinish(model, choices);
   DenseMap<unsigned, double> inBegin = inStart(model, choices, need);
@@ -378,6 +431,11 @@ void applyChoices(const StepModel &model, ArrayRef<RematChoice> choices) {
                                             outEnd.lookup(i), waitBy,
                                             inBegin.lookup(i), need[i])
                             : recomputeCandidate(model, i, available, need[i]);
+    if (!replacement)
+      return need[i]->emitOpError()
+             << "would recompute a saved activation from a weight version "
+                "that an update overwrote before this backward pass, and no "
+                "copy of it survives";
     Operation *producer = replacement.getDefiningOp();
     value.replaceUsesWithIf(replacement, [&](OpOperand &use) {
       Operation *user = use.getOwner();
@@ -385,6 +443,7 @@ void applyChoices(const StepModel &model, ArrayRef<RematChoice> choices) {
     });
     available[i] = replacement;
   }
+  return success();
 }
 
 /// Parses `budget=`: bytes with an optional K/M/G (binary) suffix, or a
@@ -480,7 +539,8 @@ FailureOr<PlannedArena> RematPass::measure(func::FuncOp func,
                                            ArrayRef<RematChoice> choices) {
   OwningOpRef<func::FuncOp> copy(func.clone());
   StepModel model = buildModel(*copy, target);
-  applyChoices(model, choices);
+  if (failed(applyChoices(model, choices)))
+    return failure();
   return measurePlannedArena(*copy, PackStrategy::BestFit);
 }
 
@@ -610,7 +670,8 @@ LogicalResult RematPass::runOnStep(func::FuncOp func,
              << " plans an arena of " << after << " bytes, over the budget of "
              << *budgetBytes
              << " bytes (the baselines ignore the budget; try solver=auto)";
-    applyChoices(model, solution.choices);
+    if (failed(applyChoices(model, solution.choices)))
+      return failure();
   } else if (before->bytes > *budgetBytes) {
     FailureOr<int64_t> met =
         solveWithinBudget(func, target, *budgetBytes, before->bytes - total,
@@ -625,7 +686,8 @@ LogicalResult RematPass::runOnStep(func::FuncOp func,
       return reportInfeasible(func, *budgetBytes, before->persistentBytes,
                               smallest);
     after = *met;
-    applyChoices(model, solution.choices);
+    if (failed(applyChoices(model, solution.choices)))
+      return failure();
   }
 
   RematCost cost = solution.cost;

@@ -6,11 +6,13 @@
 // function: each op is cloned once per micro-batch and tagged with its stage
 // (`strata.stage`) and micro-batch; values crossing stages travel through
 // `strata.send` / `strata.recv`; gradients accumulate across micro-batches in
-// micro-batch order and the optimizer updates run once, at the end. The
-// order of the ops of one device is the chosen schedule's (GPipe, 1F1B,
-// interleaved 1F1B, ZB-H1); across devices the function is one interleaving
-// in which every recv follows its send, which proves the schedule free of
-// deadlock. The plan exporter gives every device its own program.
+// micro-batch order and the optimizer updates run once, at the end (or, for
+// the asynchronous schedules, after every window of micro-batches, with the
+// older weight versions kept in states). The order of the ops of one device
+// is the chosen schedule's (GPipe, 1F1B, interleaved 1F1B, ZB-H1, PipeDream,
+// 2BW); across devices the function is one interleaving in which every recv
+// follows its send, which proves the schedule free of deadlock. The plan
+// exporter gives every device its own program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +29,12 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -50,10 +54,12 @@ struct StageRange {
   int64_t firstLayer = 0, lastLayer = 0;
 };
 
-/// Identifies one action: (kind, chunk, micro-batch); U (the updates, once
-/// per device) is kind 3 with micro-batch -1.
+/// Identifies one action: (kind, chunk, micro-batch). Updates are kind U:
+/// with micro-batch -1 the end of a device's step (its updates, for the
+/// flushed schedules, and the loss), else the updates of the window that
+/// micro-batch closes (asynchronous schedules).
 using ActionKey = std::tuple<int, int64_t, int64_t>;
-constexpr int kUpdate = 3;
+constexpr int kUpdate = Action::U;
 
 /// One cloned op of the predicted timeline.
 struct TimedAction {
@@ -86,14 +92,28 @@ private:
   LogicalResult linearize();
   void emitAction(const ActionKey &key);
   void emitUpdates(int64_t device);
+  /// Asynchronous schedules: checks that the step can be scheduled so and
+  /// adds the states keeping each parameter's older weight versions.
+  LogicalResult prepareVersions();
+  /// The value holding weight version `version` of `param` now.
+  Value versionOf(Value param, int64_t version);
+  /// Emits the updates of `chunk` for the window `micro` closes.
+  void emitWindowUpdates(int64_t chunk, int64_t micro);
+  /// Before an update overwrites `param`, copies what is still needed into
+  /// its states; `last`: the step's last update, after which each state must
+  /// hold its version for the next step.
+  void keepVersions(Value param, Operation *like, int64_t chunk, int64_t micro,
+                    bool last);
   Value resolve(Value value, int64_t micro, int64_t device, int64_t chunk,
                 Operation *user);
   void emitSends(Operation *original, Operation *clone, int64_t micro);
   void tag(Operation *op, int64_t chunk, int64_t micro);
   Value accumulate(Value acc, Value next, Operation *like, int64_t chunk,
                    int64_t micro, bool backward);
-  /// Scales an accumulated value by 1/M and averages it over the replicas.
-  Value average(Value value, Operation *like, int64_t chunk, bool backward);
+  /// Scales a sum of `count` micro-batches' values by 1/count and averages
+  /// it over the replicas.
+  Value average(Value value, Operation *like, int64_t chunk, bool backward,
+                int64_t count);
 
   func::FuncOp func;
   ScheduleShape shape;
@@ -139,6 +159,22 @@ private:
   /// The new ops of each action, for the prediction.
   std::map<ActionKey, SmallVector<Operation *>> emitted;
   ActionKey current;
+
+  /// Asynchronous schedules: where the weight versions of each trained
+  /// parameter (the argument) are. Versions count updates from the start
+  /// of the step (weightVersion).
+  struct Versions {
+    /// The parameter's newest value (its buffer) and its version.
+    Value param;
+    int64_t paramVersion = 0;
+    /// The states keeping older versions (their newest values) and the
+    /// version each holds.
+    SmallVector<Value> slots;
+    SmallVector<int64_t> slotVersion;
+  };
+  llvm::MapVector<Value, Versions> versions;
+  /// The newest value of every argument an update replaces.
+  DenseMap<Value, Value> latest;
 };
 
 /// Scheduler invariants: the linearization emits producers (and sends)
@@ -385,6 +421,9 @@ Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
       }
       return slice;
     }
+    // Asynchronous schedules: the weight version this micro-batch reads.
+    if (micro >= 0 && versions.count(value))
+      return versionOf(value, weightVersion(shape, device, micro));
     auto it = remoteUsers.find(value);
     if (it == remoteUsers.end() || !llvm::is_contained(it->second, device))
       return value;
@@ -447,7 +486,10 @@ void Scheduler::emitAction(const ActionKey &key) {
   auto [kind, chunk, micro] = key;
   int64_t device = deviceOf(chunk);
   if (kind == kUpdate) {
-    emitUpdates(chunk);
+    if (micro >= 0)
+      emitWindowUpdates(chunk, micro);
+    else
+      emitUpdates(chunk);
     return;
   }
   // Parameters another device reads travel at the start of the step.
@@ -494,11 +536,13 @@ void Scheduler::emitAction(const ActionKey &key) {
         gradAcc[result] =
             accumulate(gradAcc.lookup(result), cloned[{result, micro}], update,
                        chunk, micro, /*backward=*/true);
-        // After the last micro-batch the gradient is final: average it now,
-        // so that its all-reduce can overlap the rest of the backward pass.
-        if (micro == shape.microBatches - 1)
-          gradAcc[result] =
-              average(gradAcc[result], update, chunk, /*backward=*/true);
+        // After the last micro-batch of its window the gradient is final:
+        // average it now, so that its all-reduce can overlap the rest of the
+        // backward pass.
+        int64_t window = updateWindow(shape);
+        if ((micro + 1) % window == 0)
+          gradAcc[result] = average(gradAcc[result], update, chunk,
+                                    /*backward=*/true, window);
       }
       if (result == loss)
         lossAcc = accumulate(lossAcc, cloned[{result, micro}], op, chunk, micro,
@@ -508,7 +552,7 @@ void Scheduler::emitAction(const ActionKey &key) {
 }
 
 Value Scheduler::average(Value value, Operation *like, int64_t chunk,
-                         bool backward) {
+                         bool backward, int64_t count) {
   auto finish = [&](Operation *op) {
     if (backward)
       op->setAttr(StrataDialect::getPhaseAttrName(),
@@ -516,10 +560,10 @@ Value Scheduler::average(Value value, Operation *like, int64_t chunk,
     setLayer(op, *getLayer(like));
     tag(op, chunk, -1);
   };
-  if (shape.microBatches > 1) {
+  if (count > 1) {
     auto scale = ScaleOp::create(
         builder, like->getLoc(), value,
-        builder.getF64FloatAttr(1.0 / static_cast<double>(shape.microBatches)));
+        builder.getF64FloatAttr(1.0 / static_cast<double>(count)));
     finish(scale);
     value = scale.getResult();
   }
@@ -533,9 +577,10 @@ Value Scheduler::average(Value value, Operation *like, int64_t chunk,
 }
 
 void Scheduler::emitUpdates(int64_t device) {
+  // The asynchronous schedules updated after every window.
   for (Operation *update : updates) {
     int64_t chunk = chunkOf[update];
-    if (deviceOf(chunk) != device)
+    if (deviceOf(chunk) != device || isAsynchronous(shape.kind))
       continue;
     OpOperand &gradOperand =
         cast<InPlaceOpInterface>(update).getGradientMutable();
@@ -555,7 +600,8 @@ void Scheduler::emitUpdates(int64_t device) {
   Operation *lossOp = loss.getDefiningOp();
   int64_t lossDevice = deviceOf(lossChunk);
   if (device == lossDevice) {
-    finalLoss = average(lossAcc, lossOp, lossChunk, /*backward=*/false);
+    finalLoss = average(lossAcc, lossOp, lossChunk, /*backward=*/false,
+                        shape.microBatches);
     if (lossDevice != 0) {
       int64_t t = nextTag++;
       auto send = SendOp::create(builder, loss.getLoc(), finalLoss, 0, t);
@@ -574,10 +620,203 @@ void Scheduler::emitUpdates(int64_t device) {
   }
 }
 
+LogicalResult Scheduler::prepareVersions() {
+  if (!isAsynchronous(shape.kind))
+    return success();
+  const char *name = getScheduleName(shape.kind);
+  llvm::StringSet<> names;
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (auto p = func.getArgAttrOfType<ParamAttr>(
+            i, StrataDialect::getParamAttrName()))
+      names.insert(p.getName());
+    if (auto st = func.getArgAttrOfType<StateAttr>(
+            i, StrataDialect::getStateAttrName()))
+      names.insert(st.getName());
+  }
+  for (Operation *update : updates) {
+    if (!isa<SgdUpdateOp, AdamUpdateOp>(update))
+      return update->emitOpError()
+             << "cannot run in the " << name
+             << " schedule, which updates the weights several times per "
+                "step: only sgd_update and adam_update can";
+    Value param = cast<InPlaceOpInterface>(update).getParameter();
+    auto arg = dyn_cast<BlockArgument>(param);
+    ParamAttr attr =
+        arg ? func.getArgAttrOfType<ParamAttr>(
+                  arg.getArgNumber(), StrataDialect::getParamAttrName())
+            : ParamAttr();
+    if (!attr)
+      return update->emitOpError() << "updates a value that is not a "
+                                      "parameter (strata.param) of the step";
+    if (versions.count(param))
+      return update->emitOpError() << "updates parameter '" << attr.getName()
+                                   << "', which another update also updates";
+    if (remoteUsers.count(param))
+      return update->emitOpError()
+             << "updates parameter '" << attr.getName()
+             << "', which another pipeline device reads (e.g. a tied "
+                "embedding); the "
+             << name
+             << " schedule keeps weight versions on the parameter's own "
+                "device only";
+    // State j keeps version j - kept at the start of a step: the weights
+    // kept - j updates older than the parameter (`PARAM.stash<kept - j>`).
+    Versions &kept = versions[param];
+    kept.param = param;
+    int64_t count = keptVersions(shape, deviceOf(chunkOf[update]));
+    for (int64_t j = 0; j < count; ++j) {
+      std::string stash = (attr.getName() + ".stash" + Twine(count - j)).str();
+      if (!names.insert(stash).second)
+        return update->emitOpError()
+               << "needs a state named '" << stash
+               << "' for an older weight version, but the step already has "
+                  "one";
+      auto state = StateAttr::get(func.getContext(), stash, attr.getName(),
+                                  StateInit::param);
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, param.getType(),
+              builder.getDictionaryAttr(builder.getNamedAttr(
+                  StrataDialect::getStateAttrName(), state)),
+              param.getLoc())))
+        return func.emitOpError() << "cannot add state '" << stash << "'";
+      kept.slots.push_back(func.getArgument(index));
+      kept.slotVersion.push_back(j - count);
+    }
+  }
+  return success();
+}
+
+Value Scheduler::versionOf(Value param, int64_t version) {
+  const Versions &kept = versions.find(param)->second;
+  if (kept.paramVersion == version)
+    return kept.param;
+  for (auto [slot, held] : llvm::zip(kept.slots, kept.slotVersion))
+    if (held == version)
+      return slot;
+  llvm::report_fatal_error("--strata-schedule-pipeline: internal error: a "
+                           "weight version is read after it was overwritten");
+}
+
+void Scheduler::keepVersions(Value param, Operation *like, int64_t chunk,
+                             int64_t micro, bool last) {
+  Versions &kept = versions.find(param)->second;
+  int64_t count = static_cast<int64_t>(kept.slots.size());
+  if (count == 0)
+    return;
+  constexpr int64_t kFree = std::numeric_limits<int64_t>::min();
+  auto slotOf = [&](int64_t version) -> int64_t {
+    for (int64_t j = 0; j < count; ++j)
+      if (kept.slotVersion[j] == version)
+        return j;
+    return -1;
+  };
+  auto copy = [&](int64_t to, int64_t from) {
+    Value source = from < 0 ? kept.param : kept.slots[from];
+    int64_t version = from < 0 ? kept.paramVersion : kept.slotVersion[from];
+    auto op =
+        CopyIntoOp::create(builder, like->getLoc(), source, kept.slots[to]);
+    setLayer(op, *getLayer(like));
+    op->setAttr(StrataDialect::getPhaseAttrName(),
+                PhaseAttr::get(builder.getContext(), Phase::update));
+    tag(op, chunk, micro);
+    kept.slots[to] = op.getResult();
+    kept.slotVersion[to] = version;
+    if (from >= 0)
+      kept.slotVersion[from] = kFree;
+  };
+  // The micro-batches that read the oldest kept version are done (the
+  // window closing now was the last): its state takes the parameter's
+  // version, which the update is about to overwrite.
+  int64_t hole = slotOf(kept.paramVersion - count);
+  if (hole < 0)
+    llvm::report_fatal_error("--strata-schedule-pipeline: internal error: "
+                             "no weight version is free to overwrite");
+  if (!last) {
+    copy(hole, -1);
+    return;
+  }
+  // After the step's last update (U in all), state j must hold version
+  // U + j - count for the next step; the versions it needs are the
+  // parameter's and those of the other states. Move them with the free
+  // state as the spare (cycles cost one extra copy each).
+  int64_t updatesPerStep = shape.microBatches / updateWindow(shape);
+  auto target = [&](int64_t j) { return updatesPerStep + j - count; };
+  kept.slotVersion[hole] = kFree;
+  for (;;) {
+    int64_t from = slotOf(target(hole));
+    if (from >= 0) {
+      copy(hole, from);
+      hole = from;
+      continue;
+    }
+    if (target(hole) != kept.paramVersion)
+      llvm::report_fatal_error("--strata-schedule-pipeline: internal error: "
+                               "a weight version to keep is lost");
+    int64_t misplaced = -1;
+    for (int64_t j = 0; j < count && misplaced < 0; ++j)
+      if (j != hole && kept.slotVersion[j] != target(j))
+        misplaced = j;
+    if (misplaced < 0) {
+      copy(hole, -1);
+      return;
+    }
+    copy(hole, misplaced);
+    hole = misplaced;
+  }
+}
+
+void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
+  int64_t device = deviceOf(chunk);
+  bool last = micro == shape.microBatches - 1;
+  for (Operation *update : updates) {
+    if (chunkOf[update] != chunk)
+      continue;
+    auto inPlace = cast<InPlaceOpInterface>(update);
+    Value param = inPlace.getParameter();
+    keepVersions(param, update, chunk, micro, last);
+    OpOperand &gradOperand = inPlace.getGradientMutable();
+    Value grad = lookupOrDie(gradAcc, gradOperand.get(), "a window's gradient");
+    gradAcc.erase(gradOperand.get());
+    IRMapping mapping;
+    for (OpOperand &operand : update->getOpOperands()) {
+      Value value = operand.get();
+      if (&operand == &gradOperand)
+        mapping.map(value, grad);
+      else if (value == param)
+        mapping.map(value, versions.find(param)->second.param);
+      else if (Value newest = latest.lookup(value))
+        mapping.map(value, newest);
+      else
+        mapping.map(value, resolve(value, -1, device, chunk, update));
+    }
+    Operation *clone = builder.clone(*update, mapping);
+    tag(clone, chunk, micro);
+    for (auto [i, result] : llvm::enumerate(update->getResults())) {
+      Value copy = clone->getResult(i);
+      cloned[{result, -1}] = copy;
+      latest[inPlace.getUpdatedOperand(i)] = copy;
+    }
+    Versions &kept = versions.find(param)->second;
+    // Adam's bias correction counts updates: this is update
+    // kept.paramVersion of the step's updatesPerStep.
+    int64_t updatesPerStep = shape.microBatches / updateWindow(shape);
+    if (auto adam = dyn_cast<AdamUpdateOp>(clone); adam && updatesPerStep > 1) {
+      adam.setUpdateAttr(builder.getI64IntegerAttr(kept.paramVersion));
+      adam.setUpdatesAttr(builder.getI64IntegerAttr(updatesPerStep));
+    }
+    kept.param = latest.lookup(param);
+    ++kept.paramVersion;
+  }
+}
+
 LogicalResult Scheduler::run() {
-  if (failed(classify()) || failed(buildActions()) || failed(linearize()))
+  if (failed(classify()) || failed(prepareVersions()) ||
+      failed(buildActions()) || failed(linearize()))
     return failure();
-  // The step returns the updated parameters and states and device 0's loss.
+  // The step returns the updated parameters and states, the states keeping
+  // older weight versions, and device 0's loss.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   SmallVector<Value> results;
   for (Value value : ret.getOperands().drop_back()) {
@@ -588,6 +827,13 @@ LogicalResult Scheduler::run() {
                 "the pipeline scheduler cannot place it";
     results.push_back(it->second);
   }
+  unsigned at = func.getNumResults() - 1;
+  for (auto &[param, kept] : versions)
+    for (Value slot : kept.slots) {
+      results.push_back(slot);
+      if (failed(func.insertResult(at++, slot.getType(), DictionaryAttr())))
+        return func.emitOpError() << "cannot return the kept weight versions";
+    }
   results.push_back(finalLoss);
   ret->setOperands(results);
   for (Operation *op : llvm::reverse(ops))
@@ -702,7 +948,7 @@ static llvm::json::Value timelineJson(const std::vector<TimedAction> &timeline,
     const char *names[] = {"F", "B", "W", "U"};
     const char *cats[] = {"forward", "backward", "weight-grad", "update"};
     std::string name = names[kind];
-    if (kind != kUpdate)
+    if (micro >= 0)
       name += std::to_string(micro);
     if (t.transfer)
       name = "to " + name;
@@ -836,6 +1082,7 @@ FailureOr<ScheduleShape> SchedulePipelinePass::getShape(func::FuncOp func,
   ScheduleShape shape;
   shape.kind = schedule;
   shape.microBatches = microBatches;
+  shape.window = window;
   shape.virtualStages =
       shape.kind == ScheduleKind::Interleaved ? virtualStages : 1;
   if (shape.virtualStages < 1 || chunks % shape.virtualStages != 0)
@@ -927,7 +1174,9 @@ LogicalResult SchedulePipelinePass::runOnStep(func::FuncOp func) {
                 PipelineScheduleAttr::get(
                     b.getContext(), getScheduleName(shape->kind),
                     shape->devices, shape->virtualStages, microBatches,
-                    stageReplicas, predictedStepSeconds, predictedBubble));
+                    stageReplicas,
+                    isAsynchronous(shape->kind) ? updateWindow(*shape) : 0,
+                    predictedStepSeconds, predictedBubble));
   func->setAttr(StrataDialect::getReplicasAttrName(),
                 b.getI64IntegerAttr(stageReplicas));
   return success();
@@ -943,8 +1192,15 @@ void SchedulePipelinePass::runOnOperation() {
       failed(checkOptionRange(loc, getArgument(), "stages", stages, 0,
                               kMaxStages)) ||
       failed(checkOptionRange(loc, getArgument(), "replicas", replicas, 1,
-                              kMaxReplicas)))
+                              kMaxReplicas)) ||
+      failed(checkOptionRange(loc, getArgument(), "window", window, 0,
+                              kMaxMicroBatches)))
     return signalPassFailure();
+  if (window != 0 && schedule != ScheduleKind::TwoBW) {
+    emitError(loc) << "--" << getArgument()
+                   << ": window= applies to the 2bw schedule only";
+    return signalPassFailure();
+  }
   if (failed(forEachTrainStep(
           module, "no training step to schedule (run --strata-autodiff first)",
           [&](func::FuncOp func) { return runOnStep(func); })))

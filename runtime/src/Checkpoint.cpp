@@ -178,6 +178,9 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
     if (!tensor->bytes.empty())
       std::memcpy(executor.getTensor(buffer).data, tensor->bytes.data(),
                   tensor->bytes.size());
+  // Kept weight versions start as copies of the loaded parameters.
+  if (!everything)
+    executor.copyParameterStates();
   executor.markHostModified();
   return Status::success();
 }

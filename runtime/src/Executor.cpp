@@ -189,6 +189,18 @@ void Executor::initialize(uint64_t seed) {
   for (const State &state : plan.states)
     initializeTensor(tensors[state.buffer], state.init, seed, state.name,
                      pool.get());
+  copyParameterStates();
+}
+
+void Executor::copyParameterStates() {
+  for (const State &state : plan.states) {
+    if (!state.copiesParam)
+      continue;
+    for (const Parameter &param : plan.parameters)
+      if (param.name == state.param)
+        std::memcpy(tensors[state.buffer].data, tensors[param.buffer].data,
+                    static_cast<size_t>(tensors[state.buffer].desc.bytes()));
+  }
   hostStale = true;
 }
 

@@ -294,6 +294,10 @@ private:
   void parseGroups(const json &root);
   void parseParameters(const json &params);
   void parseStates(const json &states);
+  /// Checks a state with `"init": "param"` (a kept weight version): it
+  /// names a parameter of its own shape and is no running statistic.
+  void checkCopiesParam(const State &state, const Buffer &buffer,
+                        const std::string &where);
   void parseInputs(const json &inputs);
   void checkEveryBufferClaimed();
   void parseLoss(const json &loss);
@@ -363,6 +367,12 @@ void PlanParser::parseHeader(const json &root) {
     expectObject(*memory, "memory_plan");
     plan.memoryPlanStrategy =
         optionalStringField(*memory, "strategy", "memory_plan");
+  }
+  if (const json *updates = optionalField(root, "updates_per_step")) {
+    plan.updatesPerStep = readInt(*updates, "updates_per_step");
+    if (plan.updatesPerStep < 1)
+      fail("updates_per_step",
+           "must be at least 1, got " + std::to_string(plan.updatesPerStep));
   }
   if (const json *optimizer = optionalField(root, "optimizer")) {
     expectObject(*optimizer, "optimizer");
@@ -671,6 +681,21 @@ void PlanParser::parseParameters(const json &params) {
   }
 }
 
+void PlanParser::checkCopiesParam(const State &state, const Buffer &buffer,
+                                  const std::string &where) {
+  if (state.running)
+    fail(where, "\"param\": a running statistic is no weight version");
+  if (state.param.empty())
+    fail(where, "\"param\" needs the state's 'param' (the parameter to copy)");
+  for (const Parameter &p : plan.parameters)
+    if (p.name == state.param &&
+        plan.buffers[p.buffer].desc.shape != buffer.desc.shape)
+      fail(where, "\"param\": the state's shape " +
+                      formatShape(buffer.desc.shape) +
+                      " differs from parameter \"" + state.param + "\"'s " +
+                      formatShape(plan.buffers[p.buffer].desc.shape));
+}
+
 void PlanParser::parseStates(const json &states) {
   const DType f32 = DType::F32;
   for (size_t i = 0; i < states.size(); ++i) {
@@ -703,7 +728,14 @@ void PlanParser::parseStates(const json &states) {
       fail(member(where, "param"),
            "a running statistic belongs to no parameter");
     state.layer = optionalIntField(entry, "layer", where, -1);
-    state.init = parseInit(entry, where, buffer, /*required=*/false);
+    // "param": a copy of the parameter (kept weight versions).
+    const json *init = optionalField(entry, "init");
+    if (init && init->is_string() && init->get<std::string>() == "param") {
+      checkCopiesParam(state, buffer, member(where, "init"));
+      state.copiesParam = true;
+    } else {
+      state.init = parseInit(entry, where, buffer, /*required=*/false);
+    }
     plan.states.push_back(std::move(state));
   }
 }
@@ -1356,10 +1388,21 @@ std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program) {
   for (size_t i = 0; i < program.size();) {
     const Instruction &first = program[i];
     size_t end = i + 1;
+    // A member may not read what an earlier member writes (the pipeline
+    // scheduler clones a grouped update into every window; two windows'
+    // updates of one parameter must stay two kernels).
+    std::set<int64_t> written(first.out.begin(), first.out.end());
+    auto readsWritten = [&](const Instruction &inst) {
+      return std::any_of(inst.in.begin(), inst.in.end(),
+                         [&](int64_t value) { return written.count(value); });
+    };
     if (first.attrs.multiTensor != 0)
       while (end < program.size() && program[end].op == first.op &&
-             program[end].attrs.multiTensor == first.attrs.multiTensor)
+             program[end].attrs.multiTensor == first.attrs.multiTensor &&
+             !readsWritten(program[end])) {
+        written.insert(program[end].out.begin(), program[end].out.end());
         ++end;
+      }
     runs[i] = end - i;
     for (size_t j = i + 1; j < end; ++j)
       runs[j] = 0;

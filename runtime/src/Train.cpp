@@ -819,6 +819,15 @@ Status connectRanks(const TrainOptions &options, const Plan &plan,
   if (options.clipNorm > 0 && run.lagging)
     return Status::usage("--clip-norm is not supported with lagging "
                          "gradients (a plan with staleness > 0) yet");
+  // Clipping runs every gradient of the step, then its update: a plan whose
+  // updates run between the forward and backward passes cannot be split so.
+  if (options.clipNorm > 0 && plan.updatesPerStep > 1)
+    return Status::usage(
+        "--clip-norm clips the gradients of a step's one update, but " +
+        plan.path + " updates the weights " +
+        std::to_string(plan.updatesPerStep) +
+        " times per step (an asynchronous pipeline schedule: pipedream or "
+        "2bw)");
   if (run.lagging && run.scheduled)
     return Status::usage("--lr-schedule is not supported with lagging "
                          "gradients (a plan with staleness > 0) yet");

@@ -35,3 +35,27 @@ module {
     return %x : tensor<2xf32>
   }
 }
+
+// -----
+
+// A kept weight version: copy_into's result takes the state's buffer.
+// CHECK-LABEL: func.func @kept_version
+// CHECK: strata.copy_into %arg0, %arg2 {strata.buffers = [#strata.buffer<id = 2,
+func.func @kept_version(%w: tensor<8xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %v: tensor<8xf32> {strata.state = #strata.state<name = "w.velocity", param = "w">}, %s: tensor<8xf32> {strata.state = #strata.state<name = "w.stash1", param = "w", init = param>}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) attributes {strata.train_step} {
+  %kept = strata.copy_into %w, %s : tensor<8xf32>
+  %nw, %nv = strata.sgd_update %w, %w, %v lr = 1.000000e-01 momentum = 0.000000e+00 weight_decay = 0.000000e+00 : tensor<8xf32>
+  %y = strata.add %kept, %nw : tensor<8xf32>
+  return %nw, %nv, %kept : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// An in-place update ends the value it overwrites: reading it afterwards
+// would read the new contents.
+func.func @read_after_update(%w: tensor<8xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %v: tensor<8xf32> {strata.state = #strata.state<name = "w.velocity", param = "w">}) -> (tensor<8xf32>, tensor<8xf32>) attributes {strata.train_step} {
+  // expected-note @+1 {{overwritten here}}
+  %nw, %nv = strata.sgd_update %w, %w, %v lr = 1.000000e-01 momentum = 0.000000e+00 weight_decay = 0.000000e+00 : tensor<8xf32>
+  // expected-error @+1 {{'strata.add' op reads a value that an earlier op overwrote in place}}
+  %y = strata.add %w, %nw : tensor<8xf32>
+  return %nw, %nv : tensor<8xf32>, tensor<8xf32>
+}

@@ -7,6 +7,8 @@
 // RUN: not strata-opt %s --split-input-file --strata-compress-activations="format=mxfp8 candidates=none" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not strata-opt %s --split-input-file --strata-compress-activations="format=none budget=0.1" 2>&1 | FileCheck %s --check-prefix=NONE-BUDGET
 // RUN: not strata-opt %s --split-input-file --strata-compress-activations="format=mxfp8 min-elements=-5" 2>&1 | FileCheck %s --check-prefix=MIN
+// RUN: not strata-opt %s --split-input-file --strata-compress-activations="format=none sensitive=mxfp8" 2>&1 | FileCheck %s --check-prefix=NONE-SENSITIVE
+// RUN: not strata-opt %s --split-input-file --strata-compress-activations="format=mxfp4 sensitive=mxfp9" 2>&1 | FileCheck %s --check-prefix=SENSITIVE
 
 // Option errors come before any step is touched.
 // FORMAT: error: --strata-compress-activations: invalid activation format 'mxfp3': unknown format 'mxfp3'
@@ -16,6 +18,8 @@
 // NONE: error: --strata-compress-activations: 'none' cannot be a candidate
 // NONE-BUDGET: error: --strata-compress-activations: format=none takes no candidates or budget
 // MIN: error: --strata-compress-activations needs min-elements >= 0, got -5
+// NONE-SENSITIVE: error: --strata-compress-activations: format=none takes no sensitive format
+// SENSITIVE: error: --strata-compress-activations: invalid activation format 'mxfp9'
 
 // A module without a training step has nothing to compress.
 // expected-error @+1 {{no training step to compress (run --strata-autodiff first)}}

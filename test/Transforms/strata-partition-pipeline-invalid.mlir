@@ -2,7 +2,7 @@
 // RUN: not strata-opt %s --split-input-file --strata-partition-pipeline 2>&1 | FileCheck %s --check-prefix=NOTARGET
 // RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=unit-no-such" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=%S/Inputs/unit.json objective=fast" 2>&1 | FileCheck %s --check-prefix=OBJECTIVE
-// RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=%S/Inputs/unit.json schedule=pipedream" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=%S/Inputs/unit.json schedule=async" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=%S/Inputs/unit.json stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=%S/Inputs/unit.json devices=3" 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not strata-opt %s --split-input-file --strata-partition-pipeline="target=%S/Inputs/unit.json micro-batches=-1" 2>&1 | FileCheck %s --check-prefix=MICRO
@@ -15,7 +15,7 @@
 // NOTARGET: error: --strata-partition-pipeline: needs a target (target=NAME or target=FILE.json)
 // UNKNOWN: error: {{.*}}unit-no-such
 // OBJECTIVE: for the --objective option: Cannot find option named 'fast'!
-// SCHEDULE: for the --schedule option: Cannot find option named 'pipedream'!
+// SCHEDULE: for the --schedule option: Cannot find option named 'async'!
 // STAGES: error: --strata-partition-pipeline: stages must be auto or a positive number, got '0'
 // DEVICES: error: --strata-partition-pipeline: devices=3 but target 'unit' has 2
 // MICRO: error: --strata-partition-pipeline: micro-batches must be positive, got -1

@@ -1,11 +1,11 @@
 // RUN: strata-opt %s --split-input-file --verify-diagnostics --strata-schedule-pipeline="stages=2 micro-batches=2"
-// RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 schedule=pipedream" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 schedule=async" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 micro-batches=0" 2>&1 | FileCheck %s --check-prefix=MICRO
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 micro-batches=3 schedule=interleaved virtual=1" 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 trace=%t.json" 2>&1 | FileCheck %s --check-prefix=TRACE
 // RUN: not strata-opt %s --split-input-file --strata-schedule-pipeline="stages=2 target=no-such-target" 2>&1 | FileCheck %s --check-prefix=TARGET
 
-// SCHEDULE: for the --schedule option: Cannot find option named 'pipedream'!
+// SCHEDULE: for the --schedule option: Cannot find option named 'async'!
 // MICRO: error: --strata-schedule-pipeline needs micro-batches >= 1, got 0
 // INTERLEAVED: error: 'func.func' op cannot be scheduled: the interleaved schedule needs the micro-batch count (3) to be a multiple of the devices per pipeline (2)
 // TRACE: error: 'func.func' op trace= needs a target for the prediction (target=NAME)

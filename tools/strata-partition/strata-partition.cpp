@@ -58,7 +58,8 @@ static cl::opt<int64_t>
 static cl::opt<std::string> schedule(
     "schedule",
     cl::desc("gpipe, 1f1b, interleaved, zb-h1, or the asynchronous "
-             "pipedream and 2bw (priced only: not yet scheduled or run)"),
+             "pipedream and 2bw (priced without a flush; "
+             "--strata-schedule-pipeline runs them, each step drained)"),
     cl::init("1f1b"), cl::cat(category));
 static cl::opt<std::string> costModel(
     "cost-model",

@@ -84,6 +84,11 @@ Work sim::getWork(const rt::Plan &plan, const rt::Instruction &inst) {
   case rt::OpCode::SgdUpdate:
     work.flops = 10.0 * largest;
     break;
+  case rt::OpCode::CopyInto:
+    // Reads the source and writes the state (the output is its buffer).
+    work.bytes = 2.0 * static_cast<double>(plan.buffers[inst.in[0]].bytes);
+    work.flops = 0;
+    break;
   default:
     // Element-wise and reductions: a few operations per element; the
     // roofline makes them memory-bound.

@@ -47,8 +47,10 @@
 //   only the forward part of a warm-up slot stays idle). Bubble fraction =
 //   slots / (M + slots).
 //
-// The asynchronous schedules (seed 002's PipeDream patent; priced here, not
-// yet scheduled or run): `pipedream` (1F1B without a flush, weight
+// The asynchronous schedules (seed 002's PipeDream patent; priced here as
+// PipeDream's steady state without a flush, scheduled by
+// --strata-schedule-pipeline with the same weight versions but a plan step
+// that drains): `pipedream` (1F1B without a flush, weight
 // stashing) and `2bw` (PipeDream-2BW, two weight versions) have no bubble
 // (slots 0) and keep min(k, n) micro-batches in flight like 1f1b. A
 // `pipedream` replica syncs its stage's weights after each of its
@@ -197,9 +199,9 @@ enum class PipelineSchedule {
   OneFOneB,
   Interleaved,
   ZeroBubbleH1,
-  /// Asynchronous 1F1B with weight stashing (priced only).
+  /// Asynchronous 1F1B with weight stashing.
   PipeDream,
-  /// PipeDream-2BW (priced only).
+  /// PipeDream-2BW.
   TwoBW
 };
 

@@ -315,6 +315,13 @@ def CompressActivationsPass
     training, and moves a tensor to a wider or narrower candidate when its
     measured error says so (the run log says what changed and why).
     `min-elements`: tensors with fewer elements stay f32.
+    `sensitive`: the format (or `none`: f32) of the saved values whose
+    backward rule amplifies an error in them
+    (`AutodiffOpInterface::amplifiesSavedError`: the inputs of layer and
+    batch normalisation, which their backward pass renormalises, and the
+    probabilities of a softmax); they keep that one format while the others
+    follow `format`/`candidates`/`budget`. Unset, they are treated like the
+    others.
 
     Runs after `--strata-autodiff` (and `--strata-remat`), before
     `--strata-plan-buffers`; a step that already has buffers is an error.
@@ -327,6 +334,7 @@ def CompressActivationsPass
     ```
     strata-opt step.mlir --strata-compress-activations="format=mxfp6"
     strata-opt step.mlir --strata-compress-activations="format=auto budget=0.05"
+    strata-opt step.mlir --strata-compress-activations="format=mxfp4 sensitive=mxfp8"
     ```
   }];
   let options = [
@@ -339,6 +347,9 @@ def CompressActivationsPass
            "none; required for auto)">,
     Option<"minElements", "min-elements", "int64_t", /*default=*/"0",
            "Leave tensors with fewer elements uncompressed">,
+    Option<"sensitive", "sensitive", "std::string", /*default=*/"\"\"",
+           "Format (or none) of the saved values whose gradient amplifies "
+           "their error (default: as the others)">,
   ];
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
@@ -476,8 +487,8 @@ def PartitionPipelinePass
            "Micro-batches per step (0: 4 per device)">,
     Option<"schedule", "schedule", "::mlir::strata::PipelineSchedule",
            /*default=*/"::mlir::strata::PipelineSchedule::OneFOneB",
-           "gpipe, 1f1b, interleaved or zb-h1 (activations in flight and "
-           "the bubble)",
+           "gpipe, 1f1b, interleaved, zb-h1, pipedream or 2bw "
+           "(activations in flight, the bubble, weight versions and syncs)",
            [{::llvm::cl::values(
              clEnumValN(::mlir::strata::PipelineSchedule::GPipe, "gpipe",
                         "all forwards, then all backwards"),
@@ -486,7 +497,11 @@ def PartitionPipelinePass
              clEnumValN(::mlir::strata::PipelineSchedule::Interleaved,
                         "interleaved", "interleaved 1F1B"),
              clEnumValN(::mlir::strata::PipelineSchedule::ZeroBubbleH1,
-                        "zb-h1", "zero bubble"))}]>,
+                        "zb-h1", "zero bubble"),
+             clEnumValN(::mlir::strata::PipelineSchedule::PipeDream,
+                        "pipedream", "asynchronous 1F1B, weight stashing"),
+             clEnumValN(::mlir::strata::PipelineSchedule::TwoBW, "2bw",
+                        "PipeDream-2BW"))}]>,
     Option<"memoryBytes", "memory-bytes", "int64_t", /*default=*/"0",
            "Memory per device in bytes (0: the target's)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
@@ -587,6 +602,31 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
       (zero bubble: backward split into the input-gradient part, which the
       previous stage waits for, and the weight-gradient part, which device d
       defers by up to devices - d - 1 passes to fill the cool-down bubble).
+    - The asynchronous schedules (PipeDream's, seed 002) run the 1F1B order
+      but update the weights inside the step, without waiting for a flush:
+      `pipedream` (1F1B with weight stashing) updates each device's weights
+      after every micro-batch's backward pass, with that micro-batch's
+      gradient (averaged over the stage's replicas): micro-batch m on
+      device d reads the weights after m - (devices - d - 1) updates (as
+      many as its forward pass finds applied), and its backward pass reads
+      the same version. `2bw` (PipeDream-2BW) accumulates the gradients of
+      a window of `window=K` micro-batches (default: the whole step; K >=
+      devices - 1 and K divides M) and updates after the backward pass that
+      closes the window; every micro-batch of window t reads version t - 1,
+      so W(t+1) = W(t) - lr grad(W(t - 1)). The versions still in use are
+      kept in new states of each parameter (`PARAM.stashK`, K updates
+      older, initialised as copies of the parameter and saved in
+      checkpoints): devices - d - 1 per parameter for `pipedream`, one for
+      `2bw`. Before an update overwrites a version, `strata.copy_into`
+      copies it into the state whose version no micro-batch reads any more,
+      so buffer planning and strata-sim count the stash. Across steps the
+      versions are exactly PipeDream's; within one, the plan's step still
+      drains the pipeline at its end (the bubble of 1F1B stays, and the
+      prediction below, which replays this order with the updates and
+      copies, shows it; the partitioner's pipedream and 2bw terms price
+      PipeDream's steady state without a flush). Both `sgd_update` and
+      `adam_update` run so; Adam's updates carry `update u of U` so that
+      their bias correction counts updates (t = (step - 1) U + u + 1).
     - Across devices the ops are placed so that every recv follows its send:
       a schedule that would deadlock is reported, never emitted.
 
@@ -610,12 +650,13 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
     strata-opt step.mlir --strata-schedule-pipeline="stages=4 micro-batches=8 schedule=1f1b"
     strata-opt step.mlir --strata-partition-pipeline="target=v100-pcie-4x" \
       --strata-schedule-pipeline="micro-batches=8 schedule=zb-h1 trace=pred.json"
+    strata-opt step.mlir --strata-schedule-pipeline="stages=4 micro-batches=8 schedule=2bw window=4"
     ```
   }];
   let options = [
     Option<"schedule", "schedule", "::mlir::strata::pipeline::ScheduleKind",
            /*default=*/"::mlir::strata::pipeline::ScheduleKind::OneFOneB",
-           "gpipe, 1f1b, interleaved or zb-h1",
+           "gpipe, 1f1b, interleaved, zb-h1, pipedream or 2bw",
            [{::llvm::cl::values(
              clEnumValN(::mlir::strata::pipeline::ScheduleKind::GPipe,
                         "gpipe", "all forwards, then all backwards"),
@@ -624,10 +665,17 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
              clEnumValN(::mlir::strata::pipeline::ScheduleKind::Interleaved,
                         "interleaved", "Megatron-LM's interleaved 1F1B"),
              clEnumValN(::mlir::strata::pipeline::ScheduleKind::ZeroBubbleH1,
-                        "zb-h1", "zero bubble (split backward)"))}]>,
+                        "zb-h1", "zero bubble (split backward)"),
+             clEnumValN(::mlir::strata::pipeline::ScheduleKind::PipeDream,
+                        "pipedream",
+                        "asynchronous 1F1B with weight stashing"),
+             clEnumValN(::mlir::strata::pipeline::ScheduleKind::TwoBW, "2bw",
+                        "PipeDream-2BW (two weight versions)"))}]>,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"4",
            "Micro-batches per step (each replica's batch splits into this "
            "many)">,
+    Option<"window", "window", "int64_t", /*default=*/"0",
+           "2bw: micro-batches per weight update (0: the whole step)">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"2",
            "interleaved: model chunks per device">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",

@@ -2,9 +2,10 @@
 //
 // The order in which each device of a pipeline runs the forward, backward and
 // weight-gradient passes of its model chunks over the micro-batches of one
-// step, for GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B (virtual stages)
-// and ZB-H1 (zero bubble). Plain C++ (no MLIR), so unit tests can check the
-// invariants of every schedule directly.
+// step, for GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B (virtual stages),
+// ZB-H1 (zero bubble), and PipeDream's asynchronous 1F1B with weight stashing
+// and PipeDream-2BW, which update the weights inside the step. Plain C++ (no
+// MLIR), so unit tests can check the invariants of every schedule directly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,10 +19,22 @@
 
 namespace mlir::strata::pipeline {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+enum class ScheduleKind {
+  GPipe,
+  OneFOneB,
+  Interleaved,
+  ZeroBubbleH1,
+  PipeDream,
+  TwoBW
+};
 
-/// "gpipe", "1f1b", "interleaved", "zb-h1".
+/// "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream", "2bw".
 const char *getScheduleName(ScheduleKind kind);
+
+/// Whether `kind` updates the weights inside the step, after the backward
+/// pass that closes each window of micro-batches (pipedream, 2bw), rather
+/// than once after every micro-batch (the flushed schedules).
+bool isAsynchronous(ScheduleKind kind);
 
 /// One pass of one model chunk over one micro-batch.
 struct Action {
@@ -31,7 +44,11 @@ struct Action {
     /// Backward; without a separate W it also computes weight gradients.
     B,
     /// Weight gradients only (ZB-H1 splits them off B).
-    W
+    W,
+    /// The optimizer update of the chunk's weights with the gradients of the
+    /// window that `microBatch`'s backward pass closes (asynchronous
+    /// schedules only).
+    U
   };
   Kind kind = F;
   /// Model chunk (pipeline stage) 0..chunks-1; device = chunk % devices.
@@ -52,11 +69,36 @@ struct ScheduleShape {
   /// device c % devices.
   int64_t virtualStages = 1;
   int64_t microBatches = 1;
+  /// 2bw: micro-batches whose gradients one weight version accumulates (0:
+  /// all of the step's). Ignored by the other schedules.
+  int64_t window = 0;
 };
 
 /// Returns an empty string when `shape` can be scheduled, else why not
 /// (e.g. interleaved needs micro-batches to be a multiple of devices).
 std::string checkShape(const ScheduleShape &shape);
+
+/// Micro-batches whose gradients one update applies: 1 (pipedream), the
+/// window (2bw) or the whole step (the flushed schedules).
+int64_t updateWindow(const ScheduleShape &shape);
+
+/// The weight version that the forward and the backward pass of micro-batch
+/// `micro` read on `device`, counted in updates from the weights at the start
+/// of the step (0; negative: an older version kept from earlier steps):
+///   - flushed schedules: 0;
+///   - pipedream: micro - (devices - device - 1), the weights after the
+///     updates of every micro-batch whose backward pass ran on the device
+///     before this forward pass (1F1B runs devices - device - 1 warm-up
+///     forwards); weight stashing keeps that version for its backward pass;
+///   - 2bw: micro / window - 1: every micro-batch of a window reads the
+///     version before the newest, W(t+1) = W(t) - lr grad(W(t - 1)).
+int64_t weightVersion(const ScheduleShape &shape, int64_t device,
+                      int64_t micro);
+
+/// The older weight versions `device` keeps from one step to the next: the
+/// versions -keptVersions..-1 that weightVersion names (devices - device - 1
+/// for pipedream, 1 for 2bw, 0 for the flushed schedules).
+int64_t keptVersions(const ScheduleShape &shape, int64_t device);
 
 /// The order of actions on each device (indexed by device). Every device
 /// runs, for each of its chunks and every micro-batch, one F and one B (and
@@ -75,6 +117,10 @@ std::string checkShape(const ScheduleShape &shape);
 ///     gradients); device d defers up to devices - d - 1 W passes and runs
 ///     them when the queue is longer, the rest at the end, filling the
 ///     cool-down bubble of 1F1B without holding more activations.
+///   - pipedream, 2bw: the 1F1B order, with a U after every B that closes an
+///     update window (every B for pipedream). The step still ends with every
+///     micro-batch's backward pass (the pipeline drains at the step's
+///     boundary); weightVersion gives the asynchronous semantics.
 std::vector<std::vector<Action>> buildSchedule(const ScheduleShape &shape);
 
 /// The largest number of micro-batches whose forward ran but whose backward

@@ -81,8 +81,12 @@ public:
   std::string describeDevice() const;
 
   /// Initialises every parameter and state from its init spec, keyed by
-  /// (seed, name) (see Init.h).
+  /// (seed, name) (see Init.h); states with `copiesParam` copy their
+  /// parameter.
   void initialize(uint64_t seed);
+  /// Sets every state with `copiesParam` to its parameter's value (after
+  /// the parameters were loaded from a file).
+  void copyParameterStates();
 
   /// Parameters or states were written through the host views (a
   /// checkpoint was loaded): a device executor uploads them before the next

@@ -83,6 +83,9 @@ struct State {
   /// The parameter this state belongs to ("" when none is named).
   std::string param;
   InitSpec init;
+  /// `init` is "param": the state starts as a copy of its parameter's value
+  /// (an older weight version of an asynchronous pipeline schedule).
+  bool copiesParam = false;
   /// A running statistic (`"kind": "running"`, batch_norm's running mean or
   /// variance) rather than optimizer state: part of the model's weights, so
   /// `--init` loads it with the parameters.
@@ -181,6 +184,10 @@ struct Plan {
   /// Lagging gradients: the `staleness` of the plan's all_reduce_start
   /// instructions (every one carries the same; 0: synchronous).
   int64_t staleness = 0;
+  /// Optimizer updates one step applies to each parameter (the optional
+  /// "updates_per_step"; more than 1 for the asynchronous pipeline
+  /// schedules, whose updates run between the forward and backward passes).
+  int64_t updatesPerStep = 1;
 
   /// The largest total of bytes (each rounded up to 64) of buffers live at
   /// one time over the plan's programs (Liveness.h): no arena is smaller.
@@ -206,9 +213,10 @@ struct Plan {
 
 /// Multi-tensor groups of a rank program: entry i is the number of
 /// instructions of the group that instruction i starts (consecutive
-/// instructions of i's op with the same non-zero `multi_tensor` id; at least
-/// 2), 1 for an instruction outside any group, and 0 for a group member after
-/// the first. Executors run a group as one kernel when its op has one.
+/// instructions of i's op with the same non-zero `multi_tensor` id, none
+/// reading a value an earlier one writes; at least 2), 1 for an instruction
+/// outside any group, and 0 for a group member after the first. Executors run
+/// a group as one kernel when its op has one.
 std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program);
 
 /// Reads and validates the plan at `path`. Errors are `Status::Code::Invalid`

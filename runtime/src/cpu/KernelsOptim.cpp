@@ -24,6 +24,7 @@
 #include "OptimInternal.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #if defined(__x86_64__)
@@ -41,8 +42,13 @@ SgdConstants sgdConstants(const OpAttrs &attrs) {
   return {(float)attrs.lr, (float)attrs.momentum, (float)attrs.weightDecay};
 }
 
+int64_t adamUpdateCount(const OpAttrs &attrs, int32_t step) {
+  return (int64_t(step) - 1) * attrs.updates + attrs.update + 1;
+}
+
 AdamConstants adamConstants(const OpAttrs &attrs, int32_t step) {
   AdamConstants k;
+  double t = (double)adamUpdateCount(attrs, step);
   double beta1 = attrs.beta1, beta2 = attrs.beta2;
   k.lr = (float)attrs.lr;
   k.epsilon = (float)attrs.epsilon;
@@ -53,8 +59,8 @@ AdamConstants adamConstants(const OpAttrs &attrs, int32_t step) {
   k.b2 = (float)beta2;
   k.c1 = (float)(1.0 - beta1);
   k.c2 = (float)(1.0 - beta2);
-  k.invBc1 = (float)(1.0 / (1.0 - std::pow(beta1, (double)step)));
-  k.invBc2 = (float)(1.0 / (1.0 - std::pow(beta2, (double)step)));
+  k.invBc1 = (float)(1.0 / (1.0 - std::pow(beta1, t)));
+  k.invBc2 = (float)(1.0 / (1.0 - std::pow(beta2, t)));
   return k;
 }
 
@@ -305,6 +311,13 @@ std::string verifyAdam(const Descs &inputs, const Descs &outputs,
   if (v.ok() && epsilon < 0)
     v.fail("attribute 'epsilon' must be non-negative, got " +
            formatNumber(epsilon));
+  double update = 0, updates = 1;
+  if (v.ok() && v.number("update", false, update, 0) &&
+      v.number("updates", false, updates, 1) &&
+      !(updates >= 1 && update >= 0 && update < updates))
+    v.fail("attributes 'update' and 'updates' must satisfy 0 <= update < "
+           "updates, got " +
+           formatNumber(update) + " of " + formatNumber(updates));
   return v.error();
 }
 
@@ -405,11 +418,34 @@ void runAdamGroup(KernelContext &ctx, const std::vector<KernelCall> &calls) {
       });
 }
 
+std::string verifyCopyInto(const Descs &inputs, const Descs &outputs,
+                           const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes() && v.sameShape(in(1), in(0)) &&
+      v.sameShape(out(0), in(0));
+  return v.error();
+}
+
+/// A weight version kept for the asynchronous pipeline schedules: the
+/// output is the buffer of input 1 (the state), overwritten by input 0.
+void runCopyInto(KernelContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const OpAttrs &) {
+  const float *source = inputs[0].f32();
+  float *dest = outputs[0].f32();
+  if (source == dest)
+    return;
+  parallelFor(ctx.pool, inputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    std::memcpy(dest + begin, source + begin,
+                static_cast<size_t>(end - begin) * sizeof(float));
+  });
+}
+
 } // namespace
 
 void appendOptimKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::SgdUpdate, verifySgd, runSgd, runSgdGroup});
   kernels.push_back({OpCode::AdamUpdate, verifyAdam, runAdam, runAdamGroup});
+  kernels.push_back({OpCode::CopyInto, verifyCopyInto, runCopyInto});
 }
 
 } // namespace strata::rt::detail

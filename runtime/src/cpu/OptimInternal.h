@@ -24,9 +24,14 @@ struct SgdConstants {
 };
 SgdConstants sgdConstants(const OpAttrs &attrs);
 
-/// The float constants of one adam_update instruction at 1-based `step`
-/// (the bias corrections 1 / (1 - beta^t) are computed in double: 1 - beta^t
-/// loses digits in float).
+/// The bias-correction count t of an adam_update at 1-based `step` (its
+/// step input): (step - 1) U + u + 1 for `update u of U` (the asynchronous
+/// pipeline schedules update U times per step), `step` without them.
+int64_t adamUpdateCount(const OpAttrs &attrs, int32_t step);
+
+/// The float constants of one adam_update instruction at 1-based `step`, its
+/// step input (t is adamUpdateCount's; the bias corrections 1 / (1 - beta^t)
+/// are computed in double: 1 - beta^t loses digits in float).
 struct AdamConstants {
   float lr, epsilon, decay, lrDecay;
   float b1, b2, c1, c2, invBc1, invBc2;

@@ -43,7 +43,30 @@ struct AdamParams {
   double beta1, beta2;
   float lr, epsilon, decay;
   bool decoupled;
+  /// Update `update` of `updates` per step: t = (step - 1) updates +
+  /// update + 1 (asynchronous pipeline schedules; 0 of 1 otherwise).
+  int64_t update, updates;
 };
+
+AdamParams adamParams(const OpAttrs &attrs) {
+  AdamParams a;
+  a.beta1 = attrs.beta1;
+  a.beta2 = attrs.beta2;
+  a.lr = (float)attrs.lr;
+  a.epsilon = (float)attrs.epsilon;
+  a.decay = (float)attrs.weightDecay;
+  a.decoupled = attrs.decoupled;
+  a.update = attrs.update;
+  a.updates = attrs.updates;
+  return a;
+}
+
+/// The bias-correction count t at 1-based `step` (the CPU's
+/// adamUpdateCount).
+__device__ __forceinline__ double adamUpdateCount(const AdamParams &a,
+                                                  int32_t step) {
+  return (double)(((int64_t)step - 1) * a.updates + a.update + 1);
+}
 
 /// Adam(W). The bias corrections are computed once per block, in double as
 /// on the CPU, from the step counter in device memory. A step below 1
@@ -53,12 +76,12 @@ __global__ void adamKernel(const float *p, const float *g, const float *m,
                            const float *v, const int32_t *step, float *pOut,
                            float *mOut, float *vOut, int64_t n, AdamParams a) {
   __shared__ float invBc[2];
-  int32_t t = *step;
-  if (t < 1)
+  if (*step < 1)
     return;
   if (threadIdx.x == 0) {
-    invBc[0] = (float)(1.0 / (1.0 - pow(a.beta1, (double)t)));
-    invBc[1] = (float)(1.0 / (1.0 - pow(a.beta2, (double)t)));
+    double t = adamUpdateCount(a, *step);
+    invBc[0] = (float)(1.0 / (1.0 - pow(a.beta1, t)));
+    invBc[1] = (float)(1.0 / (1.0 - pow(a.beta2, t)));
   }
   __syncthreads();
   const float invBc1 = invBc[0], invBc2 = invBc[1];
@@ -84,13 +107,7 @@ void runAdam(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   int64_t n = inputs[0].numel();
   if (n == 0)
     return;
-  AdamParams a;
-  a.beta1 = attrs.beta1;
-  a.beta2 = attrs.beta2;
-  a.lr = (float)attrs.lr;
-  a.epsilon = (float)attrs.epsilon;
-  a.decay = (float)attrs.weightDecay;
-  a.decoupled = attrs.decoupled;
+  AdamParams a = adamParams(attrs);
   adamKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
       inputs[0].f32(), inputs[1].f32(), inputs[2].f32(), inputs[3].f32(),
       inputs[4].i32(), outputs[0].f32(), outputs[1].f32(), outputs[2].f32(), n,
@@ -203,6 +220,8 @@ struct AdamTable {
   const int32_t *step[kMaxGroupTensors];
   AdamParams params[kMaxGroupTensors];
 };
+static_assert(sizeof(AdamTable) <= 4096,
+              "a kernel's parameters must fit in 4 KiB");
 
 /// adamKernel's arithmetic, per tensor of the table.
 __global__ void adamGroupKernel(AdamTable table) {
@@ -214,8 +233,10 @@ __global__ void adamGroupKernel(AdamTable table) {
   if (step < 1)
     return;
   if (threadIdx.x == 0) {
-    invBc[0] = (float)(1.0 / (1.0 - pow(a.beta1, (double)step)));
-    invBc[1] = (float)(1.0 / (1.0 - pow(a.beta2, (double)step)));
+    // Each member its own t (update u of U may differ within a group).
+    double t = adamUpdateCount(a, step);
+    invBc[0] = (float)(1.0 / (1.0 - pow(a.beta1, t)));
+    invBc[1] = (float)(1.0 / (1.0 - pow(a.beta2, t)));
   }
   __syncthreads();
   const float invBc1 = invBc[0], invBc2 = invBc[1];
@@ -255,12 +276,7 @@ void runAdamGroup(CudaContext &ctx, const std::vector<CudaKernelCall> &calls) {
       table.pOut[t] = call.outputs[0].f32();
       table.mOut[t] = call.outputs[1].f32();
       table.vOut[t] = call.outputs[2].f32();
-      table.params[t] = {attrs.beta1,
-                         attrs.beta2,
-                         (float)attrs.lr,
-                         (float)attrs.epsilon,
-                         (float)attrs.weightDecay,
-                         attrs.decoupled};
+      table.params[t] = adamParams(attrs);
       blocks += table.blocks.add(call.inputs[0].numel());
     }
     if (blocks == 0)
@@ -270,11 +286,20 @@ void runAdamGroup(CudaContext &ctx, const std::vector<CudaKernelCall> &calls) {
   });
 }
 
+/// A weight version kept for the asynchronous pipeline schedules: input 0
+/// into the buffer of input 1 (the output's).
+void runCopyInto(CudaContext &ctx, const Tensors &inputs,
+                 const Tensors &outputs, const OpAttrs &) {
+  copyDevice(ctx, outputs[0].f32(), inputs[0].f32(),
+             inputs[0].numel() * (int64_t)sizeof(float));
+}
+
 } // namespace
 
 void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({OpCode::SgdUpdate, runSgd, nullptr, runSgdGroup});
   kernels.push_back({OpCode::AdamUpdate, runAdam, nullptr, runAdamGroup});
+  kernels.push_back({OpCode::CopyInto, runCopyInto});
 }
 
 } // namespace strata::rt::cuda::detail

@@ -342,7 +342,11 @@ void checkEmulation(double timeout) {
       ok = std::fabs(took - expected) <= 0.1 * expected;
     else
       ok = took < 2e-3; // one rank: no link, nothing to wait for
-    skipped = !ok && p > 1 && real.min > 0.9 * expected;
+    // So is a run whose real transfers typically take over half the
+    // emulated time (a loaded machine): the emulated wait and the real
+    // transfer then add up. A run below the emulated time always fails.
+    skipped = !ok && p > 1 && took >= 0.9 * expected &&
+              (real.min > 0.9 * expected || real.median > 0.5 * expected);
     std::snprintf(text, sizeof(text),
                   "took %.3f ms (min of 9; median %.3f), expected %.3f ms "
                   "(%.0f bytes at 1 GB/s + 100 us); without emulation "
@@ -352,7 +356,7 @@ void checkEmulation(double timeout) {
     detail = text;
   }
   if (skipped)
-    detail += " -- inconclusive: the real transfer is slower than the "
+    detail += " -- inconclusive: the real transfer is too slow beside the "
               "emulated link on this machine";
   record("link emulation: 4 MiB all-reduce at bandwidth=1,latency=100",
          ok || skipped, detail, skipped);

@@ -69,6 +69,7 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"mse_loss_grad", 3, 1},
       {"sgd_update", 3, 2},
       {"adam_update", 5, 3},
+      {"copy_into", 2, 1},
       {"all_reduce", 1, 1},
       // Buckets: any number of gradients (-1).
       {"all_reduce_start", -1, 0},
@@ -99,13 +100,15 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
   EXPECT_EQ(all.size(), std::size(ops));
   for (size_t i = 1; i < all.size(); ++i)
     EXPECT_LT(std::string(all[i - 1]->name()), std::string(all[i]->name()));
-  // Only the optimizer updates and batch_norm (its running statistics)
-  // write in place, into the buffers they update.
+  // Only the optimizer updates, batch_norm (its running statistics) and
+  // copy_into write in place, into the buffers they update.
   for (const OpKernel *k : all)
     if (std::string(k->name()) == "sgd_update")
       EXPECT_EQ(k->info().inPlace, (std::vector<int>{0, 2}));
     else if (std::string(k->name()) == "adam_update")
       EXPECT_EQ(k->info().inPlace, (std::vector<int>{0, 2, 3}));
+    else if (std::string(k->name()) == "copy_into")
+      EXPECT_EQ(k->info().inPlace, (std::vector<int>{1}));
     else if (std::string(k->name()) == "batch_norm")
       EXPECT_EQ(k->info().inPlace, (std::vector<int>{-1, -1, -1, 3, 4}));
     else

@@ -15,6 +15,7 @@
 #include "GemmInternal.h"
 #include "KernelTestUtil.h"
 #include "OptimInternal.h"
+#include "strata-rt/Plan.h"
 
 #include <cstring>
 
@@ -370,6 +371,92 @@ TEST(KernelsFused, MultiTensorGroupsMatchOneUpdatePerTensor) {
     checkGroup("adam_update", threads);
     checkGroup("sgd_update", threads);
   }
+}
+
+TEST(KernelsFused, AdamGroupMembersCountTheirOwnUpdates) {
+  // An asynchronous schedule's adam_update carries `update u of U`; each
+  // member of a group must use its own t = (step - 1) U + u + 1.
+  const Shape shapes[] = {{40000}, {33, 7}, {5}};
+  const Attrs memberAttrs[] = {
+      makeAttrs({{"lr", 1e-3},
+                 {"decoupled", 1},
+                 {"update", 0},
+                 {"updates", 3},
+                 {"multi_tensor", 1}}),
+      makeAttrs({{"lr", 1e-3},
+                 {"decoupled", 1},
+                 {"update", 2},
+                 {"updates", 3},
+                 {"multi_tensor", 1}}),
+      makeAttrs({{"lr", 1e-3}, {"decoupled", 1}, {"multi_tensor", 1}})};
+  const OpKernel &kernel = kernelFor(OpCode::AdamUpdate);
+  ASSERT_NE(kernel.runGroup, nullptr);
+  Random rng(73);
+  HostTensor step = i32({});
+  step.i = {2};
+  for (int threads : {1, 2}) {
+    std::vector<HostTensor> p, m, v, g, refP, refM, refV;
+    std::vector<OpAttrs> typed;
+    for (size_t j = 0; j < 3; ++j) {
+      p.push_back(rng.tensor(shapes[j]));
+      m.push_back(rng.tensor(shapes[j], 0.1f));
+      v.push_back(f32(shapes[j]));
+      for (float &x : v.back().f)
+        x = rng.uniform(0.0f, 1e-3f);
+      g.push_back(rng.tensor(shapes[j]));
+      typed.push_back(decodeAttrsOrThrow(OpCode::AdamUpdate, memberAttrs[j]));
+    }
+    refP = p, refM = m, refV = v;
+    std::vector<KernelCall> calls;
+    for (size_t j = 0; j < 3; ++j) {
+      runKernel("adam_update", {&refP[j], &g[j], &refM[j], &refV[j], &step},
+                {&refP[j], &refM[j], &refV[j]}, memberAttrs[j], threads);
+      calls.push_back(
+          {{p[j].view(), g[j].view(), m[j].view(), v[j].view(), step.view()},
+           {p[j].view(), m[j].view(), v[j].view()},
+           &typed[j]});
+    }
+    // The comparison can fail: member 1 at t = 6 is not member 1 at t = 2.
+    HostTensor plainP = p[1], plainM = m[1], plainV = v[1];
+    runKernel("adam_update", {&plainP, &g[1], &plainM, &plainV, &step},
+              {&plainP, &plainM, &plainV}, memberAttrs[2], threads);
+    EXPECT_NE(plainP.f, refP[1].f);
+    ThreadPool pool(threads);
+    KernelContext ctx{pool, GemmTiling()};
+    kernel.runGroup(ctx, calls);
+    for (size_t j = 0; j < 3; ++j) {
+      std::string what = "adam group with update u of U, tensor " +
+                         std::to_string(j) + ", threads " +
+                         std::to_string(threads);
+      expectSameBits(p[j].f, refP[j].f, what + " param");
+      expectSameBits(m[j].f, refM[j].f, what + " m");
+      expectSameBits(v[j].f, refV[j].f, what + " v");
+    }
+  }
+}
+
+TEST(KernelsFused, GroupsEndWhereAMemberReadsAnEarlierMembersResult) {
+  // Two updates of one parameter with one multi_tensor id (a grouped update
+  // the pipeline scheduler cloned into two adjacent windows) stay two
+  // kernels: the second reads the first's new parameter (value 6).
+  auto update = [](std::vector<int64_t> in, std::vector<int64_t> out) {
+    Instruction inst;
+    inst.op = OpCode::AdamUpdate;
+    inst.in = std::move(in);
+    inst.out = std::move(out);
+    inst.attrs.multiTensor = 1;
+    return inst;
+  };
+  std::vector<Instruction> program = {
+      update({1, 2, 3, 4, 5}, {6, 7, 8}),
+      update({11, 12, 13, 14, 5}, {16, 17, 18}),
+      update({6, 22, 7, 8, 5}, {26, 27, 28}),
+      update({31, 32, 33, 34, 5}, {36, 37, 38})};
+  EXPECT_EQ(multiTensorRuns(program), (std::vector<size_t>{2, 0, 2, 0}));
+  program[2].in[0] = 21;
+  program[2].in[2] = 23;
+  program[2].in[3] = 24;
+  EXPECT_EQ(multiTensorRuns(program), (std::vector<size_t>{4, 0, 0, 0}));
 }
 
 } // namespace

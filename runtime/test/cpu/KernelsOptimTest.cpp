@@ -10,6 +10,7 @@
 
 #include "KernelTestUtil.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace strata::rt::test {
@@ -89,6 +90,43 @@ void checkAdam(bool decoupled) {
 
 TEST(KernelsOptim, AdamCoupledWeightDecay) { checkAdam(false); }
 TEST(KernelsOptim, AdamWDecoupledWeightDecay) { checkAdam(true); }
+
+TEST(KernelsOptim, AdamCountsUpdatesNotSteps) {
+  // Update u of U per step (asynchronous pipeline schedules): the bias
+  // correction uses t = (step - 1) U + u + 1, so update 1 of 3 in step 2
+  // equals a plain update at step 5.
+  Random rng(56);
+  HostTensor p = rng.tensor({6}), g = rng.tensor({6}), m = rng.tensor({6}),
+             v = rng.tensor({6}), step = i32({});
+  for (float &x : v.f)
+    x = std::abs(x);
+  HostTensor p2 = p, m2 = m, v2 = v, step2 = i32({});
+  step.i = {2};
+  runKernel("adam_update", {&p, &g, &m, &v, &step}, {&p, &m, &v},
+            makeAttrs({{"lr", 0.1}, {"update", 1}, {"updates", 3}}));
+  step2.i = {5};
+  runKernel("adam_update", {&p2, &g, &m2, &v2, &step2}, {&p2, &m2, &v2},
+            makeAttrs({{"lr", 0.1}}));
+  EXPECT_EQ(p.f, p2.f);
+  EXPECT_EQ(m.f, m2.f);
+  EXPECT_EQ(v.f, v2.f);
+}
+
+TEST(KernelsOptim, CopyIntoKeepsAWeightVersion) {
+  // In place, as the executor runs it: the state's buffer takes the
+  // parameter's bits; the parameter is untouched. A later update of the
+  // parameter leaves the kept version alone.
+  Random rng(55);
+  HostTensor p = rng.tensor({5, 7}), kept = rng.tensor({5, 7});
+  std::vector<float> before = p.f;
+  runKernel("copy_into", {&p, &kept}, {&kept}, makeAttrs({}));
+  EXPECT_EQ(kept.f, before);
+  EXPECT_EQ(p.f, before);
+  HostTensor g = rng.tensor({5, 7}), vel = f32({5, 7});
+  runKernel("sgd_update", {&p, &g, &vel}, {&p, &vel}, makeAttrs({{"lr", 0.5}}));
+  EXPECT_EQ(kept.f, before);
+  EXPECT_NE(p.f, before);
+}
 
 TEST(KernelsOptim, AdamStepMustBePositive) {
   HostTensor p = f32({3}), g = f32({3}), m = f32({3}), v = f32({3}),

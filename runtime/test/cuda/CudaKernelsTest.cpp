@@ -631,6 +631,14 @@ std::vector<Case> makeCases() {
              {"epsilon", 1e-8},
              {"weight_decay", 0.01},
              {"decoupled", 1}}));
+  add("adam_update", "Adam update 1 of 3 in step 2",
+      {t({7, 13}), t({7, 13}), t({7, 13}), rng.f32({7, 13}, 0, 1),
+       scalarI32(2)},
+      {desc({7, 13}), desc({7, 13}), desc({7, 13})},
+      attrs({{"lr", 1e-3}, {"update", 1}, {"updates", 3}}));
+  add("copy_into", "a kept weight version", {t({7, 13}), t({7, 13})},
+      {desc({7, 13})})
+      .exact = true;
   add("adam_update", "Adam L2 step 1",
       {t({1001}), t({1001}), t({1001}), rng.f32({1001}, 0, 1), scalarI32(1)},
       {desc({1001}), desc({1001}), desc({1001})},
@@ -1116,11 +1124,14 @@ TEST(CudaKernels, EmbeddingGradPathsAgreeBitwise) {
 }
 
 /// A multi-tensor group launch (three tensors, one over a block's chunk)
-/// against one launch per tensor, bitwise.
+/// against one launch per tensor, bitwise. The members count different
+/// updates (update 0 of 3, update 2 of 3, none): each uses its own t.
 TEST(CudaKernels, MultiTensorGroupMatchesOneUpdatePerTensor) {
   SKIP_WITHOUT_DEVICE();
   Random rng(17);
   std::vector<Case> members;
+  const int64_t update[] = {0, 2, -1};
+  int j = 0;
   for (Shape s : {Shape{70000}, Shape{33, 7}, Shape{1}}) {
     Case c;
     c.op = "adam_update";
@@ -1129,6 +1140,13 @@ TEST(CudaKernels, MultiTensorGroupMatchesOneUpdatePerTensor) {
                 scalarI32(4)};
     c.outputs = {desc(s), desc(s), desc(s)};
     c.attrs = attrs({{"lr", 1e-3}, {"weight_decay", 0.1}, {"decoupled", 1}});
+    if (update[j] >= 0)
+      c.attrs = attrs({{"lr", 1e-3},
+                       {"weight_decay", 0.1},
+                       {"decoupled", 1},
+                       {"update", (double)update[j]},
+                       {"updates", 3}});
+    ++j;
     members.push_back(std::move(c));
   }
   CudaGroupKernelFn group = lookupCudaGroupKernel(OpCode::AdamUpdate);

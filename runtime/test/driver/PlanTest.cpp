@@ -474,6 +474,32 @@ TEST_F(PlanRejection, StateOfUnknownParameter) {
   expectRejected("states[0].param: no parameter is named \"fc9.weight\"");
 }
 
+TEST_F(PlanRejection, StateCopyingItsParameter) {
+  // A kept weight version of an asynchronous pipeline schedule: "init":
+  // "param" copies the state's parameter, which must exist and have its
+  // shape.
+  plan["states"][0]["init"] = "param";
+  plan["updates_per_step"] = 4;
+  Plan loaded;
+  ASSERT_TRUE(parsePlan(plan.dump(), "mlp.json", loaded).ok());
+  EXPECT_TRUE(loaded.states[0].copiesParam);
+  EXPECT_FALSE(loaded.states[1].copiesParam);
+  EXPECT_EQ(loaded.updatesPerStep, 4);
+  plan["states"][0]["param"] = "fc0.bias";
+  expectRejected("states[0].init: \"param\": the state's shape");
+  plan["states"][0].erase("param");
+  expectRejected("states[0].init: \"param\" needs the state's 'param'");
+  // A running statistic belongs to no parameter, so it copies none.
+  plan["states"][0]["kind"] = "running";
+  expectRejected(
+      "states[0].init: \"param\": a running statistic is no weight version");
+}
+
+TEST_F(PlanRejection, UpdatesPerStepArePositive) {
+  plan["updates_per_step"] = 0;
+  expectRejected("updates_per_step: must be at least 1, got 0");
+}
+
 TEST_F(PlanRejection, UnknownInputRole) {
   plan["inputs"][0]["role"] = "images";
   expectRejected("inputs[0].role: unknown role \"images\"");

@@ -116,6 +116,22 @@ func.func @schedule_no_devices(%a: tensor<4xf32>) attributes {strata.pipeline_sc
 
 // -----
 
+// An asynchronous schedule's window divides the micro-batches.
+// expected-error @+1 {{pipeline schedule window must divide micro_batches (4), got 3}}
+func.func @schedule_window(%a: tensor<4xf32>) attributes {strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "2bw", devices = 2, virtual = 1, micro_batches = 4, replicas = 1, window = 3>} {
+  return
+}
+
+// -----
+
+// The optional fields of a schedule are known keys.
+// expected-error @+1 {{expected window, predicted_step_seconds or predicted_bubble, got 'bubble'}}
+func.func @schedule_key(%a: tensor<4xf32>) attributes {strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "1f1b", devices = 2, virtual = 1, micro_batches = 4, replicas = 1, bubble = 0.5 : f64>} {
+  return
+}
+
+// -----
+
 // The partition is typed: a dictionary is refused.
 // expected-error @+1 {{'func.func' op 'strata.pipeline' must be a #strata.pipeline_partition on a function}}
 func.func @partition_dictionary(%a: tensor<4xf32>) attributes {strata.pipeline = {stages = []}} {
@@ -169,6 +185,14 @@ func.func @dup_state(%w: tensor<4xf32> {strata.param = #strata.param<name = "w",
 // A state belongs to a parameter of the same function.
 // expected-error @+1 {{'func.func' op state 'v.m' belongs to 'v', which is not a parameter}}
 func.func @orphan_state(%w: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %m: tensor<4xf32> {strata.state = #strata.state<name = "v.m", param = "v">}) {
+  return
+}
+
+// -----
+
+// A state copying its parameter names one.
+// expected-error @+1 {{'func.func' op state 'w.stash1' starts as a copy of its parameter (init = param) but names none}}
+func.func @copy_of_nothing(%w: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %s: tensor<4xf32> {strata.state = #strata.state<name = "w.stash1", param = "", init = param>}) {
   return
 }
 

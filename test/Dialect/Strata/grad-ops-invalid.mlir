@@ -107,6 +107,22 @@ func.func @adam_epsilon(%p: tensor<16xf32>, %t: tensor<i32>) {
 
 // -----
 
+func.func @adam_update_index(%p: tensor<16xf32>, %t: tensor<i32>) {
+  // expected-error @+1 {{'strata.adam_update' op expects 0 <= update < updates, got update 4 of 4}}
+  %0:3 = strata.adam_update %p, %p, %p, %p, %t lr = 0.1 beta1 = 0.9 beta2 = 0.999 epsilon = 1.0e-8 weight_decay = 0.0 update 4 of 4 : tensor<16xf32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @adam_update_alone(%p: tensor<16xf32>, %t: tensor<i32>) {
+  // expected-error @+1 {{'strata.adam_update' op expects 'update' and 'updates' together}}
+  %0:3 = "strata.adam_update"(%p, %p, %p, %p, %t) <{lr = 0.1 : f64, beta1 = 0.9 : f64, beta2 = 0.99 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.0 : f64, update = 1 : i64}> : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
 func.func @adam_types(%p: tensor<16xf32>, %q: tensor<8xf32>, %t: tensor<i32>) {
   // expected-error @+1 {{'strata.adam_update' op failed to verify that all of {param, grad, m, v, new_param, new_m, new_v} have same type}}
   %0:3 = "strata.adam_update"(%p, %q, %p, %p, %t) <{lr = 0.1 : f64, beta1 = 0.9 : f64, beta2 = 0.99 : f64, epsilon = 1.0e-8 : f64, weight_decay = 0.0 : f64}> : (tensor<16xf32>, tensor<8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)

@@ -52,5 +52,10 @@ func.func @grads(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>
   %p, %v = strata.sgd_update %g, %g, %g lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<16xf32>
   // CHECK: strata.adam_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} lr = 1.000000e-03 beta1 = 9.000000e-01 beta2 = 0.98999999999999999 epsilon = 1.000000e-08 weight_decay = 1.000000e-02 decoupled : tensor<16xf32>, tensor<i32>
   %q:3 = strata.adam_update %g, %g, %g, %g, %step lr = 0.001 beta1 = 0.9 beta2 = 0.99 epsilon = 1.0e-8 weight_decay = 0.01 decoupled : tensor<16xf32>, tensor<i32>
+  // Update 2 of 4 in a step (an asynchronous pipeline schedule).
+  // CHECK: strata.adam_update {{.*}} weight_decay = 0.000000e+00 update 2 of 4 : tensor<16xf32>, tensor<i32>
+  %r:3 = strata.adam_update %g, %g, %g, %g, %step lr = 0.001 beta1 = 0.9 beta2 = 0.99 epsilon = 1.0e-8 weight_decay = 0.0 update 2 of 4 : tensor<16xf32>, tensor<i32>
+  // CHECK: strata.adam_update {{.*}} decoupled update 1 of 4 multi_tensor = 3 : tensor<16xf32>, tensor<i32>
+  %u:3 = strata.adam_update %g, %g, %g, %g, %step lr = 0.001 beta1 = 0.9 beta2 = 0.99 epsilon = 1.0e-8 weight_decay = 0.0 decoupled update 1 of 4 multi_tensor = 3 : tensor<16xf32>, tensor<i32>
   return
 }

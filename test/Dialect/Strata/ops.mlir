@@ -115,6 +115,17 @@ func.func @swaps(%x: tensor<4xf32>, %y: tensor<4xi32>) -> (tensor<4xf32>, tensor
 
 // -----
 
+// A weight version kept in a state: the result replaces the destination.
+// CHECK-LABEL: func.func @copy_into
+// CHECK: %[[KEPT:.*]] = strata.copy_into %arg0, %arg1 : tensor<4x8xf32>
+// CHECK: return %[[KEPT]]
+func.func @copy_into(%w: tensor<4x8xf32>, %s: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %kept = strata.copy_into %w, %s : tensor<4x8xf32>
+  return %kept : tensor<4x8xf32>
+}
+
+// -----
+
 // 100 f32 values in MXFP4 are 4 blocks of 32 (the last padded): 4 * 17
 // bytes; in BFP m=4 block 16, 7 blocks of 1 + 10 bytes. The result holds the
 // widest candidate's bytes.

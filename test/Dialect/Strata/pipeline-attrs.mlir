@@ -27,6 +27,21 @@ func.func @partition_by_hand() attributes {strata.pipeline = #strata.pipeline_pa
 func.func @schedule() attributes {strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "interleaved", devices = 2, virtual = 2, micro_batches = 4, replicas = 1, predicted_step_seconds = 1.5e-3 : f64, predicted_bubble = 0.2 : f64>} {
   return
 }
+// An asynchronous schedule records its update window; the optional fields
+// parse in any order.
+// CHECK-LABEL: func.func @schedule_async
+// CHECK-SAME: strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "2bw", devices = 2, virtual = 1, micro_batches = 4, replicas = 1, window = 2, predicted_step_seconds = 1.500000e-03 : f64>
+func.func @schedule_async() attributes {strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "2bw", devices = 2, virtual = 1, micro_batches = 4, replicas = 1, predicted_step_seconds = 1.5e-3 : f64, window = 2>} {
+  return
+}
+// A state that starts as a copy of its parameter; the default init (zeros)
+// is not printed.
+// CHECK-LABEL: func.func @kept_version
+// CHECK-SAME: strata.state = #strata.state<name = "w.m", param = "w">
+// CHECK-SAME: strata.state = #strata.state<name = "w.stash1", param = "w", init = param>
+func.func @kept_version(%w: tensor<4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = zeros, scale = 0.0>}, %m: tensor<4xf32> {strata.state = #strata.state<name = "w.m", param = "w", init = zeros>}, %s: tensor<4xf32> {strata.state = #strata.state<name = "w.stash1", param = "w", init = param>}) {
+  return
+}
 // CHECK-LABEL: func.func @schedule_unpredicted
 // CHECK-SAME: strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "1f1b", devices = 3, virtual = 1, micro_batches = 2, replicas = 2>
 func.func @schedule_unpredicted() attributes {strata.pipeline_schedule = #strata.pipeline_schedule<schedule = "1f1b", devices = 3, virtual = 1, micro_batches = 2, replicas = 2>} {

@@ -11,7 +11,8 @@ largest scaled difference.
     compare_checkpoints.py BEFORE.safetensors AFTER.safetensors --update-norm
 
 prints instead the L2 norm of the parameters' change (optimizer states,
-named PARAM.velocity/.m/.v, left out).
+named PARAM.velocity/.m/.v, left out). With --only S, both compare only
+the tensors whose name contains S (which must exist).
 """
 import argparse
 import json
@@ -27,6 +28,8 @@ group.add_argument("--rtol", type=float)
 group.add_argument("--update-norm", action="store_true",
                    help="print the L2 norm of B - A over the parameters "
                         "(optimizer states PARAM.velocity/.m/.v left out)")
+parser.add_argument("--only", default="",
+                    help="compare only the tensors whose name contains this")
 args = parser.parse_args()
 
 
@@ -45,6 +48,11 @@ def load(path):
 
 
 a, b = load(args.a), load(args.b)
+if args.only:
+    a = {k: v for k, v in a.items() if args.only in k}
+    b = {k: v for k, v in b.items() if args.only in k}
+    if not a:
+        sys.exit("no tensor name contains '%s'" % args.only)
 if args.update_norm:
     total = 0.0
     for name, (dtype, _, raw) in a.items():

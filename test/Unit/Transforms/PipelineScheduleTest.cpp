@@ -27,7 +27,7 @@ Key keyOf(const Action &a) { return {a.kind, a.chunk, a.microBatch}; }
 
 /// Runs every device's order; an action may start once its dependencies ran:
 /// F(c, m) after F(c - 1, m); B(c, m) after B(c + 1, m) and F(c, m); W(c, m)
-/// after B(c, m). Returns whether every action ran.
+/// and U(c, m) after B(c, m). Returns whether every action ran.
 bool runsWithoutDeadlock(const std::vector<std::vector<Action>> &orders,
                          int64_t chunks) {
   std::set<Key> done;
@@ -44,6 +44,7 @@ bool runsWithoutDeadlock(const std::vector<std::vector<Action>> &orders,
              (a.chunk == chunks - 1 ||
               done.count({Action::B, a.chunk + 1, a.microBatch}));
     case Action::W:
+    case Action::U:
       return done.count({Action::B, a.chunk, a.microBatch}) != 0;
     }
     return false;
@@ -71,6 +72,11 @@ void checkSchedule(const ScheduleShape &shape) {
   ASSERT_EQ(static_cast<int64_t>(orders.size()), shape.devices);
   int64_t chunks = shape.devices * shape.virtualStages;
   bool splitW = shape.kind == ScheduleKind::ZeroBubbleH1;
+  // The asynchronous schedules update after each window's last backward.
+  int64_t window = updateWindow(shape);
+  size_t updates = isAsynchronous(shape.kind)
+                       ? static_cast<size_t>(shape.microBatches / window)
+                       : 0;
   for (int64_t d = 0; d < shape.devices; ++d) {
     const std::vector<Action> &order = orders[d];
     std::map<Key, size_t> position;
@@ -81,7 +87,7 @@ void checkSchedule(const ScheduleShape &shape) {
     }
     size_t perChunk =
         static_cast<size_t>(shape.microBatches) * (splitW ? 3 : 2);
-    EXPECT_EQ(order.size(), perChunk * shape.virtualStages);
+    EXPECT_EQ(order.size(), perChunk * shape.virtualStages + updates);
     for (int64_t v = 0; v < shape.virtualStages; ++v) {
       int64_t c = v * shape.devices + d;
       for (int64_t m = 0; m < shape.microBatches; ++m) {
@@ -93,6 +99,9 @@ void checkSchedule(const ScheduleShape &shape) {
         EXPECT_LT(at(Action::F, m), at(Action::B, m));
         if (splitW)
           EXPECT_LT(at(Action::B, m), at(Action::W, m));
+        // An update right after the backward pass closing its window.
+        if (updates > 0 && (m + 1) % window == 0)
+          EXPECT_EQ(at(Action::U, m), at(Action::B, m) + 1);
         if (m > 0) {
           EXPECT_LT(at(Action::B, m - 1), at(Action::B, m));
           if (splitW)
@@ -107,6 +116,8 @@ void checkSchedule(const ScheduleShape &shape) {
       break;
     case ScheduleKind::OneFOneB:
     case ScheduleKind::ZeroBubbleH1:
+    case ScheduleKind::PipeDream:
+    case ScheduleKind::TwoBW:
       bound = std::min(shape.microBatches, shape.devices - d);
       break;
     case ScheduleKind::Interleaved:
@@ -123,9 +134,14 @@ void checkSchedule(const ScheduleShape &shape) {
 TEST(PipelineSchedule, EveryScheduleKeepsItsInvariants) {
   for (int64_t devices = 1; devices <= 6; ++devices)
     for (int64_t m = 1; m <= 12; ++m) {
-      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                ScheduleKind::ZeroBubbleH1})
+      for (ScheduleKind kind :
+           {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+            ScheduleKind::ZeroBubbleH1, ScheduleKind::PipeDream})
         checkSchedule({kind, devices, 1, m});
+      for (int64_t window = std::max<int64_t>(devices - 1, 1); window <= m;
+           ++window)
+        if (m % window == 0)
+          checkSchedule({ScheduleKind::TwoBW, devices, 1, m, window});
       if (m % devices == 0)
         for (int64_t v = 1; v <= 3; ++v)
           checkSchedule({ScheduleKind::Interleaved, devices, v, m});
@@ -160,11 +176,87 @@ TEST(PipelineSchedule, ZeroBubbleDefersWeightGradientsOnEarlyStages) {
   }
 }
 
+/// Replays `order` (one device's) and checks that the forward and backward
+/// passes read versions the device keeps, and that every forward pass of
+/// micro-batch m finds exactly weightVersion(m) updates applied: the
+/// version the asynchronous semantics name is the one the order provides
+/// (for pipedream, PipeDream's own: what the 1F1B order has applied).
+void checkVersions(const ScheduleShape &shape, int64_t d,
+                   const std::vector<Action> &order) {
+  int64_t applied = 0;
+  for (const Action &a : order) {
+    if (a.kind == Action::U)
+      ++applied;
+    if (a.kind != Action::F && a.kind != Action::B)
+      continue;
+    int64_t version = weightVersion(shape, d, a.microBatch);
+    // Both passes read a version the device still keeps.
+    EXPECT_GE(version, applied - keptVersions(shape, d));
+    if (a.kind == Action::B)
+      continue;
+    if (shape.kind == ScheduleKind::PipeDream)
+      EXPECT_EQ(std::max<int64_t>(version, 0), applied)
+          << "device " << d << " micro-batch " << a.microBatch;
+    else
+      // 2bw reads the version before the newest: never one not yet made.
+      EXPECT_LE(version, applied)
+          << "device " << d << " micro-batch " << a.microBatch;
+    // Never older than the versions kept from the previous step.
+    EXPECT_GE(version, -keptVersions(shape, d));
+  }
+}
+
+TEST(PipelineSchedule, AsynchronousVersionsMatchTheOrder) {
+  for (int64_t devices = 1; devices <= 6; ++devices)
+    for (int64_t m = 1; m <= 12; ++m) {
+      ScheduleShape pipedream{ScheduleKind::PipeDream, devices, 1, m};
+      auto orders = buildSchedule(pipedream);
+      for (int64_t d = 0; d < devices; ++d)
+        checkVersions(pipedream, d, orders[d]);
+      for (int64_t window = std::max<int64_t>(devices - 1, 1); window <= m;
+           ++window) {
+        if (m % window)
+          continue;
+        ScheduleShape twoBW{ScheduleKind::TwoBW, devices, 1, m, window};
+        auto twoOrders = buildSchedule(twoBW);
+        for (int64_t d = 0; d < devices; ++d)
+          checkVersions(twoBW, d, twoOrders[d]);
+      }
+    }
+}
+
+TEST(PipelineSchedule, WeightVersions) {
+  // pipedream on 4 devices: device d's micro-batch m reads the weights after
+  // m - (3 - d) updates; device 0 keeps 3 older versions, device 3 none.
+  ScheduleShape pipedream{ScheduleKind::PipeDream, 4, 1, 8};
+  EXPECT_EQ(weightVersion(pipedream, 0, 0), -3);
+  EXPECT_EQ(weightVersion(pipedream, 0, 5), 2);
+  EXPECT_EQ(weightVersion(pipedream, 3, 5), 5);
+  EXPECT_EQ(keptVersions(pipedream, 0), 3);
+  EXPECT_EQ(keptVersions(pipedream, 3), 0);
+  EXPECT_EQ(updateWindow(pipedream), 1);
+  // 2bw with windows of 4: every micro-batch of window t reads t - 1.
+  ScheduleShape twoBW{ScheduleKind::TwoBW, 4, 1, 8, 4};
+  EXPECT_EQ(weightVersion(twoBW, 0, 3), -1);
+  EXPECT_EQ(weightVersion(twoBW, 3, 4), 0);
+  EXPECT_EQ(keptVersions(twoBW, 2), 1);
+  EXPECT_EQ(updateWindow(twoBW), 4);
+  EXPECT_EQ(updateWindow({ScheduleKind::TwoBW, 4, 1, 8}), 8);
+  // The flushed schedules read the step's weights.
+  EXPECT_EQ(weightVersion({ScheduleKind::OneFOneB, 4, 1, 8}, 0, 7), 0);
+  EXPECT_EQ(keptVersions({ScheduleKind::OneFOneB, 4, 1, 8}, 0), 0);
+}
+
 TEST(PipelineSchedule, ShapesThatCannotBeScheduled) {
   EXPECT_NE(checkShape({ScheduleKind::Interleaved, 4, 2, 6}), "");
   EXPECT_NE(checkShape({ScheduleKind::OneFOneB, 4, 2, 8}), "");
   EXPECT_NE(checkShape({ScheduleKind::GPipe, 0, 1, 8}), "");
   EXPECT_NE(checkShape({ScheduleKind::GPipe, 2, 1, 0}), "");
+  // 2bw: the window divides the micro-batches and spans the pipeline.
+  EXPECT_NE(checkShape({ScheduleKind::TwoBW, 4, 1, 8, 3}), "");
+  EXPECT_NE(checkShape({ScheduleKind::TwoBW, 4, 1, 8, 2}), "");
+  EXPECT_EQ(checkShape({ScheduleKind::TwoBW, 4, 1, 8, 4}), "");
+  EXPECT_EQ(checkShape({ScheduleKind::TwoBW, 3, 1, 4, 2}), "");
 }
 
 } // namespace

@@ -42,6 +42,14 @@ def Strata_Phase : I32EnumAttr<"Phase", "part of a training step", [
   let genSpecializedAttr = 0;
 }
 
+def Strata_StateInit : I32EnumAttr<"StateInit", "initial value of a state", [
+    I32EnumAttrCase<"zeros", 0>,
+    I32EnumAttrCase<"param", 1>
+  ]> {
+  let cppNamespace = "::mlir::strata";
+  let genSpecializedAttr = 0;
+}
+
 def Strata_OptimizerKind : I32EnumAttr<"OptimizerKind", "optimizer", [
     I32EnumAttrCase<"sgd", 0>,
     I32EnumAttrCase<"adam", 1>,
@@ -71,6 +79,13 @@ def Strata_DoubleParameter : AttrParameter<"::llvm::APFloat", "a double"> {
   }() }];
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
   let printer = [{ ::mlir::strata::detail::printDouble($_printer, $_self) }];
+}
+
+/// An enum parameter that may be omitted (and is not printed) when it has
+/// its default value.
+class Strata_DefaultedEnumParameter<EnumAttrInfo info, string value>
+    : EnumParameter<info> {
+  let defaultValue = value;
 }
 
 def Strata_ParamAttr : Strata_Attr<"Param", "param"> {
@@ -118,15 +133,27 @@ def Strata_StateAttr : Strata_Attr<"State", "state"> {
   let description = [{
     Attached by `--strata-autodiff` to the optimizer-state arguments of a
     training step (`strata.state`): momentum for SGD, first and second moments
-    for Adam. `param` names the parameter the state belongs to; states start
-    at zero.
+    for Adam. `param` names the parameter the state belongs to. `init` is the
+    state's value before the first step: `zeros` (the default, omitted when
+    printed), or `param`, a copy of the parameter's initial value (the older
+    weight versions that `--strata-schedule-pipeline` keeps for the
+    asynchronous schedules, named `PARAM.stashK`: the weights K updates
+    older than the parameter).
 
     ```mlir
     %m: tensor<768x768xf32> {strata.state = #strata.state<name = "h0.attn.q.weight.m", param = "h0.attn.q.weight">}
+    %s: tensor<768x768xf32> {strata.state = #strata.state<name = "h0.attn.q.weight.stash1", param = "h0.attn.q.weight", init = param>}
     ```
   }];
   let parameters = (ins StringRefParameter<"state name">:$name,
-                        StringRefParameter<"parameter name">:$param);
+                        StringRefParameter<"parameter name">:$param,
+                        Strata_DefaultedEnumParameter<Strata_StateInit,
+                          "::mlir::strata::StateInit::zeros">:$init);
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name, "::llvm::StringRef":$param), [{
+      return $_get($_ctxt, name, param, ::mlir::strata::StateInit::zeros);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
@@ -405,8 +432,11 @@ def Strata_PipelineScheduleAttr
     `strata.pipeline_schedule` and read by buffer planning and the plan
     exporter: the schedule, the pipeline devices (ranks of one replica), the
     model chunks per device (`virtual`), the micro-batches and the
-    data-parallel replicas of every stage. When a target was known, the
-    predicted step time and bubble fraction.
+    data-parallel replicas of every stage; for the asynchronous schedules
+    (`pipedream`, `2bw`) the `window`, the micro-batches whose gradients one
+    weight update applies (a step applies micro_batches / window updates;
+    omitted, and 0, for the flushed schedules, which update once). When a
+    target was known, the predicted step time and bubble fraction.
 
     ```mlir
     #strata.pipeline_schedule<schedule = "1f1b", devices = 2, virtual = 1, micro_batches = 4, replicas = 1, predicted_step_seconds = 1.5e-3 : f64, predicted_bubble = 0.2 : f64>
@@ -415,15 +445,16 @@ def Strata_PipelineScheduleAttr
   let parameters = (ins StringRefParameter<"schedule">:$schedule,
                         "int64_t":$devices, "int64_t":$virtual_stages,
                         "int64_t":$micro_batches, "int64_t":$replicas,
+                        DefaultValuedParameter<"int64_t", "0">:$window,
                         OptionalParameter<"::mlir::FloatAttr">:$predicted_step_seconds,
                         OptionalParameter<"::mlir::FloatAttr">:$predicted_bubble);
   // `virtual` is a C++ keyword: the parameter is `virtual_stages`, printed as
-  // `virtual`.
+  // `virtual`. The optional fields follow as `, key = value` each.
   let assemblyFormat = [{
     `<` `schedule` `=` $schedule `,` `devices` `=` $devices `,` `virtual` `=`
     $virtual_stages `,` `micro_batches` `=` $micro_batches `,` `replicas` `=`
-    $replicas (`,` `predicted_step_seconds` `=` $predicted_step_seconds^)?
-    (`,` `predicted_bubble` `=` $predicted_bubble^)? `>`
+    $replicas `` custom<ScheduleExtras>($window, $predicted_step_seconds,
+                                     $predicted_bubble) `>`
   }];
   let genVerifyDecl = 1;
 }

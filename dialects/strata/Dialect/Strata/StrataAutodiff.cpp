@@ -151,6 +151,10 @@ LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 SmallVector<Value> SoftmaxOp::getSavedForBackward() { return {getResult()}; }
 
+bool SoftmaxOp::amplifiesSavedError(Value saved) {
+  return saved == getResult();
+}
+
 LogicalResult SoftmaxOp::buildGradients(OpBuilder &b,
                                         ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
@@ -161,6 +165,10 @@ LogicalResult SoftmaxOp::buildGradients(OpBuilder &b,
 
 SmallVector<Value> LayerNormOp::getSavedForBackward() {
   return {getInput(), getGamma()};
+}
+
+bool LayerNormOp::amplifiesSavedError(Value saved) {
+  return saved == getInput();
 }
 
 LogicalResult
@@ -175,6 +183,10 @@ LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 SmallVector<Value> BatchNormOp::getSavedForBackward() {
   return {getInput(), getGamma(), getSavedMean(), getSavedInvStd()};
+}
+
+bool BatchNormOp::amplifiesSavedError(Value saved) {
+  return saved == getInput();
 }
 
 LogicalResult

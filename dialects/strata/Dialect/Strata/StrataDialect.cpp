@@ -17,6 +17,54 @@ using namespace mlir::strata;
 #include "strata/Dialect/Strata/StrataDialect.cpp.inc"
 #include "strata/Dialect/Strata/StrataEnums.cpp.inc"
 
+/// The optional tail of #strata.pipeline_schedule: `, window = N` (when not
+/// 0), `, predicted_step_seconds = F`, `, predicted_bubble = F`, in any
+/// order when parsed.
+static ParseResult parseScheduleExtras(AsmParser &parser, int64_t &window,
+                                       FloatAttr &stepSeconds,
+                                       FloatAttr &bubble) {
+  window = 0;
+  stepSeconds = FloatAttr();
+  bubble = FloatAttr();
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    SMLoc loc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return failure();
+    if (key == "window") {
+      int64_t value = 0;
+      if (parser.parseInteger(value))
+        return failure();
+      window = value;
+      continue;
+    }
+    FloatAttr value;
+    if (key != "predicted_step_seconds" && key != "predicted_bubble")
+      return parser.emitError(loc)
+             << "expected window, predicted_step_seconds or "
+                "predicted_bubble, got '"
+             << key << "'";
+    if (parser.parseAttribute(value))
+      return failure();
+    (key == "predicted_bubble" ? bubble : stepSeconds) = value;
+  }
+  return success();
+}
+
+static void printScheduleExtras(AsmPrinter &printer, int64_t window,
+                                FloatAttr stepSeconds, FloatAttr bubble) {
+  if (window != 0)
+    printer << ", window = " << window;
+  if (stepSeconds) {
+    printer << ", predicted_step_seconds = ";
+    printer.printAttribute(stepSeconds);
+  }
+  if (bubble) {
+    printer << ", predicted_bubble = ";
+    printer.printAttribute(bubble);
+  }
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "strata/Dialect/Strata/StrataAttrs.cpp.inc"
 
@@ -160,10 +208,13 @@ LogicalResult PipelinePartitionAttr::verify(
 LogicalResult PipelineScheduleAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringRef schedule,
     int64_t devices, int64_t virtualStages, int64_t microBatches,
-    int64_t replicas, FloatAttr stepSeconds, FloatAttr bubble) {
+    int64_t replicas, int64_t window, FloatAttr stepSeconds, FloatAttr bubble) {
   if (devices < 1 || virtualStages < 1 || microBatches < 1 || replicas < 1)
     return emitError() << "pipeline schedule devices, virtual, micro_batches "
                           "and replicas must be positive";
+  if (window < 0 || (window > 0 && microBatches % window != 0))
+    return emitError() << "pipeline schedule window must divide micro_batches ("
+                       << microBatches << "), got " << window;
   return success();
 }
 
@@ -367,6 +418,11 @@ static LogicalResult verifyStates(FunctionOpInterface func, unsigned argIndex) {
       return func->emitOpError()
              << "state '" << state.getName() << "' belongs to '"
              << state.getParam() << "', which is not a parameter";
+    if (state.getInit() == StateInit::param && state.getParam().empty())
+      return func->emitOpError()
+             << "state '" << state.getName()
+             << "' starts as a copy of its parameter (init = param) but "
+                "names none";
   }
   return success();
 }

@@ -359,6 +359,12 @@ LogicalResult AdamUpdateOp::verify() {
       !(beta2 >= 0.0 && beta2 < 1.0) || !(epsilon > 0.0) || !(decay >= 0.0))
     return emitOpError("expects lr >= 0, 0 <= beta1, beta2 < 1, epsilon > 0 "
                        "and weight_decay >= 0");
+  std::optional<int64_t> update = getUpdate(), updates = getUpdates();
+  if (update.has_value() != updates.has_value())
+    return emitOpError("expects 'update' and 'updates' together");
+  if (update && !(*updates >= 1 && *update >= 0 && *update < *updates))
+    return emitOpError() << "expects 0 <= update < updates, got update "
+                         << *update << " of " << *updates;
   return success();
 }
 

@@ -453,8 +453,11 @@ def Strata_AdamUpdateOp : Strata_ComputeOp<"adam_update", [
     `grad += weight_decay · param` (Adam with L2); then
     `m' = β1 m + (1-β1) grad`, `v' = β2 v + (1-β2) grad²`,
     `param' = param - lr · (m' / (1-β1^t)) / (sqrt(v' / (1-β2^t)) + epsilon)`.
-    The runtime updates in place. Cost: twelve FLOPs per element.
-    `multi_tensor` groups updates as on `strata.sgd_update`.
+    With `update u of U` (the asynchronous pipeline schedules, which update
+    U times per step) `t = (step - 1) U + u + 1`, the count of updates so
+    far. The runtime updates in place. Cost: twelve FLOPs per element.
+    `multi_tensor` groups updates as on `strata.sgd_update`; each member uses
+    its own `t`.
 
     ```mlir
     %p2, %m2, %v2 = strata.adam_update %p, %g, %m, %v, %t lr = 1.000000e-03 beta1 = 9.000000e-01 beta2 = 9.990000e-01 epsilon = 1.000000e-08 weight_decay = 0.000000e+00 : tensor<768xf32>, tensor<i32>
@@ -464,14 +467,16 @@ def Strata_AdamUpdateOp : Strata_ComputeOp<"adam_update", [
                        Strata_FloatTensor:$m, Strata_FloatTensor:$v,
                        0DTensorOf<[I32]>:$step, F64Attr:$lr, F64Attr:$beta1,
                        F64Attr:$beta2, F64Attr:$epsilon, F64Attr:$weight_decay,
-                       UnitAttr:$decoupled,
+                       UnitAttr:$decoupled, OptionalAttr<I64Attr>:$update,
+                       OptionalAttr<I64Attr>:$updates,
                        OptionalAttr<Strata_MultiTensorGroup>:$multi_tensor);
   let results = (outs Strata_FloatTensor:$new_param, Strata_FloatTensor:$new_m,
                       Strata_FloatTensor:$new_v);
   let assemblyFormat = [{
     $param `,` $grad `,` $m `,` $v `,` $step `lr` `=` $lr `beta1` `=` $beta1
     `beta2` `=` $beta2 `epsilon` `=` $epsilon `weight_decay` `=` $weight_decay
-    (`decoupled` $decoupled^)? (`multi_tensor` `=` $multi_tensor^)? attr-dict
+    (`decoupled` $decoupled^)? (`update` $update^ `of` $updates)?
+    (`multi_tensor` `=` $multi_tensor^)? attr-dict
     `:` type($param) `,` type($step)
   }];
   let hasVerifier = 1;

@@ -82,6 +82,16 @@ def Strata_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
         backward rule reads.
       }],
       "::llvm::SmallVector<::mlir::Value>", "getSavedForBackward", (ins)>,
+    InterfaceMethod<[{
+        Whether the backward rule amplifies an error in the saved value
+        `saved` (one of `getSavedForBackward`) beyond its relative size: a
+        normalisation's backward pass renormalises its input by the input's
+        own spread, and a softmax's backward pass weighs the gradient by the
+        probabilities, the small ones included. Activation compression keeps
+        such values in a wider format (`sensitive=`).
+      }],
+      "bool", "amplifiesSavedError", (ins "::mlir::Value":$saved), [{}],
+      [{ return false; }]>,
   ];
 }
 
@@ -148,18 +158,22 @@ def Strata_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
 def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
   let cppNamespace = "::mlir::strata";
   let description = [{
-    A forward op that, besides computing its results, updates persistent
-    model buffers that are neither parameters nor optimizer state (the
-    running statistics of `strata.batch_norm`, function arguments marked
-    `strata.running_stat`). Some of its results are the new versions of those
-    operands: the runtime computes them in place, in the operands' buffers,
-    and the other results are fresh values. Unlike `InPlaceOpInterface`, the
-    op is no optimizer update (it has no gradient operand), so passes that
-    average, accumulate or schedule updates leave it alone.
+    An op that writes persistent buffers of the step (function arguments
+    that live from one step to the next) in place, and is no optimizer
+    update: it has no gradient operand, so the passes that average,
+    accumulate or schedule updates (`InPlaceOpInterface`) leave it alone.
+    Some of its results are the new versions of such operands: the runtime
+    computes them in the operands' buffers (PlanOps.def's `kInPlace`), and
+    the other results are fresh values. Two ops implement it:
+    `strata.batch_norm`, a forward op that updates running statistics
+    (function arguments marked `strata.running_stat`), and
+    `strata.copy_into`, which keeps the older weight versions of the
+    asynchronous pipeline schedules.
 
-    Such ops declare a memory effect on the running-statistics resource, so
-    CSE and DCE keep them and `--strata-remat` never clones one into the
-    backward pass (a recompute would update the statistics twice).
+    Running-statistics updates declare a memory effect on the
+    running-statistics resource, so CSE and DCE keep them and
+    `--strata-remat` never clones one into the backward pass (a recompute
+    would update the statistics twice).
   }];
   let methods = [
     InterfaceMethod<[{
@@ -167,6 +181,14 @@ def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
         when result `index` is a fresh value.
       }],
       "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$index)>,
+    InterfaceMethod<[{
+        Returns whether the buffers the op updates never leave the rank (no
+        send reads them, as batch_norm's running statistics): the sends in
+        flight need not complete before the op (the runtime's
+        `kLocalUpdate`). Otherwise (a kept weight version) they must.
+      }],
+      "bool", "updatesRankLocalState", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return false; }]>,
   ];
 }
 

@@ -185,3 +185,15 @@ LogicalResult DecompressOp::verify() {
 int64_t DecompressOp::getFlops() {
   return 2 * getResult().getType().getNumElements();
 }
+
+//===----------------------------------------------------------------------===//
+// CopyIntoOp
+//===----------------------------------------------------------------------===//
+
+int64_t CopyIntoOp::getFlops() { return 0; }
+int64_t CopyIntoOp::getBytesRead() {
+  return getTensorBytes(getSource().getType());
+}
+Value CopyIntoOp::getUpdatedOperand(unsigned index) {
+  return index == 0 ? getDest() : Value();
+}

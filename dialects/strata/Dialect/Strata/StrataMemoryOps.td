@@ -184,4 +184,33 @@ def Strata_DecompressOp : Strata_Op<"decompress", [Pure,
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Weight versions
+//===----------------------------------------------------------------------===//
+
+def Strata_CopyIntoOp : Strata_ComputeOp<"copy_into", [
+    DeclareOpInterfaceMethods<Strata_StatefulOpInterface>,
+    AllTypesMatch<["source", "dest", "result"]>], ["getBytesRead"]> {
+  let summary = "copy a tensor into a persistent buffer, in place";
+  let description = [{
+    `result` is a copy of `source`; the runtime writes it in place, into the
+    buffer of `dest`, whose old value is lost. `dest` is a persistent buffer
+    (a function argument of the step, or such an argument's newer version),
+    so no later op may read the old `dest`.
+
+    `--strata-schedule-pipeline` emits it for the asynchronous schedules:
+    before an update overwrites a parameter, the weight version that
+    in-flight micro-batches (or the next step) still read is kept in a
+    state of the parameter (`strata.state`, `init = param`). Cost: the
+    tensor's bytes read and written.
+
+    ```mlir
+    %kept = strata.copy_into %w, %stash : tensor<784x256xf32>
+    ```
+  }];
+  let arguments = (ins Strata_FloatTensor:$source, Strata_FloatTensor:$dest);
+  let results = (outs Strata_FloatTensor:$result);
+  let assemblyFormat = "$source `,` $dest attr-dict `:` type($source)";
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAMEMORYOPS_TD

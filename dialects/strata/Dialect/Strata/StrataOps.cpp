@@ -398,6 +398,9 @@ Value BatchNormOp::getUpdatedOperand(unsigned index) {
   return {};
 }
 
+// No send reads running statistics.
+bool BatchNormOp::updatesRankLocalState() { return true; }
+
 //===----------------------------------------------------------------------===//
 // EmbeddingOp and PositionEmbeddingOp
 //===----------------------------------------------------------------------===//

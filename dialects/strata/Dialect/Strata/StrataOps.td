@@ -38,6 +38,11 @@ def Strata_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 
 /// Forward ops say how to differentiate themselves.
 def Strata_Differentiable : DeclareOpInterfaceMethods<Strata_AutodiffOpInterface>;
+/// A differentiable op whose backward rule amplifies errors in some of the
+/// values it saves (AutodiffOpInterface::amplifiesSavedError).
+def Strata_DifferentiableSensitive
+    : DeclareOpInterfaceMethods<Strata_AutodiffOpInterface,
+                                ["amplifiesSavedError"]>;
 
 /// A side-effect-free op with a cost; `costOverrides` names the
 /// CostOpInterface methods with a default that the op replaces.
@@ -188,7 +193,7 @@ def Strata_GeluOp : Strata_UnaryElementwiseOp<"gelu"> {
   }];
 }
 
-def Strata_SoftmaxOp : Strata_InferredOp<"softmax", [Strata_Differentiable]> {
+def Strata_SoftmaxOp : Strata_InferredOp<"softmax", [Strata_DifferentiableSensitive]> {
   let summary = "softmax over the last dimension, optionally scaled and causal";
   let description = [{
     `result = softmax(scale · input)` along the last dimension. With `causal`,
@@ -212,7 +217,7 @@ def Strata_SoftmaxOp : Strata_InferredOp<"softmax", [Strata_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Strata_LayerNormOp : Strata_InferredOp<"layer_norm", [Strata_Differentiable]> {
+def Strata_LayerNormOp : Strata_InferredOp<"layer_norm", [Strata_DifferentiableSensitive]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     Normalises every vector along the last dimension to zero mean and unit
@@ -246,9 +251,10 @@ def Strata_RunningStatsResource
     : Resource<"::mlir::strata::RunningStatsResource">;
 
 def Strata_BatchNormOp : Strata_Op<"batch_norm", [
-    Strata_Differentiable, InferTypeOpAdaptor,
+    Strata_DifferentiableSensitive, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Strata_CostOpInterface>,
-    DeclareOpInterfaceMethods<Strata_StatefulOpInterface>,
+    DeclareOpInterfaceMethods<Strata_StatefulOpInterface,
+                              ["updatesRankLocalState"]>,
     MemoryEffects<[MemRead<Strata_RunningStatsResource>,
                    MemWrite<Strata_RunningStatsResource>]>]> {
   let summary = "batch normalisation over the channel axis, training mode";

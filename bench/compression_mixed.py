@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Per-tensor formats by gradient sensitivity on the main-job GPT:
+--strata-compress-activations="format=F sensitive=S" keeps the saved values
+whose backward rule amplifies their error (layer-norm inputs, attention
+probabilities: AutodiffOpInterface::amplifiesSavedError) in S and packs the
+rest in F. Trains each variant for --steps steps on the GPL-3 text from
+each seed, beside f32 from the same seeds, and writes a table of saved
+bytes, compression ratio and final loss (mean of the last 50 steps).
+
+    python3 bench/compression_mixed.py [--build build] [--steps 1000]
+        [--seeds 3 4] [--threads 2] [--variants NAME ...]
+        [--cache bench/compression-mixed.json] [--report]
+
+Each (variant, seed) result is kept in --cache, so the runs can be made one
+at a time (e.g. each under a lock on a shared machine) and --report prints
+the table from the cache. Variant names: f32, or FORMAT+SENSITIVE (e.g.
+mxfp4+mxfp8; SENSITIVE may be none: those values stay f32; FORMAT auto:E is
+format=auto budget=E, the runtime's choice with --compress-every 100).
+"""
+import argparse
+import json
+import os
+import re
+import tempfile
+
+from benchutil import sh
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--build", default="build")
+parser.add_argument("--steps", type=int, default=1000)
+parser.add_argument("--seeds", type=int, nargs="+", default=[3, 4])
+parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--variants", nargs="*",
+                    default=["f32", "mxfp6+mxfp8", "mxfp4+mxfp8",
+                             "bfp-nu:m=3+mxfp8"])
+parser.add_argument("--cache", default="bench/compression-mixed.json")
+parser.add_argument("--report", action="store_true")
+args = parser.parse_args()
+BIN = os.path.join(args.build, "bin")
+TMP = tempfile.mkdtemp(prefix="compress-mixed-")
+DATA = "/usr/share/common-licenses/GPL-3"
+MODEL = "gpt --preset gpt-tiny --hidden 128 --seq 64 --positions 64 --batch 32"
+
+
+def load():
+    return json.load(open(args.cache)) if os.path.exists(args.cache) else {}
+
+
+def run(variant, seed):
+    step = os.path.join(TMP, "step.mlir")
+    if not os.path.exists(step):
+        sh("%s/strata-model %s | %s/strata-opt --strata-autodiff='optimizer="
+           "adamw lr=0.003' -o %s" % (BIN, MODEL, BIN, step))
+    option = ""
+    if variant != "f32":
+        fmt, sensitive = variant.rsplit("+", 1)
+        if fmt.startswith("auto:"):  # auto:E -> format=auto budget=E
+            fmt = "auto budget=" + fmt[len("auto:"):]
+        option = ("--strata-compress-activations='format=%s sensitive=%s'" %
+                  (fmt, sensitive))
+    plan = os.path.join(TMP, re.sub(r"[^\w]+", "-", variant) + ".json")
+    sh("%s/strata-opt %s %s --strata-plan-buffers 2>/dev/null | "
+       "%s/strata-translate --export-plan -o %s" % (BIN, step, option, BIN,
+                                                    plan))
+    log = plan + ".%d.jsonl" % seed
+    out = sh("%s/strata-run %s --data %s --steps %d --threads %d --seed %d "
+             "--log-json %s" % (BIN, plan, DATA, args.steps, args.threads,
+                                seed, log))
+    losses = [json.loads(line)["loss"] for line in open(log)]
+    saved = re.search(r"^compressed activations: (\d+) tensors, (\d+) bytes "
+                      r"\((\d+) as f32", out, re.M)
+    arena = int(re.search(r"^memory: arena (\d+)", out, re.M).group(1))
+    # auto: the bytes of the runtime's last choice (the arena holds the
+    # widest candidate's).
+    chosen = re.findall(r"^compress step \d+: \d+ changes; \d+ tensors take "
+                        r"(\d+) bytes", out, re.M)
+    packed = int(saved.group(2)) if saved else 0
+    if chosen:
+        packed = int(chosen[-1])
+    return {"final": sum(losses[-50:]) / len(losses[-50:]),
+            "tensors": int(saved.group(1)) if saved else 0,
+            "packed": packed,
+            "f32": int(saved.group(3)) if saved else 0,
+            "arena": arena, "steps": args.steps}
+
+
+def report(results):
+    f32_saved = max((r["f32"] for r in results.values()), default=0)
+    print("| variant | tensors | packed bytes | ratio | arena bytes | " +
+          " | ".join("loss seed %d" % s for s in args.seeds) +
+          " | mean loss | vs f32 mean |")
+    print("| --- | ---: | ---: | ---: | ---: | " +
+          " | ".join("---:" for _ in args.seeds) + " | ---: | ---: |")
+    base = None
+    for variant in args.variants:
+        rows = [results.get("%s/%d" % (variant, s)) for s in args.seeds]
+        if None in rows:
+            continue
+        mean = sum(r["final"] for r in rows) / len(rows)
+        if variant == "f32":
+            base = mean
+        first = rows[0]
+        ratio = ("%.2fx" % (f32_saved / first["packed"])
+                 if first["packed"] else "1x")
+        print("| %s | %d | %s | %s | %d | %s | %.4f | %s |" % (
+            variant, first["tensors"], first["packed"] or "-", ratio,
+            first["arena"],
+            " | ".join("%.4f" % r["final"] for r in rows), mean,
+            "%+.2f%%" % (100 * (mean - base) / base) if base else "-"))
+    print("\nSaved activations as f32: %d bytes; %d steps, %d threads." %
+          (f32_saved, args.steps, args.threads))
+
+
+results = load()
+if not args.report:
+    for variant in args.variants:
+        for seed in args.seeds:
+            key = "%s/%d" % (variant, seed)
+            if key in results and results[key]["steps"] == args.steps:
+                continue
+            results[key] = run(variant, seed)
+            print(key, results[key], flush=True)
+            os.makedirs(os.path.dirname(args.cache) or ".", exist_ok=True)
+            results.update({k: v for k, v in load().items()
+                            if k not in results})
+            json.dump(results, open(args.cache, "w"), indent=1)
+report(results)
