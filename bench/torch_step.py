@@ -10,7 +10,8 @@ or `gpt-tiny` (4 pre-LN blocks, hidden 256, 4 heads, sequence 128, byte
 vocabulary, tied output embedding, GELU (tanh), batch 16), trained with
 AdamW (lr 1e-3) on random data, as strata-model's models of the same names.
 --bf16 runs forward and loss under torch.autocast("cpu", dtype=bfloat16).
-Prints `mean_ms X` over steps 2..N.
+Prints `mean_ms X` (wall time) and `cpu_ms Y` (this process's CPU time, all
+threads) per step over steps 2..N.
 """
 import argparse
 import time
@@ -94,9 +95,10 @@ def main():
         batch = (torch.randint(0, 256, (16, 128)),
                  torch.randint(0, 256, (16, 128)))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    times = []
+    times, cpu = [], []
     for _ in range(args.steps):
         start = time.perf_counter()
+        cpu_start = time.process_time()
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16,
                             enabled=args.bf16):
@@ -104,9 +106,12 @@ def main():
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu_start)
     steady = times[1:] if len(times) > 1 else times
-    print("mean_ms %.3f loss %.6f" % (1e3 * sum(steady) / len(steady),
-                                      loss.item()))
+    steady_cpu = cpu[1:] if len(cpu) > 1 else cpu
+    print("mean_ms %.3f cpu_ms %.3f loss %.6f" % (
+        1e3 * sum(steady) / len(steady), 1e3 * sum(steady_cpu) /
+        len(steady_cpu), loss.item()))
 
 
 if __name__ == "__main__":

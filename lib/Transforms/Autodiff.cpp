@@ -198,7 +198,8 @@ LogicalResult TrainStepBuilder::run() {
           SgdUpdateOp::create(builder, arg.getLoc(), type, type, arg, grad,
                               velocity, builder.getF64FloatAttr(config.lr),
                               builder.getF64FloatAttr(config.momentum),
-                              builder.getF64FloatAttr(config.weightDecay));
+                              builder.getF64FloatAttr(config.weightDecay),
+                              /*multi_tensor=*/IntegerAttr());
       newParams.push_back(update.getNewParam());
       newStates.push_back(update.getNewVelocity());
     } else {
@@ -213,7 +214,8 @@ LogicalResult TrainStepBuilder::run() {
           builder.getF64FloatAttr(config.weightDecay),
           config.kind == OptimizerKind::adamw ? builder.getUnitAttr()
                                               : UnitAttr(),
-          /*update=*/IntegerAttr(), /*updates=*/IntegerAttr());
+          /*update=*/IntegerAttr(), /*updates=*/IntegerAttr(),
+          /*multi_tensor=*/IntegerAttr());
       newParams.push_back(update.getNewParam());
       newStates.append({update.getNewM(), update.getNewV()});
     }

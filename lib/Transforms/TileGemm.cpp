@@ -20,7 +20,9 @@ namespace mlir::strata {
 using namespace mlir;
 using namespace mlir::strata;
 
-GemmKey mlir::strata::getGemmKey(MatmulOp op) {
+/// The key of a product `op` (a matmul, or a fused matmul, whose GEMM is a
+/// matmul's).
+template <typename ProductOp> static GemmKey gemmKeyOf(ProductOp op) {
   auto [batch, m, n, k] = op.getProblemSize();
   auto rhs = cast<RankedTensorType>(op.getRhs().getType());
   std::string dtype;
@@ -32,6 +34,9 @@ GemmKey mlir::strata::getGemmKey(MatmulOp op) {
   return gemmKeyFor(dtype, batch, m, n, k, op.getTransposeA(),
                     op.getTransposeB(), rhs.getRank() == 2);
 }
+
+GemmKey mlir::strata::getGemmKey(MatmulOp op) { return gemmKeyOf(op); }
+GemmKey mlir::strata::getGemmKey(FusedMatmulOp op) { return gemmKeyOf(op); }
 
 static int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
@@ -93,7 +98,9 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
       return signalPassFailure();
     }
 
-    auto walked = module.walk([&](MatmulOp op) -> WalkResult {
+    // Matmuls, and fused matmuls (their GEMM is a matmul's, whether
+    // --strata-fuse ran before or after this pass).
+    auto tile = [&](auto op) -> WalkResult {
       GemmKey key = getGemmKey(op);
       GemmTilingAttr tiling;
       if (const TuningEntry *entry = db ? db->find(key) : nullptr) {
@@ -119,6 +126,13 @@ struct TileGemmPass : public strata::impl::TileGemmPassBase<TileGemmPass> {
         ++numModelled;
       }
       op->setAttr(StrataDialect::getGemmTilingAttrName(), tiling);
+      return WalkResult::advance();
+    };
+    auto walked = module.walk([&](Operation *op) -> WalkResult {
+      if (auto matmul = dyn_cast<MatmulOp>(op))
+        return tile(matmul);
+      if (auto fused = dyn_cast<FusedMatmulOp>(op))
+        return tile(fused);
       return WalkResult::advance();
     });
     if (walked.wasInterrupted())

@@ -4,9 +4,9 @@
 // training step, in the order of DESIGN.md, with one option set: autodiff,
 // mixed precision (mixed-precision=bf16, or a model of bf16 tensors), cost
 // annotation (with a target), data parallelism and bucketed gradient sync
-// (replicas > 1), checkpoint /
-// swap / recompute (remat-budget), activation compression (compress=), and
-// buffer planning. Embedders (the C API, the Python module) run it by name.
+// (replicas > 1), checkpoint / swap / recompute (remat-budget), activation
+// compression (compress=), fusion (fuse=, on by default) and buffer planning.
+// Embedders (the C API, the Python module) run it by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +74,11 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::desc("--strata-compress-activations budget (relative error "
                      "per tensor; required with compress=auto)"),
       llvm::cl::init(0.0)};
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("--strata-fuse: GEMM epilogues and multi-tensor "
+                     "optimizer updates (bit-identical results)"),
+      llvm::cl::init(true)};
   PassOptions::Option<PackStrategy> planStrategy{
       *this, "plan-strategy", llvm::cl::desc("--strata-plan-buffers strategy"),
       llvm::cl::init(PackStrategy::Auto),
@@ -130,6 +135,8 @@ void buildTrainPipeline(OpPassManager &pm,
     compress.budget = options.compressBudget;
     pm.addPass(createCompressActivationsPass(compress));
   }
+  if (options.fuse)
+    pm.addPass(createFusePass());
   PlanBuffersPassOptions plan;
   plan.strategy = options.planStrategy;
   pm.addPass(createPlanBuffersPass(plan));
@@ -142,6 +149,6 @@ void mlir::strata::registerStrataPipelines() {
       "A model to a planned training step: autodiff, mixed precision "
       "(mixed-precision=), costs (target=), data "
       "parallelism and gradient sync (replicas=), remat (remat-budget=), "
-      "activation compression (compress=), buffer planning",
+      "activation compression (compress=), fusion (fuse=), buffer planning",
       buildTrainPipeline);
 }

@@ -41,6 +41,7 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
       context{*pool, options.gemm, options.comm, options.groups},
       originNs(nowNs()), computeScale(options.computeScale) {
   program = &plan.ranks[plan.ranks[options.rank].programOf].program;
+  groupRuns = multiTensorRuns(*program);
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].info().attr(AttrId::Lr))
       planLearningRates.push_back({i, (*program)[i].attrs.lr});
@@ -247,6 +248,33 @@ Status Executor::runStep(int64_t step, float &loss) {
   return runStep(step, loss, StepPart::All);
 }
 
+void Executor::runGroup(size_t first, size_t size) {
+  std::vector<KernelCall> calls(size);
+  std::vector<double> weights(size);
+  double total = 0;
+  for (size_t j = 0; j < size; ++j) {
+    const Instruction &inst = (*program)[first + j];
+    for (int64_t id : inst.in)
+      calls[j].inputs.push_back(tensors[id]);
+    for (int64_t id : inst.out)
+      calls[j].outputs.push_back(tensors[id]);
+    calls[j].attrs = &inst.attrs;
+    weights[j] = static_cast<double>(tensors[inst.out[0]].numel());
+    total += weights[j];
+  }
+  const Instruction &inst = (*program)[first];
+  int64_t start = nowNs();
+  inst.kernel->runGroup(context, calls);
+  int64_t end = padKernel(inst, start, nowNs());
+  // The trace shows the members one after the other, each with its share.
+  double at = (start - originNs) * 1e-3, span = (end - start) * 1e-3;
+  for (size_t j = 0; j < size; ++j) {
+    double share = total > 0 ? span * weights[j] / total : span / size;
+    lastStepTimes[first + j] = {at, share};
+    at += share;
+  }
+}
+
 int64_t Executor::padKernel(const Instruction &inst, int64_t startNs,
                             int64_t endNs) const {
   bool communication = inst.has(kCollective) || inst.has(kPointToPoint) ||
@@ -350,6 +378,23 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
         return Status::failure("step " + std::to_string(step) +
                                ": instruction #" + std::to_string(i) + " (" +
                                inst.name() + "): " + sent.message());
+    // A multi-tensor group runs as one kernel when all of it is selected
+    // (its members are consecutive, so their inputs are all ready now).
+    size_t size = groupRuns[i];
+    if (size > 1 && inst.kernel->runGroup &&
+        std::all_of(selected.begin() + i, selected.begin() + i + size,
+                    [](bool s) { return s; })) {
+      try {
+        runGroup(i, size);
+      } catch (const std::exception &e) {
+        return Status::failure("step " + std::to_string(step) +
+                               ": instruction #" + std::to_string(i) + " (" +
+                               inst.name() + ", a multi-tensor group of " +
+                               std::to_string(size) + "): " + e.what());
+      }
+      i += size - 1;
+      continue;
+    }
     int64_t start = nowNs();
     try {
       inst.kernel->run(context, inputs, outputs, inst.attrs);

@@ -1383,4 +1383,32 @@ Status loadPlan(const std::string &path, Plan &plan) {
   return parsePlan(text, path, plan);
 }
 
+std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program) {
+  std::vector<size_t> runs(program.size(), 1);
+  for (size_t i = 0; i < program.size();) {
+    const Instruction &first = program[i];
+    size_t end = i + 1;
+    // A member may not read what an earlier member writes (the pipeline
+    // scheduler clones a grouped update into every window; two windows'
+    // updates of one parameter must stay two kernels).
+    std::set<int64_t> written(first.out.begin(), first.out.end());
+    auto readsWritten = [&](const Instruction &inst) {
+      return std::any_of(inst.in.begin(), inst.in.end(),
+                         [&](int64_t value) { return written.count(value); });
+    };
+    if (first.attrs.multiTensor != 0)
+      while (end < program.size() && program[end].op == first.op &&
+             program[end].attrs.multiTensor == first.attrs.multiTensor &&
+             !readsWritten(program[end])) {
+        written.insert(program[end].out.begin(), program[end].out.end());
+        ++end;
+      }
+    runs[i] = end - i;
+    for (size_t j = i + 1; j < end; ++j)
+      runs[j] = 0;
+    i = end;
+  }
+  return runs;
+}
+
 } // namespace strata::rt

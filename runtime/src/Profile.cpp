@@ -68,10 +68,13 @@ std::string kernelSignature(const Plan &plan, const Instruction &inst) {
   text += ")->(";
   shapes(inst.out);
   text += ")";
-  if (inst.op == OpCode::Matmul)
+  bool product = inst.op == OpCode::Matmul || inst.op == OpCode::FusedMatmul;
+  if (product)
     text += inst.attrs.transposeA ? " ta" : "";
-  if (inst.op == OpCode::Matmul)
+  if (product)
     text += inst.attrs.transposeB ? " tb" : "";
+  if (inst.op == OpCode::FusedMatmul)
+    text += std::string(" ") + strata_plan::epilogueName(inst.attrs.epilogue);
   return text;
 }
 

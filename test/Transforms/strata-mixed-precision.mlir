@@ -31,10 +31,11 @@
 // TILE-LABEL: func.func @mlp
 // TILE-NOT: gemm_tiling
 
-// The pipeline runs it after autodiff (every product marked) and only when
+// The pipeline runs it after autodiff (every product marked, including the
+// one --strata-fuse then gives the relu gradient's epilogue) and only when
 // asked.
 // PIPE-LABEL: func.func @mlp
-// PIPE-COUNT-5: strata.matmul {{.*}} bf16
+// PIPE-COUNT-5: strata.{{(fused_matmul relu_grad|matmul)}} {{.*}} bf16
 // PIPE-NOT: strata.matmul
 // PIPE-F32-LABEL: func.func @mlp
 // PIPE-F32-NOT: bf16

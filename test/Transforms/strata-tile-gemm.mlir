@@ -1,6 +1,7 @@
 // RUN: strata-opt %s --strata-tile-gemm="db=%S/Inputs/tuning-db.json" --split-input-file | FileCheck %s
 // RUN: strata-opt %s --strata-tile-gemm --split-input-file | FileCheck %s --check-prefix=MODEL
 // RUN: strata-model mlp --batch 8 --inputs 16 --hidden 32 --layers 2 --classes 4 | strata-opt --strata-autodiff --strata-tile-gemm="db=%S/Inputs/tuning-db.json" | strata-translate --export-plan | FileCheck %s --check-prefix=PLAN
+// RUN: strata-model mlp --batch 8 --inputs 16 --hidden 32 --layers 2 --classes 4 | strata-opt --strata-train-pipeline --strata-tile-gemm="db=%S/Inputs/tuning-db.json" | strata-translate --export-plan | FileCheck %s --check-prefix=FUSED-PLAN
 
 // A linear layer over tokens is one GEMM of batch x rows (2 x 8 = 16 rows);
 // its tiling comes from the database.
@@ -74,6 +75,19 @@ func.func @bf16_missing(%x: tensor<8x100xf32>, %w: tensor<100x64xf32>) -> tensor
 
 // -----
 
+// A fused matmul (--strata-fuse before this pass) runs a matmul's GEMM and
+// gets its tiling.
+// CHECK-LABEL: func.func @fused
+// CHECK: strata.fused_matmul bias_relu {{.*}} {strata.gemm_tiling = #strata.gemm_tiling<mc = 16, nc = 32, kc = 16, mr = 8, nr = 32>}
+// MODEL-LABEL: func.func @fused
+// MODEL: strata.fused_matmul {{.*}}strata.gemm_tiling = #strata.gemm_tiling<mc = 16, nc = 32, kc = 16, mr = 8, nr = 32>
+func.func @fused(%x: tensor<16x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<16x32xf32> {
+  %y = strata.fused_matmul bias_relu %x, %w, %b : (tensor<16x16xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+  return %y : tensor<16x32xf32>
+}
+
+// -----
+
 // Ops other than matmul are left alone.
 // CHECK-LABEL: func.func @negative_no_matmul
 // CHECK-NOT: gemm_tiling
@@ -85,3 +99,8 @@ func.func @negative_no_matmul(%x: tensor<8xf32>) -> tensor<8xf32> {
 // The plan carries the tiling as the matmul instruction's attributes; the
 // first layer's GEMM (8x32x16) is not in the database and is modelled.
 // PLAN: "attrs":{"kc":16,"mc":8,"mr":8,"nc":32,"nr":32},"in":[0,2],"layer":0,"op":"matmul"
+
+// --strata-train-pipeline fuses the layers' GEMMs (fusion is on by default);
+// tiling its step afterwards still tiles them: the first layer's fused
+// matmul (bias_relu, epilogue 2) carries the modelled tiling.
+// FUSED-PLAN: "attrs":{"epilogue":2,"kc":16,"mc":8,"mr":8,"nc":32,"nr":32},"in":[0,2,{{[0-9]+}}],"layer":0,"op":"fused_matmul"

@@ -2,9 +2,12 @@
 // RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 target=cpu-local remat-budget=0.9" 2>/dev/null | FileCheck %s --check-prefix=REMAT
 // RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 target=cpu-local remat-budget=0.9" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-train-pipeline 2>/dev/null | FileCheck %s --check-prefix=PLAIN
-// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-autodiff --strata-plan-buffers 2>/dev/null > %t.passes.mlir
+// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-autodiff --strata-fuse --strata-plan-buffers 2>/dev/null > %t.passes.mlir
 // RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-train-pipeline 2>/dev/null > %t.pipeline.mlir
 // RUN: diff %t.passes.mlir %t.pipeline.mlir
+// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-autodiff --strata-plan-buffers 2>/dev/null > %t.unfused.mlir
+// RUN: strata-model mlp --batch 8 --inputs 32 --hidden 16 --layers 2 --classes 4 | strata-opt --strata-train-pipeline=fuse=false 2>/dev/null > %t.pipeline-unfused.mlir
+// RUN: diff %t.unfused.mlir %t.pipeline-unfused.mlir
 // RUN: not strata-opt %s --strata-train-pipeline="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 compress=auto compress-budget=0.05" 2>/dev/null | FileCheck %s --check-prefix=COMPRESS
 
@@ -30,10 +33,12 @@
 // REMARK: remark: remat with
 // REMARK: remark: planned {{[0-9]+}} buffers
 
-// With no options it is exactly --strata-autodiff --strata-plan-buffers.
+// With no options it is exactly --strata-autodiff --strata-fuse
+// --strata-plan-buffers (fuse=false: without --strata-fuse).
 // PLAIN-LABEL: func.func @mlp
 // PLAIN-SAME: strata.memory_plan
-// PLAIN: strata.adam_update
+// PLAIN: strata.fused_matmul bias_relu
+// PLAIN: strata.adam_update {{.*}} multi_tensor = 1
 
 // BAD: for the --optimizer option: Cannot find option named 'lamb'!
 module {}

@@ -63,7 +63,8 @@ Work sim::getWork(const rt::Plan &plan, const rt::Instruction &inst) {
     largest = std::max(largest, numel(plan, id));
   }
   switch (inst.op) {
-  case rt::OpCode::Matmul: {
+  case rt::OpCode::Matmul:
+  case rt::OpCode::FusedMatmul: { // the epilogue's few flops are negligible
     const rt::TensorDesc &a = descOf(plan, inst.in[0]);
     double k = static_cast<double>(inst.attrs.transposeA ? dimFromEnd(a, 2)
                                                          : dimFromEnd(a, 1));

@@ -173,7 +173,7 @@ static constexpr uint64_t kCountLegalLimit = 5000000;
   std::exit(code);
 }
 
-/// Adds the GEMMs of every matmul in `path` to `keys`.
+/// Adds the GEMMs of every matmul and fused matmul in `path` to `keys`.
 static void collectModel(MLIRContext &ctx, StringRef path,
                          std::map<GemmKey, int> &keys) {
   std::string error;
@@ -185,7 +185,12 @@ static void collectModel(MLIRContext &ctx, StringRef path,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)
     fail(3, "cannot parse '" + path + "'");
-  module->walk([&](MatmulOp op) { ++keys[getGemmKey(op)]; });
+  module->walk([&](Operation *op) {
+    if (auto matmul = dyn_cast<MatmulOp>(op))
+      ++keys[getGemmKey(matmul)];
+    else if (auto fused = dyn_cast<FusedMatmulOp>(op))
+      ++keys[getGemmKey(fused)];
+  });
 }
 
 /// A tiling (the five numbers of TileSpace::key) as "mc,nc,kc,mr,nr".

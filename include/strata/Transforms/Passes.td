@@ -740,4 +740,68 @@ def MixedPrecisionPass : Pass<"strata-mixed-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::strata::StrataDialect"];
 }
 
+def FusePass : Pass<"strata-fuse", "::mlir::ModuleOp"> {
+  let summary = "Fuse element-wise ops into GEMM epilogues and group the "
+                "optimizer updates into multi-tensor kernels";
+  let description = [{
+    Rewrites each `strata.train_step` so that fewer kernels pass over memory,
+    computing exactly what the unfused step computes (in f32 the results are
+    bit-identical: the runtime's fused kernels run the unfused kernels'
+    arithmetic, after the full sum over `k`):
+
+    - **Forward epilogues** (`epilogues`): `strata.matmul` then
+      `strata.bias_add` along the last dimension, optionally then
+      `strata.relu` or `strata.gelu`, becomes one `strata.fused_matmul`
+      (`bias`, `bias_relu`, `bias_gelu`). A relu's gradient reads the relu's
+      output instead of its input (`x > 0` exactly where `relu(x) > 0`), so
+      the sum need not be kept; when something else still reads the sum (the
+      input of `strata.gelu_grad`, a compressed or swapped activation), the
+      fused op also returns it as `pre_activation`.
+    - **Backward epilogues** (`epilogues`): a matmul whose only user is a
+      `strata.relu_grad` or `strata.gelu_grad` taking it as the incoming
+      gradient (the input gradient of the next layer) becomes one
+      `strata.fused_matmul` (`relu_grad`, `gelu_grad`).
+    - **Multi-tensor optimizer** (`optimizer`): runs of consecutive
+      optimizer updates (`strata.sgd_update` / `strata.adam_update` of one
+      kind, on one pipeline device, with nothing between them on that
+      device, none reading another's result)
+      get a common `multi_tensor = N`,
+      at most `max-group-tensors` per group; the runtime runs each group as
+      one kernel. Updates separated by a gradient bucket's wait or an
+      all-reduce stay in separate groups, so each still waits only for its
+      own gradients.
+
+    A fusion is made only when the matmul's result has no other user (and
+    the element-wise op's, for activations) and the ops run on the same
+    pipeline device and micro-batch, and when the cost model agrees: the
+    fused op's bytes read and written (`CostOpInterface`) must be fewer than
+    those of the ops it replaces, at the same FLOPs. The fused op takes the
+    matmul's placement, phase, layer and tiling.
+
+    Run it late: after autodiff, mixed precision, remat, activation
+    compression, gradient sync and `--strata-tile-gemm`, before
+    `--strata-plan-buffers`. `--strata-train-pipeline` runs it there
+    (`fuse=false` turns it off).
+
+    ```
+    strata-opt step.mlir --strata-fuse
+    strata-opt step.mlir --strata-fuse="epilogues=false max-group-tensors=16"
+    ```
+  }];
+  let options = [
+    Option<"epilogues", "epilogues", "bool", /*default=*/"true",
+           "Fuse bias, relu, gelu and their gradients into matmul epilogues">,
+    Option<"optimizer", "optimizer", "bool", /*default=*/"true",
+           "Group consecutive optimizer updates into multi-tensor kernels">,
+    Option<"maxGroupTensors", "max-group-tensors", "int64_t",
+           /*default=*/"1024",
+           "Most updates in one multi-tensor group (1 to 65536)">,
+  ];
+  let statistics = [
+    Statistic<"numEpilogues", "epilogues", "Matmuls given an epilogue">,
+    Statistic<"numGroups", "groups", "Multi-tensor update groups">,
+  ];
+  let dependentDialects = ["::mlir::strata::StrataDialect"];
+}
+
 #endif // STRATA_TRANSFORMS_PASSES_TD

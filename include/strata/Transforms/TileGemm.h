@@ -14,6 +14,8 @@ namespace mlir::strata {
 
 /// The GEMM the runtime runs for `op` (its key in a tuning database).
 GemmKey getGemmKey(MatmulOp op);
+/// A fused matmul's GEMM: its matmul's.
+GemmKey getGemmKey(FusedMatmulOp op);
 
 } // namespace mlir::strata
 

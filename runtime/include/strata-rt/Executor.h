@@ -213,6 +213,12 @@ private:
   Plan plan;
   /// The rank's program (in `plan`).
   std::vector<Instruction> *program = nullptr;
+  /// multiTensorRuns(*program): the multi-tensor groups the CPU runs as one
+  /// kernel.
+  std::vector<size_t> groupRuns;
+  /// Runs the multi-tensor group of `size` instructions from `first` as one
+  /// kernel and records each member's share of its time (by element count).
+  void runGroup(size_t first, size_t size);
   /// (instruction, the plan's `lr`) of every instruction that takes one.
   std::vector<std::pair<size_t, double>> planLearningRates;
   /// The instructions the plan marks `bf16`.

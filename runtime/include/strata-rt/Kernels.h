@@ -113,6 +113,13 @@ struct KernelContext {
 /// Nanoseconds of the steady clock (the clock of BucketTransfer times).
 int64_t steadyNowNs();
 
+/// One instruction of a multi-tensor group (OpKernel::runGroup).
+struct KernelCall {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  const OpAttrs *attrs = nullptr;
+};
+
 /// The CPU kernel of one plan op (its static facts are the op table's,
 /// PlanOps.h).
 struct OpKernel {
@@ -127,6 +134,12 @@ struct OpKernel {
   /// decoded into `attrs`.
   void (*run)(KernelContext &ctx, const std::vector<Tensor> &inputs,
               const std::vector<Tensor> &outputs, const OpAttrs &attrs);
+  /// Runs a multi-tensor group (consecutive instructions of this op sharing
+  /// a `multi_tensor` id, multiTensorRuns in Plan.h) as one kernel: one
+  /// parallel loop over all their elements. The results are those of running
+  /// each instruction alone. nullptr: the op has no multi-tensor form.
+  void (*runGroup)(KernelContext &ctx,
+                   const std::vector<KernelCall> &calls) = nullptr;
 
   const OpInfo &info() const { return opInfo(op); }
   const char *name() const { return opName(op); }

@@ -211,6 +211,14 @@ struct Plan {
   }
 };
 
+/// Multi-tensor groups of a rank program: entry i is the number of
+/// instructions of the group that instruction i starts (consecutive
+/// instructions of i's op with the same non-zero `multi_tensor` id, none
+/// reading a value an earlier one writes; at least 2), 1 for an instruction
+/// outside any group, and 0 for a group member after the first. Executors run
+/// a group as one kernel when its op has one.
+std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program);
+
 /// Reads and validates the plan at `path`. Errors are `Status::Code::Invalid`
 /// (a file that cannot be read is a `Failure`) with a message that starts
 /// with the path and names the field, e.g.

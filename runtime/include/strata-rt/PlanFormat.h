@@ -43,6 +43,40 @@ struct GemmTiling {
   int64_t nr = 32;
 };
 
+/// What a fused_matmul instruction does to each element of its product once
+/// the element's k sum is complete (its `epilogue` attribute; the dialect's
+/// `#strata` EpilogueKind has the same values). `aux` is the instruction's
+/// third input when the epilogue reads a tensor of the product's shape.
+enum class Epilogue : int64_t {
+  /// + bias[column].
+  Bias = 1,
+  /// relu(+ bias[column]); a second output, when present, gets the sum.
+  BiasRelu = 2,
+  /// gelu(+ bias[column]); a second output, when present, gets the sum.
+  BiasGelu = 3,
+  /// relu_grad(product, aux): the product where aux > 0, else 0.
+  ReluGrad = 4,
+  /// gelu_grad(product, aux): the product times gelu'(aux).
+  GeluGrad = 5,
+};
+/// The largest Epilogue value.
+constexpr int64_t kMaxEpilogue = 5;
+/// "bias", "bias_relu", "bias_gelu", "relu_grad", "gelu_grad"; "" otherwise.
+inline const char *epilogueName(int64_t code) {
+  static const char *const names[] = {"",          "bias",      "bias_relu",
+                                      "bias_gelu", "relu_grad", "gelu_grad"};
+  return code >= 1 && code <= kMaxEpilogue ? names[code] : "";
+}
+/// Whether the epilogue adds a bias (its third input is 1-D).
+inline bool epilogueHasBias(Epilogue e) {
+  return e == Epilogue::Bias || e == Epilogue::BiasRelu ||
+         e == Epilogue::BiasGelu;
+}
+/// Whether the epilogue may also write the pre-activation (a second output).
+inline bool epilogueHasPreActivation(Epilogue e) {
+  return e == Epilogue::BiasRelu || e == Epilogue::BiasGelu;
+}
+
 /// The names of GemmTiling's fields, in order: the matmul instruction's
 /// tiling attributes and the CPU tuning database's keys.
 inline constexpr const char *kGemmTilingNames[5] = {"mc", "nc", "kc", "mr",

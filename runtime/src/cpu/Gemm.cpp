@@ -330,15 +330,20 @@ struct Problem {
   int64_t lda;
   float *c;
   int64_t ldc;
+  /// Applied to each tile after its last kc slice; nullptr: none.
+  const detail::GemmEpilogue *epilogue;
 };
 
 /// Computes C[ic.., jc..] for row panels [ip0, ip1) and column panels
 /// [jp0, jp1) of the current (jc, pc) block: packs A an mc block at a time
-/// and runs the micro-kernel over it, column panels outer.
+/// and runs the micro-kernel over it, column panels outer. `last`: this is
+/// the last kc slice, after which each block of rows gets the epilogue.
 void computeBlock(const Problem &P, const float *packedB, int64_t jc,
                   int64_t ncur, int64_t pc, int64_t kcur, float beta,
-                  int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
+                  int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1,
+                  bool last) {
   const int64_t mr = P.mr, nr = P.nr;
+  const detail::GemmEpilogue *epilogue = last ? P.epilogue : nullptr;
   const int64_t panelsPerBlock = std::max<int64_t>(1, P.mc / mr);
   float *packedA = packedAScratch.get(panelsPerBlock * mr * kcur);
   alignas(64) float edge[kMaxTileElements];
@@ -377,6 +382,15 @@ void computeBlock(const Problem &P, const float *packedB, int64_t jc,
           }
         }
       }
+    }
+    // The block's rows are final over these columns: the epilogue runs on
+    // them while they are still in cache, in long row segments.
+    if (epilogue) {
+      int64_t i0 = ib * mr, j0 = jp0 * nr;
+      int64_t rows = std::min(ie * mr, P.m) - i0;
+      int64_t cols = std::min(jp1 * nr, ncur) - j0;
+      epilogue->apply(i0, jc + j0, rows, cols, P.c + i0 * P.ldc + jc + j0,
+                      P.ldc);
     }
   }
 }
@@ -479,11 +493,14 @@ GemmIsa defaultGemmIsa() {
 void gemmWithIsa(GemmIsa isa, ThreadPool *pool, const GemmTiling &tiling,
                  bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float beta, float *c, int64_t ldc) {
+                 int64_t ldb, float beta, float *c, int64_t ldc,
+                 const GemmEpilogue *epilogue) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
     scaleC(pool, m, n, beta, c, ldc);
+    if (epilogue)
+      epilogue->apply(0, 0, m, n, c, ldc);
     return;
   }
   const TileKernels *tile = findTile(tiling.mr, tiling.nr);
@@ -506,7 +523,8 @@ void gemmWithIsa(GemmIsa isa, ThreadPool *pool, const GemmTiling &tiling,
             a,
             lda,
             c,
-            ldc};
+            ldc,
+            epilogue};
   const int64_t mr = t.mr, nr = t.nr;
   const int64_t mPanels = (m + mr - 1) / mr;
   // Below about a microsecond of work per thread, forking costs more than it
@@ -525,6 +543,7 @@ void gemmWithIsa(GemmIsa isa, ThreadPool *pool, const GemmTiling &tiling,
     for (int64_t pc = 0; pc < k; pc += t.kc) {
       int64_t kcur = std::min(t.kc, k - pc);
       float betaNow = pc == 0 ? beta : 1.0f;
+      bool last = pc + kcur == k;
       auto packB = [&](int64_t begin, int64_t end) {
         for (int64_t jp = begin; jp < end; ++jp) {
           int64_t j0 = jp * nr;
@@ -537,11 +556,11 @@ void gemmWithIsa(GemmIsa isa, ThreadPool *pool, const GemmTiling &tiling,
       bool splitRows = mPanels >= 4 * threads || mPanels >= nPanels;
       auto computeRows = [&](int64_t begin, int64_t end) {
         computeBlock(P, packedB, jc, ncur, pc, kcur, betaNow, begin, end, 0,
-                     nPanels);
+                     nPanels, last);
       };
       auto computeCols = [&](int64_t begin, int64_t end) {
         computeBlock(P, packedB, jc, ncur, pc, kcur, betaNow, 0, mPanels, begin,
-                     end);
+                     end, last);
       };
       if (!pool || threads == 1) {
         packB(0, nPanels);

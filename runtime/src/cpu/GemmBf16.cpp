@@ -572,6 +572,8 @@ struct Problem {
   Bf16Operand a, b;
   float *c;
   int64_t ldc;
+  /// Applied to each tile after its last kc slice; nullptr: none.
+  const detail::GemmEpilogue *epilogue;
 };
 
 /// Computes C[.., jc..] for row panels [ip0, ip1) and column panels
@@ -579,8 +581,9 @@ struct Problem {
 void computeBlock(const Problem &P, const uint16_t *packedB, int64_t jc,
                   int64_t ncur, int64_t pc, int64_t kcur, int64_t kcPad,
                   float beta, int64_t ip0, int64_t ip1, int64_t jp0,
-                  int64_t jp1) {
+                  int64_t jp1, bool last) {
   const int64_t mr = P.path.mr;
+  const detail::GemmEpilogue *epilogue = last ? P.epilogue : nullptr;
   const int64_t panelsPerBlock = std::max<int64_t>(1, P.path.mc / mr);
   uint16_t *packedA = packedAScratch.get(panelsPerBlock * mr * kcPad);
   alignas(64) float edge[kMaxMr * kNr];
@@ -613,6 +616,14 @@ void computeBlock(const Problem &P, const uint16_t *packedB, int64_t jc,
         for (int64_t i = 0; i < rows; ++i)
           foldRow(edge + i * kNr, cTile + i * P.ldc, cols, P.alpha, beta);
       }
+    }
+    // As in Gemm.cpp: the block's finished rows, in long row segments.
+    if (epilogue) {
+      int64_t i0 = ib * mr, j0 = jp0 * kNr;
+      int64_t rows = std::min(ie * mr, P.m) - i0;
+      int64_t cols = std::min(jp1 * kNr, ncur) - j0;
+      epilogue->apply(i0, jc + j0, rows, cols, P.c + i0 * P.ldc + jc + j0,
+                      P.ldc);
     }
   }
 #if STRATA_BF16_X86
@@ -671,7 +682,8 @@ GemmTiling fallbackTiling(const GemmTiling &t) {
 void gemmFallback(ThreadPool *pool, bool transA, bool transB, int64_t m,
                   int64_t n, int64_t k, float alpha, const Bf16Operand &a,
                   const Bf16Operand &b, float beta, float *c, int64_t ldc,
-                  const GemmTiling *tiling) {
+                  const GemmTiling *tiling,
+                  const detail::GemmEpilogue *epilogue) {
   int64_t aRows = transA ? k : m, aCols = transA ? m : k;
   int64_t bRows = transB ? n : k, bCols = transB ? k : n;
   std::vector<float> wa = widen(a, aRows, aCols);
@@ -679,7 +691,7 @@ void gemmFallback(ThreadPool *pool, bool transA, bool transB, int64_t m,
   detail::gemmWithIsa(detail::defaultGemmIsa(), pool,
                       tiling ? fallbackTiling(*tiling) : GemmTiling(), transA,
                       transB, m, n, k, alpha, wa.data(), aCols, wb.data(),
-                      bCols, beta, c, ldc);
+                      bCols, beta, c, ldc, epilogue);
 }
 
 Path pathFor(Bf16Isa isa) {
@@ -724,7 +736,8 @@ PackB packBFor(bool isF32) {
 void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                  int64_t m, int64_t n, int64_t k, float alpha,
                  const Bf16Operand &a, const Bf16Operand &b, float beta,
-                 float *c, int64_t ldc, const GemmTiling *tiling) {
+                 float *c, int64_t ldc, const GemmTiling *tiling,
+                 const detail::GemmEpilogue *epilogue) {
   Path path = tiling ? withBlocking(pathFor(isa), *tiling) : pathFor(isa);
   Problem P{path,
             path.kGroup == 32 ? packAFor<32>(a.isF32) : packAFor<2>(a.isF32),
@@ -736,7 +749,8 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
             a,
             b,
             c,
-            ldc};
+            ldc,
+            epilogue};
   const int64_t mr = path.mr;
   const int64_t mPanels = (m + mr - 1) / mr;
   // Below about a microsecond of work per thread (AMX runs about 1 TFLOP/s
@@ -758,6 +772,7 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
       int64_t kcur = std::min(path.kc, k - pc);
       int64_t kcPad = roundUp(kcur, path.kGroup);
       float betaNow = pc == 0 ? beta : 1.0f;
+      bool last = pc + kcur == k;
       auto packB = [&](int64_t begin, int64_t end) {
         int64_t j0 = begin * kNr;
         P.packB(b.data, b.ld, transB, pc, kcur, kcPad, jc + j0,
@@ -765,11 +780,11 @@ void gemmBlocked(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
       };
       auto computeRows = [&](int64_t begin, int64_t end) {
         computeBlock(P, packedB, jc, ncur, pc, kcur, kcPad, betaNow, begin, end,
-                     0, nPanels);
+                     0, nPanels, last);
       };
       auto computeCols = [&](int64_t begin, int64_t end) {
         computeBlock(P, packedB, jc, ncur, pc, kcur, kcPad, betaNow, 0, mPanels,
-                     begin, end);
+                     begin, end, last);
       };
       if (!pool || threads == 1) {
         packB(0, nPanels);
@@ -864,22 +879,25 @@ Bf16Isa defaultBf16Isa() {
 void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                      int64_t m, int64_t n, int64_t k, float alpha,
                      Bf16Operand a, Bf16Operand b, float beta, float *c,
-                     int64_t ldc, const GemmTiling *tiling) {
+                     int64_t ldc, const GemmTiling *tiling,
+                     const GemmEpilogue *epilogue) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
     scaleC(pool, m, n, beta, c, ldc);
+    if (epilogue)
+      epilogue->apply(0, 0, m, n, c, ldc);
     return;
   }
   if (tiling && !verifyGemmBf16Tiling(*tiling).empty())
     tiling = nullptr;
   if (isa == Bf16Isa::Fallback || !bf16IsaSupported(isa)) {
     gemmFallback(pool, transA, transB, m, n, k, alpha, a, b, beta, c, ldc,
-                 tiling);
+                 tiling, epilogue);
     return;
   }
   gemmBlocked(isa, pool, transA, transB, m, n, k, alpha, a, b, beta, c, ldc,
-              tiling);
+              tiling, epilogue);
 }
 
 GemmTiling bf16DefaultTiling(Bf16Isa isa) {

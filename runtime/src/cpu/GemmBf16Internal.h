@@ -10,6 +10,7 @@
 #ifndef STRATA_RT_CPU_GEMMBF16INTERNAL_H
 #define STRATA_RT_CPU_GEMMBF16INTERNAL_H
 
+#include "GemmInternal.h"
 #include "strata-rt/Bf16.h"
 
 namespace strata::rt::detail {
@@ -29,13 +30,16 @@ bool bf16IsaSupported(Bf16Isa isa);
 /// a slower one.
 Bf16Isa defaultBf16Isa();
 
-/// gemmBf16() on an explicit path (an unsupported one runs the fallback) and
-/// an optional pool (nullptr: the calling thread only).
+/// gemmBf16() on an explicit path (an unsupported one runs the fallback), an
+/// optional pool (nullptr: the calling thread only) and an optional tiling
+/// (nullptr or an invalid one: the path's defaults); with `epilogue`, a
+/// fused matmul's epilogue is applied to each tile of C once it is complete.
 void gemmBf16WithIsa(Bf16Isa isa, ThreadPool *pool, bool transA, bool transB,
                      int64_t m, int64_t n, int64_t k, float alpha,
                      Bf16Operand a, Bf16Operand b, float beta, float *c,
                      int64_t ldc,
-                     const strata_plan::GemmTiling *tiling = nullptr);
+                     const strata_plan::GemmTiling *tiling = nullptr,
+                     const GemmEpilogue *epilogue = nullptr);
 
 /// The blocking path `isa` runs without a tiling: its cache blocks and its
 /// register tile (the fallback's is the f32 GEMM's default tiling).

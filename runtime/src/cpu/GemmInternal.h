@@ -27,6 +27,35 @@ bool gemmIsaSupported(GemmIsa isa);
 /// asks for a slower one.
 GemmIsa defaultGemmIsa();
 
+/// A fused_matmul's epilogue (strata_plan::Epilogue) as the GEMM drivers
+/// apply it: to each block of rows of C (an mc block over a thread's column
+/// panels) once the last kc slice has been accumulated into it, so every
+/// element is final and still in cache, with exactly the arithmetic of the
+/// unfused kernels (bias_add, relu, gelu, relu_grad, gelu_grad). A fused
+/// GEMM is therefore bit-identical to the GEMM followed by those kernels.
+struct GemmEpilogue {
+  strata_plan::Epilogue kind = strata_plan::Epilogue::Bias;
+  /// Bias epilogues: one value per column of C.
+  const float *bias = nullptr;
+  /// relu_grad / gelu_grad: the tensor (of C's shape, leading dimension
+  /// ldaux) whose sign or gelu' gates each element.
+  const float *aux = nullptr;
+  int64_t ldaux = 0;
+  /// bias_relu / bias_gelu: where the activation goes (leading dimension
+  /// ldact) while C keeps the pre-activation; nullptr: the activation
+  /// overwrites C.
+  float *act = nullptr;
+  int64_t ldact = 0;
+
+  /// Applies the epilogue to rows [i0, i0 + rows) and columns [j0, j0 +
+  /// cols) of C, whose element (i0, j0) is at `c`.
+  void apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols, float *c,
+             int64_t ldc) const;
+  /// The epilogue of a product whose C starts `offset` elements further into
+  /// the aux and act tensors (the products of a batched matmul).
+  GemmEpilogue shifted(int64_t offset) const;
+};
+
 /// gemm() with an explicit instruction set (which must be supported) and an
 /// optional pool; with `pool == nullptr` everything runs on the calling
 /// thread. The result depends only on the ISA and the tiling's kc, never on
@@ -34,15 +63,17 @@ GemmIsa defaultGemmIsa();
 void gemmWithIsa(GemmIsa isa, ThreadPool *pool, const GemmTiling &tiling,
                  bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float beta, float *c, int64_t ldc);
+                 int64_t ldb, float beta, float *c, int64_t ldc,
+                 const GemmEpilogue *epilogue = nullptr);
 
 /// gemm() on the calling thread only, with the default instruction set.
 inline void gemmSerial(const GemmTiling &tiling, bool transA, bool transB,
                        int64_t m, int64_t n, int64_t k, float alpha,
                        const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float beta, float *c, int64_t ldc) {
+                       float beta, float *c, int64_t ldc,
+                       const GemmEpilogue *epilogue = nullptr) {
   gemmWithIsa(defaultGemmIsa(), nullptr, tiling, transA, transB, m, n, k, alpha,
-              a, lda, b, ldb, beta, c, ldc);
+              a, lda, b, ldb, beta, c, ldc, epilogue);
 }
 
 } // namespace strata::rt::detail

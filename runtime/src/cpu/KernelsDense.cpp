@@ -77,20 +77,17 @@ MatmulDims matmulDims(const Shape &a, const Shape &b, bool ta, bool tb) {
   return d;
 }
 
-std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
-                         const Attrs &attrs) {
-  Verifier v(inputs, outputs, attrs);
-  if (!v.counts(2, 1) || !v.dtypes() || !v.minRank(in(0), 2) ||
-      !v.minRank(in(1), 2))
-    return v.error();
+/// The product's checks shared by matmul and fused_matmul: inputs #0 and #1
+/// multiply into output #0, with an optional tiling. Returns v.ok().
+bool verifyProduct(Verifier &v, const Attrs &attrs) {
+  if (!v.minRank(in(0), 2) || !v.minRank(in(1), 2))
+    return false;
   const Shape &a = v.shape(in(0)), &b = v.shape(in(1));
   bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
   int64_t ra = a.size(), rb = b.size();
-  if (rb != 2 && rb != ra) {
-    v.fail("input #1 must have rank 2 or the rank of input #0 (" +
-           std::to_string(ra) + "), got shape " + formatShape(b));
-    return v.error();
-  }
+  if (rb != 2 && rb != ra)
+    return v.fail("input #1 must have rank 2 or the rank of input #0 (" +
+                  std::to_string(ra) + "), got shape " + formatShape(b));
   if (rb == ra)
     for (int64_t i = 0; i + 2 < ra; ++i)
       v.dimEquals(in(1), i, a[i], "batch, as input #0");
@@ -104,21 +101,62 @@ std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
   expected.push_back(d.n);
   v.hasShape(out(0), expected);
   if (!v.ok())
-    return v.error();
+    return false;
   GemmTiling tiling;
   bool present;
   std::string error = readTiling(attrs, attrs.flag("bf16"), tiling, present);
   if (!error.empty())
-    v.fail(error);
+    return v.fail(error);
+  return true;
+}
+
+std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
+                         const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  v.counts(2, 1) && v.dtypes() && verifyProduct(v, attrs);
+  return v.error();
+}
+
+/// fused_matmul: the product of inputs #0 and #1, then the epilogue with
+/// input #2 (a bias of one value per column, or the tensor relu_grad and
+/// gelu_grad read); bias_relu and bias_gelu may write the pre-activation to
+/// a second output.
+std::string verifyFusedMatmul(const Descs &inputs, const Descs &outputs,
+                              const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  double code;
+  if (!v.number("epilogue", true, code))
+    return v.error();
+  if (!isInt64(code) || code < 1 || code > strata_plan::kMaxEpilogue) {
+    v.fail("attribute 'epilogue' must be an integer in [1, " +
+           std::to_string(strata_plan::kMaxEpilogue) + "], got " +
+           formatNumber(code));
+    return v.error();
+  }
+  auto epilogue = static_cast<strata_plan::Epilogue>(code);
+  size_t maxOutputs = strata_plan::epilogueHasPreActivation(epilogue) ? 2 : 1;
+  if (outputs.size() < 1 || outputs.size() > maxOutputs)
+    v.counts(3, maxOutputs);
+  else
+    v.counts(3, outputs.size());
+  if (!v.dtypes() || !verifyProduct(v, attrs))
+    return v.error();
+  const Shape &c = v.shape(out(0));
+  if (strata_plan::epilogueHasBias(epilogue))
+    v.hasShape(in(2), {c.back()});
+  else
+    v.sameShape(in(2), out(0));
+  if (outputs.size() == 2)
+    v.sameShape(out(1), out(0));
   return v.error();
 }
 
 /// A bf16 matmul: operands rounded to bf16 as the bf16 GEMM packs them,
 /// products summed in f32, blocked by the tiling attributes where the plan
-/// has them (else the path's defaults). Its results do not depend on the
-/// thread count.
-void runMatmulBf16(KernelContext &ctx, const Tensors &inputs,
-                   const Tensors &outputs, const OpAttrs &attrs) {
+/// has them (else the path's defaults), then `epilogue` when given. Its
+/// results do not depend on the thread count.
+void runMatmulBf16(KernelContext &ctx, const Tensors &inputs, float *c,
+                   const OpAttrs &attrs, const GemmEpilogue *epilogue) {
   // The verifier saw all five tiling attributes or none.
   GemmTiling given{attrs.mc, attrs.nc, attrs.kc, attrs.mr, attrs.nr};
   const GemmTiling *tiling = attrs.has(AttrId::Mc) ? &given : nullptr;
@@ -126,22 +164,26 @@ void runMatmulBf16(KernelContext &ctx, const Tensors &inputs,
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
   MatmulDims d = matmulDims(as, bs, ta, tb);
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
-  float *c = outputs[0].f32();
   int64_t lda = as.back(), ldb = bs.back();
   bool broadcastB = bs.size() == 2;
   if (d.batch == 1 || (broadcastB && !ta)) {
-    gemmBf16(ctx.pool, ta, tb, d.batch * d.m, d.n, d.k, 1.0f,
-             Bf16Operand::f32(a, lda), Bf16Operand::f32(b, ldb), 0.0f, c, d.n,
-             tiling);
+    detail::gemmBf16WithIsa(detail::defaultBf16Isa(), &ctx.pool, ta, tb,
+                            d.batch * d.m, d.n, d.k, 1.0f,
+                            Bf16Operand::f32(a, lda), Bf16Operand::f32(b, ldb),
+                            0.0f, c, d.n, tiling, epilogue);
     return;
   }
   int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
           strideC = d.m * d.n;
   auto product = [&](int64_t i, ThreadPool *pool) {
+    GemmEpilogue shifted;
+    if (epilogue)
+      shifted = epilogue->shifted(i * strideC);
     detail::gemmBf16WithIsa(detail::defaultBf16Isa(), pool, ta, tb, d.m, d.n,
                             d.k, 1.0f, Bf16Operand::f32(a + i * strideA, lda),
                             Bf16Operand::f32(b + i * strideB, ldb), 0.0f,
-                            c + i * strideC, d.n, tiling);
+                            c + i * strideC, d.n, tiling,
+                            epilogue ? &shifted : nullptr);
   };
   // As in runMatmul: whole products per thread when the batch divides well
   // (the bits do not depend on the split).
@@ -157,10 +199,12 @@ void runMatmulBf16(KernelContext &ctx, const Tensors &inputs,
     product(i, &ctx.pool);
 }
 
-void runMatmul(KernelContext &ctx, const Tensors &inputs,
-               const Tensors &outputs, const OpAttrs &attrs) {
+/// C = op(A) op(B) for inputs #0 and #1 into `c`, then `epilogue` (when
+/// given) on every tile of C once it is complete.
+void runProduct(KernelContext &ctx, const Tensors &inputs, float *c,
+                const OpAttrs &attrs, const GemmEpilogue *epilogue) {
   if (attrs.bf16)
-    return runMatmulBf16(ctx, inputs, outputs, attrs);
+    return runMatmulBf16(ctx, inputs, c, attrs, epilogue);
   // The verifier saw all five tiling attributes or none.
   GemmTiling tiling =
       attrs.has(AttrId::Mc)
@@ -170,14 +214,13 @@ void runMatmul(KernelContext &ctx, const Tensors &inputs,
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
   MatmulDims d = matmulDims(as, bs, ta, tb);
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
-  float *c = outputs[0].f32();
   int64_t lda = as.back(), ldb = bs.back();
   bool broadcastB = bs.size() == 2;
   // A linear layer over every batch element is one tall GEMM: same per-element
   // arithmetic, better blocking.
   if (d.batch == 1 || (broadcastB && !ta)) {
-    gemm(ctx.pool, tiling, ta, tb, d.batch * d.m, d.n, d.k, 1.0f, a, lda, b,
-         ldb, 0.0f, c, d.n);
+    gemmWithIsa(defaultGemmIsa(), &ctx.pool, tiling, ta, tb, d.batch * d.m, d.n,
+                d.k, 1.0f, a, lda, b, ldb, 0.0f, c, d.n, epilogue);
     return;
   }
   int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
@@ -187,15 +230,52 @@ void runMatmul(KernelContext &ctx, const Tensors &inputs,
   // split: whole products per thread when the batch divides well.
   if (threads > 1 && (d.batch >= 4 * threads || d.batch % threads == 0)) {
     ctx.pool.parallelFor(d.batch, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
+      for (int64_t i = begin; i < end; ++i) {
+        GemmEpilogue shifted;
+        if (epilogue)
+          shifted = epilogue->shifted(i * strideC);
         gemmSerial(tiling, ta, tb, d.m, d.n, d.k, 1.0f, a + i * strideA, lda,
-                   b + i * strideB, ldb, 0.0f, c + i * strideC, d.n);
+                   b + i * strideB, ldb, 0.0f, c + i * strideC, d.n,
+                   epilogue ? &shifted : nullptr);
+      }
     });
     return;
   }
-  for (int64_t i = 0; i < d.batch; ++i)
-    gemm(ctx.pool, tiling, ta, tb, d.m, d.n, d.k, 1.0f, a + i * strideA, lda,
-         b + i * strideB, ldb, 0.0f, c + i * strideC, d.n);
+  for (int64_t i = 0; i < d.batch; ++i) {
+    GemmEpilogue shifted;
+    if (epilogue)
+      shifted = epilogue->shifted(i * strideC);
+    gemmWithIsa(defaultGemmIsa(), &ctx.pool, tiling, ta, tb, d.m, d.n, d.k,
+                1.0f, a + i * strideA, lda, b + i * strideB, ldb, 0.0f,
+                c + i * strideC, d.n, epilogue ? &shifted : nullptr);
+  }
+}
+
+void runMatmul(KernelContext &ctx, const Tensors &inputs,
+               const Tensors &outputs, const OpAttrs &attrs) {
+  runProduct(ctx, inputs, outputs[0].f32(), attrs, nullptr);
+}
+
+/// The product goes into the pre-activation output when there is one (the
+/// epilogue then writes the activation to output #0), else into output #0.
+void runFusedMatmul(KernelContext &ctx, const Tensors &inputs,
+                    const Tensors &outputs, const OpAttrs &attrs) {
+  GemmEpilogue epilogue;
+  epilogue.kind = static_cast<strata_plan::Epilogue>(attrs.epilogue);
+  int64_t n = outputs[0].shape().back();
+  if (strata_plan::epilogueHasBias(epilogue.kind)) {
+    epilogue.bias = inputs[2].f32();
+  } else {
+    epilogue.aux = inputs[2].f32();
+    epilogue.ldaux = n;
+  }
+  float *c = outputs[0].f32();
+  if (outputs.size() == 2) {
+    epilogue.act = outputs[0].f32();
+    epilogue.ldact = n;
+    c = outputs[1].f32();
+  }
+  runProduct(ctx, inputs, c, attrs, &epilogue);
 }
 
 //===----------------------------------------------------------------------===//
@@ -230,24 +310,27 @@ void runAdd(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
             const OpAttrs &) {
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
   float *c = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 1,
-              [=](int64_t i) { c[i] = a[i] + b[i]; });
+  parallelFor(ctx.pool, outputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    addArray(a + begin, b + begin, c + begin, end - begin);
+  });
 }
 
 void runRelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
              const OpAttrs &) {
   const float *x = inputs[0].f32();
   float *y = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 1,
-              [=](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
+  parallelFor(ctx.pool, outputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    reluArray(x + begin, y + begin, end - begin);
+  });
 }
 
 void runReluGrad(KernelContext &ctx, const Tensors &inputs,
                  const Tensors &outputs, const OpAttrs &) {
   const float *dy = inputs[0].f32(), *x = inputs[1].f32();
   float *dx = outputs[0].f32();
-  elementwise(ctx, outputs[0].numel(), 1,
-              [=](int64_t i) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; });
+  parallelFor(ctx.pool, outputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
+    reluGradArray(dy + begin, x + begin, dx + begin, end - begin);
+  });
 }
 
 void runGelu(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
@@ -315,8 +398,7 @@ void runBiasAdd(KernelContext &ctx, const Tensors &inputs,
     int64_t d = view.dim;
     parallelFor(ctx.pool, view.outer, d, [=](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o)
-        for (int64_t j = 0; j < d; ++j)
-          y[o * d + j] = x[o * d + j] + bias[j];
+        addArray(x + o * d, bias, y + o * d, d);
     });
     return;
   }
@@ -597,6 +679,7 @@ void runMicroBatch(KernelContext &, const Tensors &inputs,
 
 void appendDenseKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::Matmul, verifyMatmul, runMatmul});
+  kernels.push_back({OpCode::FusedMatmul, verifyFusedMatmul, runFusedMatmul});
   kernels.push_back({OpCode::Add, verifyBinary, runAdd});
   kernels.push_back({OpCode::Relu, verifyUnary, runRelu});
   kernels.push_back({OpCode::ReluGrad, verifyBinary, runReluGrad});

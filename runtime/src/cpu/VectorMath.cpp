@@ -63,6 +63,25 @@ void geluGradScalar(const float *dy, const float *x, float *dx, int64_t n) {
   }
 }
 
+// The selections of relu and relu_grad: `x > 0 ? v : 0` (NaN and -0 compare
+// false, so they give +0), and the sum of add and bias_add: one IEEE add.
+// The vector versions compute exactly these, without branches.
+
+void addScalar(const float *a, const float *b, float *c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    c[i] = a[i] + b[i];
+}
+
+void reluScalar(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void reluGradScalar(const float *dy, const float *x, float *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 #if STRATA_VMATH_X86
 
 //===----------------------------------------------------------------------===//
@@ -162,6 +181,40 @@ STRATA_AVX512 void geluGradAvx512(const float *dy, const float *x, float *dx,
     _mm512_mask_storeu_ps(dx + i, m,
                           geluGrad512(_mm512_maskz_loadu_ps(m, dy + i),
                                       _mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+/// The mask of the first `n - i` lanes (all 16 when at least 16 are left).
+inline __mmask16 tailMask(int64_t i, int64_t n) {
+  return n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+}
+
+STRATA_AVX512 void addAvx512(const float *a, const float *b, float *c,
+                             int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tailMask(i, n);
+    _mm512_mask_storeu_ps(c + i, m,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i),
+                                        _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+STRATA_AVX512 void reluAvx512(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tailMask(i, n);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __mmask16 pos = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_maskz_mov_ps(pos, v));
+  }
+}
+
+STRATA_AVX512 void reluGradAvx512(const float *dy, const float *x, float *dx,
+                                  int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tailMask(i, n);
+    __mmask16 pos = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, x + i),
+                                       _mm512_setzero_ps(), _CMP_GT_OQ);
+    _mm512_mask_storeu_ps(dx + i, m, _mm512_maskz_loadu_ps(pos & m, dy + i));
   }
 }
 
@@ -270,15 +323,49 @@ STRATA_AVX2 void geluGradAvx2(const float *dy, const float *x, float *dx,
   }
 }
 
+/// The 8-lane selections and sums; tails through the scalar loops (which
+/// compute the same values: no rounding is involved).
+STRATA_AVX2 void addAvx2(const float *a, const float *b, float *c, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(
+        c + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  addScalar(a + i, b + i, c + i, n - i);
+}
+
+STRATA_AVX2 void reluAvx2(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 pos = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ);
+    _mm256_storeu_ps(y + i, _mm256_and_ps(pos, v));
+  }
+  reluScalar(x + i, y + i, n - i);
+}
+
+STRATA_AVX2 void reluGradAvx2(const float *dy, const float *x, float *dx,
+                              int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 pos =
+        _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_setzero_ps(), _CMP_GT_OQ);
+    _mm256_storeu_ps(dx + i, _mm256_and_ps(pos, _mm256_loadu_ps(dy + i)));
+  }
+  reluGradScalar(dy + i, x + i, dx + i, n - i);
+}
+
 #endif // STRATA_VMATH_X86
 
 } // namespace
 
 const VectorMath &vectorMath(GemmIsa isa) {
-  static const VectorMath scalar{expScalar, geluScalar, geluGradScalar};
+  static const VectorMath scalar{expScalar, geluScalar, geluGradScalar,
+                                 addScalar, reluScalar, reluGradScalar};
 #if STRATA_VMATH_X86
-  static const VectorMath avx2{expAvx2, geluAvx2, geluGradAvx2};
-  static const VectorMath avx512{expAvx512, geluAvx512, geluGradAvx512};
+  static const VectorMath avx2{expAvx2, geluAvx2, geluGradAvx2,
+                               addAvx2, reluAvx2, reluGradAvx2};
+  static const VectorMath avx512{expAvx512, geluAvx512, geluGradAvx512,
+                                 addAvx512, reluAvx512, reluGradAvx512};
   switch (isa) {
   case GemmIsa::Avx512:
     return avx512;
@@ -309,6 +396,18 @@ void geluArray(const float *x, float *y, int64_t n) {
 
 void geluGradArray(const float *dy, const float *x, float *dx, int64_t n) {
   defaultMath().geluGrad(dy, x, dx, n);
+}
+
+void addArray(const float *a, const float *b, float *c, int64_t n) {
+  defaultMath().add(a, b, c, n);
+}
+
+void reluArray(const float *x, float *y, int64_t n) {
+  defaultMath().relu(x, y, n);
+}
+
+void reluGradArray(const float *dy, const float *x, float *dx, int64_t n) {
+  defaultMath().reluGrad(dy, x, dx, n);
 }
 
 } // namespace strata::rt::detail

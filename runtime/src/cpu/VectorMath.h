@@ -3,11 +3,14 @@
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
-// exp and GELU over arrays with AVX-512 / AVX2 code picked at run time (the
-// instruction set of detail::defaultGemmIsa()), else the C library. Every
-// element goes through the same lane arithmetic whatever n and its position
-// (tails are masked or padded), so results do not depend on how a parallel
-// loop splits an array. Accuracy: about 2 ulp for exp.
+// exp and GELU, and the branch-free add, relu and relu_grad loops of the
+// element-wise kernels and the GEMM epilogues, over arrays with AVX-512 /
+// AVX2 code picked at run time (the instruction set of
+// detail::defaultGemmIsa()), else the C library. Every element goes through
+// the same lane arithmetic whatever n and its position (tails are masked or
+// padded), so results do not depend on how a parallel loop splits an array.
+// Accuracy: about 2 ulp for exp; add, relu and relu_grad are exact and equal
+// on every instruction set.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,9 @@ struct VectorMath {
   void (*exp)(const float *x, float *y, int64_t n);
   void (*gelu)(const float *x, float *y, int64_t n);
   void (*geluGrad)(const float *dy, const float *x, float *dx, int64_t n);
+  void (*add)(const float *a, const float *b, float *c, int64_t n);
+  void (*relu)(const float *x, float *y, int64_t n);
+  void (*reluGrad)(const float *dy, const float *x, float *dx, int64_t n);
 };
 
 /// The loops of `isa` (the C library for GemmIsa::Scalar); `isa` must be
@@ -41,6 +47,15 @@ void geluArray(const float *x, float *y, int64_t n);
 
 /// dx = dy * gelu'(x) of the same form.
 void geluGradArray(const float *dy, const float *x, float *dx, int64_t n);
+
+/// c[i] = a[i] + b[i] (add, bias_add); the arrays may be the same.
+void addArray(const float *a, const float *b, float *c, int64_t n);
+
+/// y[i] = x[i] > 0 ? x[i] : 0 (relu; NaN and -0 give +0), without branches.
+void reluArray(const float *x, float *y, int64_t n);
+
+/// dx[i] = x[i] > 0 ? dy[i] : 0 (relu_grad), without branches.
+void reluGradArray(const float *dy, const float *x, float *dx, int64_t n);
 
 } // namespace strata::rt::detail
 

@@ -4,6 +4,7 @@ set(STRATA_RT_CPU_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/ThreadPool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Gemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/GemmBf16.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/GemmEpilogue.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Bf16Convert.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Kernels.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsDense.cpp

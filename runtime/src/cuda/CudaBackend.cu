@@ -227,6 +227,19 @@ Status CudaBackend::prepare(const Plan &plan,
   }
   if (Status status = orderPipelineSends(plan, program, sendsAt_); !status.ok())
     return status;
+  // Multi-tensor groups of one phase whose op has a group kernel launch as
+  // one; any other run of instructions launches one by one.
+  groupSize_ = multiTensorRuns(program);
+  for (size_t i = 0; i < program.size(); ++i) {
+    size_t size = groupSize_[i];
+    if (size < 2)
+      continue;
+    bool grouped = lookupCudaGroupKernel(program[i].op) != nullptr;
+    for (size_t j = i + 1; j < i + size; ++j)
+      grouped = grouped && program[j].phase == program[i].phase;
+    if (!grouped)
+      std::fill(groupSize_.begin() + i, groupSize_.begin() + i + size, 1);
+  }
   for (size_t i = 0; i < program.size(); ++i) {
     cudaEvent_t start, end;
     STRATA_CUDA_TRY(cudaEventCreate(&start));
@@ -411,13 +424,28 @@ Status CudaBackend::enqueue(size_t index) {
       outputs.push_back(tensors_[id]);
     kernels_[i](context_, inputs, outputs, at.attrs);
   };
+  auto runGroup = [&](size_t first, size_t size) {
+    std::vector<CudaKernelCall> calls(size);
+    for (size_t j = 0; j < size; ++j) {
+      const Instruction &at = (*program_)[first + j];
+      for (int64_t id : at.in)
+        calls[j].inputs.push_back(tensors_[id]);
+      for (int64_t id : at.out)
+        calls[j].outputs.push_back(tensors_[id]);
+      calls[j].attrs = &at.attrs;
+    }
+    lookupCudaGroupKernel(inst.op)(context_, calls);
+  };
   try {
     if (inst.info().sends()) {
       for (size_t i : sendsAt_[index])
         run(i);
-    } else {
+    } else if (groupSize_[index] > 1) {
+      runGroup(index, groupSize_[index]);
+    } else if (groupSize_[index] == 1) {
       run(index);
-    }
+    } // 0: a later member of a group that its first instruction launched
+
   } catch (const std::exception &e) {
     return Status::failure("instruction #" + std::to_string(index) + " (" +
                            inst.name() + "): " + e.what());

@@ -100,6 +100,10 @@ private:
   size_t scratchBytes_ = 0;
   std::vector<Tensor> tensors_;
   std::vector<CudaKernelFn> kernels_;
+  /// Multi-tensor groups launched as one: groupSize_[i] is the size of the
+  /// group instruction i starts (1: none) and 0 for the group's later
+  /// members, which enqueue only records.
+  std::vector<size_t> groupSize_;
   /// The sends each send instruction issues (orderPipelineSends).
   std::vector<std::vector<size_t>> sendsAt_;
   CudaContext context_;

@@ -190,6 +190,11 @@ CudaKernelFn lookupCudaKernel(OpCode op) {
   return entry ? entry->run : nullptr;
 }
 
+CudaGroupKernelFn lookupCudaGroupKernel(OpCode op) {
+  const detail::CudaKernelEntry *entry = lookupEntry(op);
+  return entry ? entry->group : nullptr;
+}
+
 CudaKernelFn lookupCudaKernel(const std::string &name) {
   OpCode op;
   return lookupOpCode(name, op) ? lookupCudaKernel(op) : nullptr;

@@ -124,7 +124,21 @@ using CudaKernelFn = void (*)(CudaContext &ctx,
                               const OpAttrs &attrs);
 
 /// The CUDA kernel of plan op `op`, or nullptr when there is none.
+/// One instruction of a multi-tensor group (device tensors).
+struct CudaKernelCall {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  const OpAttrs *attrs = nullptr;
+};
+
+/// Runs a multi-tensor group (multiTensorRuns in Plan.h) with as few
+/// launches as the kernel's argument table allows.
+using CudaGroupKernelFn = void (*)(CudaContext &ctx,
+                                   const std::vector<CudaKernelCall> &calls);
+
 CudaKernelFn lookupCudaKernel(OpCode op);
+/// The multi-tensor form of `op`, or nullptr when it has none.
+CudaGroupKernelFn lookupCudaGroupKernel(OpCode op);
 /// As above, by mnemonic.
 CudaKernelFn lookupCudaKernel(const std::string &name);
 /// Names of every op that has a CUDA kernel, sorted.

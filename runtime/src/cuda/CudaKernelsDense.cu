@@ -15,6 +15,8 @@
 
 #include "CudaKernelsInternal.h"
 
+#include "strata-rt/PlanFormat.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -27,8 +29,8 @@ namespace {
 
 /// Tiling attributes mc/nc/kc/mr/nr of matmul instructions are for the CPU
 /// GEMM and are ignored here; a bf16 matmul goes through gemmBf16.
-void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
-               const OpAttrs &attrs) {
+void runProduct(CudaContext &ctx, const Tensors &inputs, float *c,
+                const OpAttrs &attrs) {
   bool ta = attrs.transposeA, tb = attrs.transposeB;
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
   int64_t r = as.size();
@@ -39,7 +41,6 @@ void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   int64_t k = ta ? as[r - 2] : as[r - 1];
   int64_t n = tb ? bs[bs.size() - 2] : bs[bs.size() - 1];
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
-  float *c = outputs[0].f32();
   int64_t lda = as.back(), ldb = bs.back();
   bool broadcastB = bs.size() == 2;
   auto *product = attrs.bf16 ? &gemmBf16 : &gemm;
@@ -50,6 +51,11 @@ void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
   }
   product(ctx, ta, tb, m, n, k, 1.0f, a, lda, m * k, b, ldb,
           broadcastB ? 0 : k * n, 0.0f, c, n, m * n, batch);
+}
+
+void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
+               const OpAttrs &attrs) {
+  runProduct(ctx, inputs, outputs[0].f32(), attrs);
 }
 
 //===----------------------------------------------------------------------===//
@@ -179,6 +185,72 @@ void runGelu(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,
 void runGeluGrad(CudaContext &ctx, const Tensors &inputs,
                  const Tensors &outputs, const OpAttrs &) {
   launchBinary<GeluGradOp>(ctx, inputs, outputs);
+}
+
+//===----------------------------------------------------------------------===//
+// fused_matmul: the product, then one epilogue kernel
+//===----------------------------------------------------------------------===//
+
+/// The epilogue of a fused_matmul over the `total` elements of C (rows of
+/// `n`), with the functors of the unfused kernels (bias_add's sum, ReluOp,
+/// geluValue, ReluGradOp, GeluGradOp). bias_relu / bias_gelu with `act`:
+/// C keeps the sum and the activation goes to `act`.
+__global__ void epilogueKernel(float *__restrict__ c,
+                               const float *__restrict__ bias,
+                               const float *__restrict__ aux,
+                               float *__restrict__ act, int64_t total,
+                               int64_t n, int kind) {
+  using strata_plan::Epilogue;
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < total;
+       j += stride) {
+    float x = c[j];
+    switch (static_cast<Epilogue>(kind)) {
+    case Epilogue::Bias:
+    case Epilogue::BiasRelu:
+    case Epilogue::BiasGelu: {
+      float s = x + bias[j % n];
+      float y = s;
+      if (kind == (int)Epilogue::BiasRelu)
+        y = ReluOp()(s);
+      else if (kind == (int)Epilogue::BiasGelu)
+        y = GeluOp()(s);
+      if (act) {
+        c[j] = s;
+        act[j] = y;
+      } else {
+        c[j] = y;
+      }
+      break;
+    }
+    case Epilogue::ReluGrad:
+      c[j] = ReluGradOp()(x, aux[j]);
+      break;
+    case Epilogue::GeluGrad:
+      c[j] = GeluGradOp()(x, aux[j]);
+      break;
+    }
+  }
+}
+
+/// cuBLAS (or strataGemm) has no epilogue of Strata's, so the product is
+/// followed by one element-wise kernel: no intermediate tensor is written
+/// besides the product itself.
+void runFusedMatmul(CudaContext &ctx, const Tensors &inputs,
+                    const Tensors &outputs, const OpAttrs &attrs) {
+  auto kind = static_cast<strata_plan::Epilogue>(attrs.epilogue);
+  bool pre = outputs.size() == 2;
+  float *c = pre ? outputs[1].f32() : outputs[0].f32();
+  runProduct(ctx, inputs, c, attrs);
+  int64_t total = outputs[0].numel(), n = outputs[0].shape().back();
+  if (total == 0)
+    return;
+  bool hasBias = strata_plan::epilogueHasBias(kind);
+  epilogueKernel<<<gridFor(total), kThreads, 0, ctx.stream>>>(
+      c, hasBias ? inputs[2].f32() : nullptr,
+      hasBias ? nullptr : inputs[2].f32(), pre ? outputs[0].f32() : nullptr,
+      total, n, static_cast<int>(kind));
+  STRATA_CUDA_CHECK_LAUNCH();
 }
 
 //===----------------------------------------------------------------------===//
@@ -574,6 +646,7 @@ void runFill(CudaContext &ctx, const Tensors &, const Tensors &outputs,
 
 void appendDenseCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({OpCode::Matmul, runMatmul});
+  kernels.push_back({OpCode::FusedMatmul, runFusedMatmul});
   kernels.push_back({OpCode::Add, runAdd});
   kernels.push_back({OpCode::Relu, runRelu});
   kernels.push_back({OpCode::ReluGrad, runReluGrad});

@@ -256,6 +256,7 @@ struct CudaKernelEntry {
   OpCode op;
   CudaKernelFn run;
   CudaScratchFn scratch = nullptr;
+  CudaGroupKernelFn group = nullptr;
 };
 
 void appendDenseCudaKernels(std::vector<CudaKernelEntry> &kernels);

@@ -31,6 +31,9 @@ TEST(KernelRegistry, EveryPlanOpHasAKernel) {
       {"bias_add", 2, 1},
       {"add", 2, 1},
       {"relu", 1, 1},
+      // A product with an epilogue: a third input, an optional second
+      // output (the pre-activation).
+      {"fused_matmul", -1, -1},
       {"gelu", 1, 1},
       {"softmax", 1, 1},
       {"layer_norm", 3, 1},

@@ -24,6 +24,7 @@ strata_add_cpu_test(StrataKernelsTests
   ${CMAKE_CURRENT_LIST_DIR}/KernelsForwardTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsBackwardTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsOptimTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/KernelsFusedTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsVerifyTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsDeterminismTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/KernelsBf16Test.cpp

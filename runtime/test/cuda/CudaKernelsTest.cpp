@@ -284,8 +284,8 @@ struct Case {
 };
 
 bool usesGemm(const std::string &op) {
-  return op == "matmul" || op == "conv2d" || op == "conv2d_grad_input" ||
-         op == "conv2d_grad_filter";
+  return op == "matmul" || op == "fused_matmul" || op == "conv2d" ||
+         op == "conv2d_grad_input" || op == "conv2d_grad_filter";
 }
 
 int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p) {
@@ -349,6 +349,21 @@ std::vector<Case> makeCases() {
     c.rtol = 1e-2;
     c.atol = 5e-2;
   }
+
+  // fused_matmul: cuBLAS, then the epilogue kernel (the CPU applies the
+  // epilogue per tile; both run the unfused kernels' element arithmetic).
+  add("fused_matmul", "bias 130x70x140", {t({130, 70}), t({70, 140}), t({140})},
+      {desc({130, 140})}, attrs({{"epilogue", 1}}));
+  add("fused_matmul", "bias_relu + pre, broadcast B",
+      {t({3, 7, 13}), t({13, 5}), t({5})}, {desc({3, 7, 5}), desc({3, 7, 5})},
+      attrs({{"epilogue", 2}}));
+  add("fused_matmul", "bias_gelu tb", {t({9, 20}), t({17, 20}), t({17})},
+      {desc({9, 17})}, attrs({{"epilogue", 3}, {"transpose_b", 1}}));
+  add("fused_matmul", "relu_grad tb", {t({9, 20}), t({17, 20}), t({9, 17})},
+      {desc({9, 17})}, attrs({{"epilogue", 4}, {"transpose_b", 1}}));
+  add("fused_matmul", "gelu_grad batched",
+      {t({2, 9, 16}), t({2, 16, 11}), rng.f32({2, 9, 11}, -4, 4)},
+      {desc({2, 9, 11})}, attrs({{"epilogue", 5}}));
 
   // Element-wise.
   add("add", "7x13x5", {t({7, 13, 5}), t({7, 13, 5})}, {desc({7, 13, 5})});
@@ -1105,6 +1120,69 @@ TEST(CudaKernels, EmbeddingGradPathsAgreeBitwise) {
     std::vector<HostTensor> sorted = runGpu(c, {}), scanned = runGpu(c, scan);
     expectSameBits(sorted, scanned, c.name());
     expectSameBits(sorted, runCpu(c), c.name() + " vs CPU");
+  }
+}
+
+/// A multi-tensor group launch (three tensors, one over a block's chunk)
+/// against one launch per tensor, bitwise. The members count different
+/// updates (update 0 of 3, update 2 of 3, none): each uses its own t.
+TEST(CudaKernels, MultiTensorGroupMatchesOneUpdatePerTensor) {
+  SKIP_WITHOUT_DEVICE();
+  Random rng(17);
+  std::vector<Case> members;
+  const int64_t update[] = {0, 2, -1};
+  int j = 0;
+  for (Shape s : {Shape{70000}, Shape{33, 7}, Shape{1}}) {
+    Case c;
+    c.op = "adam_update";
+    c.label = "group member";
+    c.inputs = {rng.f32(s), rng.f32(s), rng.f32(s), rng.f32(s, 0, 1),
+                scalarI32(4)};
+    c.outputs = {desc(s), desc(s), desc(s)};
+    c.attrs = attrs({{"lr", 1e-3}, {"weight_decay", 0.1}, {"decoupled", 1}});
+    if (update[j] >= 0)
+      c.attrs = attrs({{"lr", 1e-3},
+                       {"weight_decay", 0.1},
+                       {"decoupled", 1},
+                       {"update", (double)update[j]},
+                       {"updates", 3}});
+    ++j;
+    members.push_back(std::move(c));
+  }
+  CudaGroupKernelFn group = lookupCudaGroupKernel(OpCode::AdamUpdate);
+  ASSERT_NE(group, nullptr);
+  std::vector<std::vector<DeviceBuffer>> buffers(members.size());
+  std::vector<OpAttrs> typedAttrs;
+  std::vector<CudaKernelCall> calls(members.size());
+  for (size_t j = 0; j < members.size(); ++j)
+    typedAttrs.push_back(typed("adam_update", members[j].attrs));
+  for (size_t j = 0; j < members.size(); ++j) {
+    for (const HostTensor &t : members[j].inputs) {
+      buffers[j].emplace_back(t.bits.size() * 4);
+      check(cudaMemcpy(buffers[j].back().get(), t.bits.data(),
+                       t.bits.size() * 4, cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+      calls[j].inputs.push_back(Tensor{buffers[j].back().get(), t.desc});
+    }
+    calls[j].outputs = {calls[j].inputs[0], calls[j].inputs[2],
+                        calls[j].inputs[3]};
+    calls[j].attrs = &typedAttrs[j];
+  }
+  CudaContext ctx;
+  ctx.stream = gpu().stream;
+  ctx.cublas = gpu().cublas;
+  group(ctx, calls);
+  check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+  for (size_t j = 0; j < members.size(); ++j) {
+    std::vector<HostTensor> alone = runGpu(members[j], {});
+    for (int o = 0; o < 3; ++o) {
+      HostTensor got(members[j].outputs[o].shape, DType::F32);
+      check(cudaMemcpy(got.bits.data(), calls[j].outputs[o].data,
+                       got.bits.size() * 4, cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
+      EXPECT_TRUE(got.bits == alone[o].bits)
+          << "tensor " << j << " output " << o;
+    }
   }
 }
 

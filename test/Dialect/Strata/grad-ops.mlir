@@ -55,5 +55,7 @@ func.func @grads(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>
   // Update 2 of 4 in a step (an asynchronous pipeline schedule).
   // CHECK: strata.adam_update {{.*}} weight_decay = 0.000000e+00 update 2 of 4 : tensor<16xf32>, tensor<i32>
   %r:3 = strata.adam_update %g, %g, %g, %g, %step lr = 0.001 beta1 = 0.9 beta2 = 0.99 epsilon = 1.0e-8 weight_decay = 0.0 update 2 of 4 : tensor<16xf32>, tensor<i32>
+  // CHECK: strata.adam_update {{.*}} decoupled update 1 of 4 multi_tensor = 3 : tensor<16xf32>, tensor<i32>
+  %u:3 = strata.adam_update %g, %g, %g, %g, %step lr = 0.001 beta1 = 0.9 beta2 = 0.99 epsilon = 1.0e-8 weight_decay = 0.0 decoupled update 1 of 4 multi_tensor = 3 : tensor<16xf32>, tensor<i32>
   return
 }

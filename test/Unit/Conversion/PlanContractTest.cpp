@@ -12,6 +12,7 @@
 #include "strata-rt/PlanOps.h"
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataDialect.h"
+#include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Models/Models.h"
 #include "strata/Transforms/Passes.h"
 
@@ -73,7 +74,7 @@ std::set<std::string> exportedAttrNames(OperationName name,
     names.insert(attr.getValue().str());
   // --strata-tile-gemm's discardable #strata.gemm_tiling, which the dialect
   // accepts on matmuls only, becomes mc, nc, kc, mr, nr.
-  if (info.op == rt::OpCode::Matmul)
+  if (info.op == rt::OpCode::Matmul || info.op == rt::OpCode::FusedMatmul)
     for (const char *field : strata_plan::kGemmTilingNames)
       names.insert(field);
   if (info.has(rt::kCollective) && !info.has(rt::kAsyncWait))
@@ -262,9 +263,43 @@ TEST_F(PlanContract, ExportedPlansMatchTheTable) {
                           "strata-autodiff{optimizer=sgd lr=0.1},"
                           "strata-compress-activations{format=auto "
                           "budget=0.05}")));
+  // Fusion: fused_matmul with every epilogue and multi-tensor updates.
+  std::set<std::string> fused;
+  auto mergeFused = [&](const std::set<std::string> &ops) {
+    merge(ops);
+    fused.insert(ops.begin(), ops.end());
+  };
+  mergeFused(checkPlan(compile(mstrata::buildMLP(&context, mlp),
+                               "strata-autodiff{optimizer=adamw lr=0.01},"
+                               "strata-tile-gemm,strata-fuse")));
+  mergeFused(checkPlan(compile(mstrata::buildGPT(&context, gpt),
+                               "strata-autodiff{optimizer=sgd lr=0.01},"
+                               "strata-mixed-precision,strata-fuse")));
+  EXPECT_TRUE(fused.count("fused_matmul"));
+  EXPECT_FALSE(fused.count("relu_grad"));
+  EXPECT_FALSE(fused.count("gelu_grad"));
   // The plans cover most of the table; the rest (fill, scale, flatten,
   // reshape, mse_loss...) come from other generators and passes.
   EXPECT_GE(seen.size(), 25u);
+}
+
+/// The dialect's epilogue kinds are the plan's codes (the exporter writes
+/// the enum's value as it is).
+TEST(PlanContractEnums, EpilogueKindsArePlanCodes) {
+  using strata_plan::Epilogue;
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::bias), int64_t(Epilogue::Bias));
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::bias_relu),
+            int64_t(Epilogue::BiasRelu));
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::bias_gelu),
+            int64_t(Epilogue::BiasGelu));
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::relu_grad),
+            int64_t(Epilogue::ReluGrad));
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::gelu_grad),
+            int64_t(Epilogue::GeluGrad));
+  for (int64_t code = 1; code <= strata_plan::kMaxEpilogue; ++code)
+    EXPECT_EQ(mstrata::stringifyEpilogueKind(
+                  static_cast<mstrata::EpilogueKind>(code)),
+              strata_plan::epilogueName(code));
 }
 
 } // namespace

@@ -35,6 +35,8 @@ static std::string getComputeDType(Operation *op) {
   if (auto mixed = dyn_cast<MixedPrecisionOpInterface>(op);
       mixed && mixed.computesInBf16())
     return "bf16";
+  if (auto fused = dyn_cast<FusedMatmulOp>(op); fused && fused.getBf16())
+    return "bf16";
   auto isFloatTensor = [](Type type) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     return tensor && isa<FloatType>(tensor.getElementType());

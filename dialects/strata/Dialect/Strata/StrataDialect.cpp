@@ -321,7 +321,7 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getGemmTilingAttrName()) {
-    if (!isa<GemmTilingAttr>(value) || !isa<MatmulOp>(op))
+    if (!isa<GemmTilingAttr>(value) || !isa<MatmulOp, FusedMatmulOp>(op))
       return op->emitOpError()
              << "'" << name << "' must be a #strata.gemm_tiling on a matmul";
     return success();

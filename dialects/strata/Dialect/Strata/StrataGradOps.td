@@ -408,6 +408,9 @@ def Strata_MseLossGradOp : Strata_ComputeOp<"mse_loss_grad", [
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
+/// A multi-tensor group id (`--strata-fuse`): positive.
+def Strata_MultiTensorGroup : ConfinedAttr<I64Attr, [IntMinValue<1>]>;
+
 def Strata_SgdUpdateOp : Strata_ComputeOp<"sgd_update", [
     DeclareOpInterfaceMethods<Strata_InPlaceOpInterface>,
     AllTypesMatch<["param", "grad", "velocity", "new_param", "new_velocity"]>]> {
@@ -418,18 +421,24 @@ def Strata_SgdUpdateOp : Strata_ComputeOp<"sgd_update", [
     results take the buffers of `param` and `velocity`. Cost: five FLOPs per
     element.
 
+    `multi_tensor = N` (set by `--strata-fuse`): consecutive updates with the
+    same `N` run as one multi-tensor kernel (one parallel loop, one launch);
+    each tensor's results are those of its own update.
+
     ```mlir
     %p2, %v2 = strata.sgd_update %p, %g, %v lr = 1.000000e-02 momentum = 9.000000e-01 weight_decay = 0.000000e+00 : tensor<784x256xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$param, Strata_FloatTensor:$grad,
                        Strata_FloatTensor:$velocity, F64Attr:$lr,
-                       F64Attr:$momentum, F64Attr:$weight_decay);
+                       F64Attr:$momentum, F64Attr:$weight_decay,
+                       OptionalAttr<Strata_MultiTensorGroup>:$multi_tensor);
   let results = (outs Strata_FloatTensor:$new_param,
                       Strata_FloatTensor:$new_velocity);
   let assemblyFormat = [{
     $param `,` $grad `,` $velocity `lr` `=` $lr `momentum` `=` $momentum
-    `weight_decay` `=` $weight_decay attr-dict `:` type($param)
+    `weight_decay` `=` $weight_decay
+    (`multi_tensor` `=` $multi_tensor^)? attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }
@@ -447,6 +456,8 @@ def Strata_AdamUpdateOp : Strata_ComputeOp<"adam_update", [
     With `update u of U` (the asynchronous pipeline schedules, which update
     U times per step) `t = (step - 1) U + u + 1`, the count of updates so
     far. The runtime updates in place. Cost: twelve FLOPs per element.
+    `multi_tensor` groups updates as on `strata.sgd_update`; each member uses
+    its own `t`.
 
     ```mlir
     %p2, %m2, %v2 = strata.adam_update %p, %g, %m, %v, %t lr = 1.000000e-03 beta1 = 9.000000e-01 beta2 = 9.990000e-01 epsilon = 1.000000e-08 weight_decay = 0.000000e+00 : tensor<768xf32>, tensor<i32>
@@ -457,13 +468,15 @@ def Strata_AdamUpdateOp : Strata_ComputeOp<"adam_update", [
                        0DTensorOf<[I32]>:$step, F64Attr:$lr, F64Attr:$beta1,
                        F64Attr:$beta2, F64Attr:$epsilon, F64Attr:$weight_decay,
                        UnitAttr:$decoupled, OptionalAttr<I64Attr>:$update,
-                       OptionalAttr<I64Attr>:$updates);
+                       OptionalAttr<I64Attr>:$updates,
+                       OptionalAttr<Strata_MultiTensorGroup>:$multi_tensor);
   let results = (outs Strata_FloatTensor:$new_param, Strata_FloatTensor:$new_m,
                       Strata_FloatTensor:$new_v);
   let assemblyFormat = [{
     $param `,` $grad `,` $m `,` $v `,` $step `lr` `=` $lr `beta1` `=` $beta1
     `beta2` `=` $beta2 `epsilon` `=` $epsilon `weight_decay` `=` $weight_decay
-    (`decoupled` $decoupled^)? (`update` $update^ `of` $updates)? attr-dict
+    (`decoupled` $decoupled^)? (`update` $update^ `of` $updates)?
+    (`multi_tensor` `=` $multi_tensor^)? attr-dict
     `:` type($param) `,` type($step)
   }];
   let hasVerifier = 1;

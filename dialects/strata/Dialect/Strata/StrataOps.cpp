@@ -159,14 +159,11 @@ static int64_t getWindowOutputSize(int64_t size, int64_t window, int64_t stride,
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
-  FailureOr<RankedTensorType> lhs =
-      getRanked(loc, adaptor.getLhs().getType(), "lhs");
-  FailureOr<RankedTensorType> rhs =
-      getRanked(loc, adaptor.getRhs().getType(), "rhs");
+FailureOr<RankedTensorType>
+mlir::strata::inferMatmulType(std::optional<Location> loc, Type lhsType,
+                              Type rhsType, bool ta, bool tb) {
+  FailureOr<RankedTensorType> lhs = getRanked(loc, lhsType, "lhs");
+  FailureOr<RankedTensorType> rhs = getRanked(loc, rhsType, "rhs");
   if (failed(lhs) || failed(rhs))
     return failure();
   if (failed(checkSameElementType(loc, *lhs, *rhs, "lhs", "rhs")))
@@ -179,7 +176,6 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
     return emitOptionalError(loc, "rhs must have rank 2 or the rank of lhs (",
                              lhsRank, "), got ", rhsRank);
   ArrayRef<int64_t> a = lhs->getShape(), b = rhs->getShape();
-  bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
   int64_t m = ta ? a[lhsRank - 1] : a[lhsRank - 2];
   int64_t k = ta ? a[lhsRank - 2] : a[lhsRank - 1];
   int64_t kb = tb ? b[rhsRank - 1] : b[rhsRank - 2];
@@ -194,7 +190,19 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
                              " and ", formatShape(b.drop_back(2)));
   SmallVector<int64_t> shape(batch);
   shape.append({m, n});
-  results.push_back(RankedTensorType::get(shape, lhs->getElementType()));
+  return RankedTensorType::get(shape, lhs->getElementType());
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type = inferMatmulType(
+      loc, adaptor.getLhs().getType(), adaptor.getRhs().getType(),
+      adaptor.getTransposeA(), adaptor.getTransposeB());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
 }
 

@@ -81,6 +81,12 @@ BufferAttr getBuffer(Value value);
 /// all arguments' attributes each time: quadratic in the argument count).
 void setArgAttrOfAll(FunctionOpInterface func, StringRef name,
                      ArrayRef<Attribute> values);
+/// The result type of `strata.matmul` (and `strata.fused_matmul`) for
+/// operands of types `lhs` and `rhs` and the transposes, or failure with the
+/// reason reported at `loc` (when given).
+FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
+                                            Type lhs, Type rhs, bool transposeA,
+                                            bool transposeB);
 /// Bytes of a statically shaped tensor type (0 for anything else).
 int64_t getTensorBytes(Type type);
 /// Seconds a ring all-reduce of `bytes` over `replicas` devices of `target`

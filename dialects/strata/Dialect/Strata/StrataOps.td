@@ -586,5 +586,6 @@ def Strata_MseLossOp : Strata_InferredOp<"mse_loss", [Strata_Differentiable]> {
 include "strata/Dialect/Strata/StrataGradOps.td"
 include "strata/Dialect/Strata/StrataCommOps.td"
 include "strata/Dialect/Strata/StrataMemoryOps.td"
+include "strata/Dialect/Strata/StrataFusedOps.td"
 
 #endif // STRATA_DIALECT_STRATA_STRATAOPS_TD

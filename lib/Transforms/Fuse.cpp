@@ -1,0 +1,277 @@
+//===- Fuse.cpp - GEMM epilogues and multi-tensor optimizer updates -------===//
+//
+// Part of the Strata project.
+//
+// --strata-fuse: matmul + bias_add (+ relu / gelu) and matmul + relu_grad /
+// gelu_grad become strata.fused_matmul (rewrite patterns, each checked
+// against the cost model), and runs of consecutive optimizer updates get a
+// common multi_tensor group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "strata/Dialect/Strata/StrataOps.h"
+#include "strata/Transforms/OptionLimits.h"
+#include "strata/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_FUSEPASS
+#include "strata/Transforms/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Whether `a` and `b` run on the same pipeline device and micro-batch.
+bool samePlacement(Operation *a, Operation *b) {
+  for (StringRef name : {StrataDialect::getStageAttrName(),
+                         StrataDialect::getMicroBatchAttrName()})
+    if (a->getAttr(name) != b->getAttr(name))
+      return false;
+  return true;
+}
+
+/// Bytes `op` reads and writes, as the cost model counts them.
+int64_t getTrafficBytes(Operation *op) {
+  auto cost = cast<CostOpInterface>(op);
+  return cost.getBytesRead() + cost.getBytesWritten();
+}
+
+/// The cost model's verdict: the fused op, reading `operands` and writing
+/// `results`, must move fewer bytes than `replaced` (its FLOPs are theirs:
+/// the epilogue computes what the replaced element-wise ops computed).
+bool fusionPays(ArrayRef<Operation *> replaced, ValueRange operands,
+                TypeRange results) {
+  int64_t before = 0, after = 0;
+  for (Operation *op : replaced)
+    before += getTrafficBytes(op);
+  for (Value operand : operands)
+    after += getTensorBytes(operand.getType());
+  for (Type type : results)
+    after += getTensorBytes(type);
+  return after < before;
+}
+
+/// Creates the fused op in place of `matmul`'s product: the matmul's
+/// operands, transposes and bf16, then `epilogueOperand`; the matmul's
+/// discardable attributes (placement, phase, layer, tiling) except a cost
+/// that no longer applies.
+FusedMatmulOp createFused(PatternRewriter &rewriter, Location loc,
+                          MatmulOp matmul, EpilogueKind kind,
+                          Value epilogueOperand, TypeRange resultTypes) {
+  auto fused = FusedMatmulOp::create(
+      rewriter, loc, resultTypes, matmul.getLhs(), matmul.getRhs(),
+      ValueRange{epilogueOperand}, kind, matmul.getTransposeA(),
+      matmul.getTransposeB(), matmul.getBf16());
+  for (NamedAttribute attr : matmul->getDiscardableAttrs())
+    if (attr.getName() != StrataDialect::getCostAttrName())
+      fused->setAttr(attr.getName(), attr.getValue());
+  return fused;
+}
+
+/// matmul -> bias_add (last dimension) [-> relu | gelu] into one
+/// fused_matmul with a bias epilogue.
+struct FuseBiasActivation : public OpRewritePattern<BiasAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BiasAddOp biasAdd,
+                                PatternRewriter &rewriter) const override {
+    auto matmul = biasAdd.getInput().getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse() ||
+        biasAdd.getNormalizedAxis() != biasAdd.getType().getRank() - 1 ||
+        !samePlacement(matmul, biasAdd))
+      return rewriter.notifyMatchFailure(biasAdd, "no fusable matmul");
+    Value sum = biasAdd.getResult();
+    Operation *act = nullptr;
+    for (Operation *user : sum.getUsers())
+      if (isa<ReluOp, GeluOp>(user) && samePlacement(user, biasAdd) &&
+          (!act || user->isBeforeInBlock(act)))
+        act = user;
+    EpilogueKind kind = !act               ? EpilogueKind::bias
+                        : isa<ReluOp>(act) ? EpilogueKind::bias_relu
+                                           : EpilogueKind::bias_gelu;
+    // A relu's gradient may read the relu's output instead of its input:
+    // relu(x) > 0 exactly where x > 0 (NaN and -0 included), so the sum is
+    // then needed by nothing else.
+    SmallVector<OpOperand *> reluGates;
+    if (kind == EpilogueKind::bias_relu)
+      for (OpOperand &use : sum.getUses())
+        if (isReluGate(use) && act->getBlock() == use.getOwner()->getBlock() &&
+            act->isBeforeInBlock(use.getOwner()))
+          reluGates.push_back(&use);
+    // With an activation, whatever else reads the sum reads the fused op's
+    // pre-activation result; without one, the sum is the fused op's result.
+    bool keepSum =
+        act && llvm::any_of(sum.getUses(), [&](OpOperand &use) {
+          return use.getOwner() != act && !llvm::is_contained(reluGates, &use);
+        });
+    Type type = biasAdd.getType();
+    SmallVector<Type> resultTypes{type};
+    if (keepSum)
+      resultTypes.push_back(type);
+    SmallVector<Operation *> replaced{matmul, biasAdd};
+    if (act)
+      replaced.push_back(act);
+    if (!fusionPays(replaced,
+                    {matmul.getLhs(), matmul.getRhs(), biasAdd.getBias()},
+                    resultTypes))
+      return rewriter.notifyMatchFailure(biasAdd, "saves no memory traffic");
+
+    rewriter.setInsertionPoint(biasAdd);
+    FusedMatmulOp fused = createFused(rewriter, matmul.getLoc(), matmul, kind,
+                                      biasAdd.getBias(), resultTypes);
+    for (OpOperand *use : reluGates)
+      rewriter.modifyOpInPlace(use->getOwner(),
+                               [&] { use->set(act->getResult(0)); });
+    if (act) {
+      rewriter.replaceOp(act, fused.getResult());
+      if (keepSum)
+        rewriter.replaceAllUsesWith(sum, fused.getPreActivation());
+    } else {
+      rewriter.replaceAllUsesWith(sum, fused.getResult());
+    }
+    rewriter.eraseOp(biasAdd);
+    rewriter.eraseOp(matmul);
+    return success();
+  }
+
+  /// A use of a relu's input as the input a relu gradient gates on.
+  static bool isReluGate(OpOperand &use) {
+    Operation *owner = use.getOwner();
+    if (auto grad = dyn_cast<ReluGradOp>(owner))
+      return &use == &grad.getInputMutable();
+    if (auto fused = dyn_cast<FusedMatmulOp>(owner))
+      return fused.getEpilogue() == EpilogueKind::relu_grad &&
+             use.getOperandNumber() == 2;
+    return false;
+  }
+};
+
+/// matmul -> relu_grad / gelu_grad (the product is the incoming gradient)
+/// into one fused_matmul with that epilogue.
+template <typename GradOp, EpilogueKind Kind>
+struct FuseActivationGrad : public OpRewritePattern<GradOp> {
+  using OpRewritePattern<GradOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GradOp grad,
+                                PatternRewriter &rewriter) const override {
+    auto matmul = grad.getGrad().template getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse() || grad.getInput() == grad.getGrad() ||
+        !samePlacement(matmul, grad))
+      return rewriter.notifyMatchFailure(grad, "no fusable matmul");
+    if (!fusionPays({matmul, grad},
+                    {matmul.getLhs(), matmul.getRhs(), grad.getInput()},
+                    grad->getResultTypes()))
+      return rewriter.notifyMatchFailure(grad, "saves no memory traffic");
+    rewriter.setInsertionPoint(grad);
+    FusedMatmulOp fused = createFused(rewriter, matmul.getLoc(), matmul, Kind,
+                                      grad.getInput(), grad->getResultTypes());
+    rewriter.replaceOp(grad, fused.getResult());
+    rewriter.eraseOp(matmul);
+    return success();
+  }
+};
+
+/// The open multi-tensor group of one pipeline device.
+struct OpenGroup {
+  SmallVector<Operation *> members;
+};
+
+/// Gives runs of consecutive optimizer updates of one kind on one device a
+/// common multi_tensor id; returns the number of groups.
+int64_t groupUpdates(func::FuncOp func, int64_t maxTensors) {
+  int64_t next = 1;
+  // Keyed by the device (strata.stage, -1 without one), in creation order.
+  llvm::MapVector<int64_t, OpenGroup> open;
+  auto setGroup = [](Operation *op, IntegerAttr id) {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+      sgd.setMultiTensorAttr(id);
+    else
+      cast<AdamUpdateOp>(op).setMultiTensorAttr(id);
+  };
+  auto flush = [&](OpenGroup &group) {
+    if (group.members.size() >= 2) {
+      auto id =
+          IntegerAttr::get(IntegerType::get(func.getContext(), 64), next++);
+      for (Operation *op : group.members)
+        setGroup(op, id);
+    }
+    group.members.clear();
+  };
+  for (Operation &op : func.getBody().front()) {
+    auto stage =
+        op.getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+    int64_t device = stage ? stage.getInt() : -1;
+    if (!isa<SgdUpdateOp, AdamUpdateOp>(op)) {
+      if (!stage)
+        for (auto &entry : open)
+          flush(entry.second);
+      else
+        flush(open[device]);
+      continue;
+    }
+    setGroup(&op, nullptr);
+    OpenGroup &group = open[device];
+    // A member may not read what an earlier member of its group writes.
+    bool independent = llvm::none_of(op.getOperands(), [&](Value operand) {
+      return llvm::is_contained(group.members, operand.getDefiningOp());
+    });
+    if (!group.members.empty() &&
+        (group.members.front()->getName() != op.getName() || !independent ||
+         static_cast<int64_t>(group.members.size()) >= maxTensors))
+      flush(group);
+    group.members.push_back(&op);
+  }
+  for (auto &entry : open)
+    flush(entry.second);
+  return next - 1;
+}
+
+struct FusePass : public strata::impl::FusePassBase<FusePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(checkOptionRange(module.getLoc(), "strata-fuse",
+                                "max-group-tensors", maxGroupTensors, 1,
+                                65536)))
+      return signalPassFailure();
+    if (epilogues && failed(fuseEpilogues()))
+      return signalPassFailure();
+    if (!optimizer)
+      return;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(StrataDialect::getTrainStepAttrName()))
+        numGroups += groupUpdates(func, maxGroupTensors);
+  }
+
+  LogicalResult fuseEpilogues() {
+    MLIRContext *context = &getContext();
+    RewritePatternSet patterns(context);
+    patterns.add<FuseBiasActivation,
+                 FuseActivationGrad<ReluGradOp, EpilogueKind::relu_grad>,
+                 FuseActivationGrad<GeluGradOp, EpilogueKind::gelu_grad>>(
+        context);
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    GreedyRewriteConfig config;
+    // Only the fusions: no folding, no constant CSE, no region changes.
+    config.enableFolding(false).enableConstantCSE(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr(StrataDialect::getTrainStepAttrName()))
+        continue;
+      if (failed(applyPatternsGreedily(func, frozen, config)))
+        return func.emitOpError("--strata-fuse did not converge");
+      func.walk([&](FusedMatmulOp) { ++numEpilogues; });
+    }
+    return success();
+  }
+};
+
+} // namespace
