@@ -60,15 +60,8 @@ LogicalResult FusedMatmulOp::verify() {
 }
 
 std::array<int64_t, 4> FusedMatmulOp::getProblemSize() {
-  auto lhs = cast<RankedTensorType>(getLhs().getType());
-  RankedTensorType result = getResult().getType();
-  int64_t rank = lhs.getRank();
-  int64_t k =
-      getTransposeA() ? lhs.getDimSize(rank - 2) : lhs.getDimSize(rank - 1);
-  int64_t batch = 1;
-  for (int64_t d : lhs.getShape().drop_back(2))
-    batch *= d;
-  return {batch, result.getDimSize(rank - 2), result.getDimSize(rank - 1), k};
+  return getMatmulProblemSize(cast<RankedTensorType>(getLhs().getType()),
+                              getResult().getType(), getTransposeA());
 }
 
 int64_t FusedMatmulOp::getFlops() {

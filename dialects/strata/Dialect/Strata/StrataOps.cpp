@@ -206,16 +206,21 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
-std::array<int64_t, 4> MatmulOp::getProblemSize() {
-  auto lhs = cast<RankedTensorType>(getLhs().getType());
-  auto result = cast<RankedTensorType>(getType());
+std::array<int64_t, 4>
+mlir::strata::getMatmulProblemSize(RankedTensorType lhs,
+                                   RankedTensorType result, bool transposeA) {
   int64_t rank = lhs.getRank();
-  int64_t k =
-      getTransposeA() ? lhs.getDimSize(rank - 2) : lhs.getDimSize(rank - 1);
+  int64_t k = transposeA ? lhs.getDimSize(rank - 2) : lhs.getDimSize(rank - 1);
   int64_t batch = 1;
   for (int64_t d : lhs.getShape().drop_back(2))
     batch *= d;
   return {batch, result.getDimSize(rank - 2), result.getDimSize(rank - 1), k};
+}
+
+std::array<int64_t, 4> MatmulOp::getProblemSize() {
+  return getMatmulProblemSize(cast<RankedTensorType>(getLhs().getType()),
+                              cast<RankedTensorType>(getType()),
+                              getTransposeA());
 }
 
 int64_t MatmulOp::getFlops() {

@@ -87,6 +87,11 @@ void setArgAttrOfAll(FunctionOpInterface func, StringRef name,
 FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
                                             Type lhs, Type rhs, bool transposeA,
                                             bool transposeB);
+/// The problem size {batch, m, n, k} of a (batched) product of `lhs` giving
+/// `result` (matmul and fused_matmul).
+std::array<int64_t, 4> getMatmulProblemSize(RankedTensorType lhs,
+                                            RankedTensorType result,
+                                            bool transposeA);
 /// Bytes of a statically shaped tensor type (0 for anything else).
 int64_t getTensorBytes(Type type);
 /// Seconds a ring all-reduce of `bytes` over `replicas` devices of `target`
