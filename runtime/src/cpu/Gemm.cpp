@@ -431,6 +431,16 @@ std::string verifyGemmTiling(const GemmTiling &t) {
     return "unsupported gemm register tile mr x nr = " + std::to_string(t.mr) +
            "x" + std::to_string(t.nr) + " (supported: " + supported + ")";
   }
+  return detail::verifyGemmBlocks(t);
+}
+
+namespace detail {
+
+bool isGemmRegisterTile(int64_t mr, int64_t nr) {
+  return findTile(mr, nr) != nullptr;
+}
+
+std::string verifyGemmBlocks(const GemmTiling &t) {
   if (t.mc % t.mr != 0)
     return "gemm tiling mc=" + std::to_string(t.mc) +
            " must be a multiple of mr=" + std::to_string(t.mr);
@@ -439,8 +449,6 @@ std::string verifyGemmTiling(const GemmTiling &t) {
            " must be a multiple of nr=" + std::to_string(t.nr);
   return "";
 }
-
-namespace detail {
 
 const char *gemmIsaName(GemmIsa isa) {
   switch (isa) {

@@ -913,18 +913,12 @@ std::string verifyGemmBf16Tiling(const GemmTiling &t) {
   if (t.mc <= 0 || t.nc <= 0 || t.kc <= 0 || t.mr <= 0 || t.nr <= 0)
     return verifyGemmTiling(t); // says which sizes
   bool bf16Tile = (t.mr == 32 || t.mr == 12) && t.nr == kNr;
-  if (!bf16Tile && !verifyGemmTiling(t).empty())
+  if (!bf16Tile && !detail::isGemmRegisterTile(t.mr, t.nr))
     return "unsupported bf16 gemm register tile mr x nr = " +
            std::to_string(t.mr) + "x" + std::to_string(t.nr) +
            " (supported: 32x32 (amx), 12x32 (avx512bf16), or an f32 gemm "
            "tile for the fallback)";
-  if (t.mc % t.mr != 0)
-    return "gemm tiling mc=" + std::to_string(t.mc) +
-           " must be a multiple of mr=" + std::to_string(t.mr);
-  if (t.nc % t.nr != 0)
-    return "gemm tiling nc=" + std::to_string(t.nc) +
-           " must be a multiple of nr=" + std::to_string(t.nr);
-  return "";
+  return detail::verifyGemmBlocks(t);
 }
 
 void gemmBf16(ThreadPool &pool, bool transA, bool transB, int64_t m, int64_t n,

@@ -76,6 +76,13 @@ inline void gemmSerial(const GemmTiling &tiling, bool transA, bool transB,
               a, lda, b, ldb, beta, c, ldc, epilogue);
 }
 
+/// Whether the f32 GEMM has a register tile of `mr` x `nr`.
+bool isGemmRegisterTile(int64_t mr, int64_t nr);
+
+/// The cache-block rules every GEMM tiling follows (f32 and bf16): mc a
+/// multiple of mr, nc of nr; "" when they hold, else why not.
+std::string verifyGemmBlocks(const GemmTiling &t);
+
 } // namespace strata::rt::detail
 
 #endif // STRATA_RT_CPU_GEMMINTERNAL_H

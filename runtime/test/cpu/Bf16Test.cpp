@@ -480,6 +480,12 @@ TEST(GemmBf16, VerifyTiling) {
                 .find("mc=100 must be a multiple of mr=32"),
             std::string::npos);
   EXPECT_NE(verifyGemmBf16Tiling({0, 2048, 1024, 32, 32}), "");
+  // An f32 tile (the fallback's) with a bad cache block is told about the
+  // block, not called an unsupported tile.
+  EXPECT_NE(verifyGemmBf16Tiling({100, 2048, 1024, 6, 16})
+                .find("mc=100 must be a multiple of mr=6"),
+            std::string::npos);
+  EXPECT_EQ(verifyGemmBf16Tiling({96, 2048, 1024, 6, 16}), "");
   // The default blocking of each path is a valid tiling.
   for (Bf16Isa isa : gemmIsas())
     EXPECT_EQ(verifyGemmBf16Tiling(detail::bf16DefaultTiling(isa)), "")

@@ -13,6 +13,8 @@
 #include "strata/Analysis/PipelineDownSets.h"
 #include "strata/Analysis/PipelinePartition.h"
 
+#include "PartitionScore.h"
+
 #include "gtest/gtest.h"
 
 #include <bitset>
@@ -200,27 +202,6 @@ TEST(PipelineDownSets, DiamondAndCaps) {
   EXPECT_EQ(cuts, (std::vector<double>{8, 8 + 2, 2 + 4}));
 }
 
-/// The score of a value with `stages` stages (bubble slots as the model's).
-double score(const PartitionOptions &o, const LayerGraph &graph, int64_t stages,
-             double value) {
-  if (o.objective == PartitionObjective::Communication)
-    return value;
-  double f = 0, b = 0;
-  for (const PartitionLayer &l : graph.layers) {
-    f += l.forwardSeconds;
-    b += l.backwardSeconds;
-  }
-  double s = stages - 1, slots = s;
-  if (o.schedule == PipelineSchedule::Interleaved)
-    slots = s / o.virtualStages;
-  if (o.schedule == PipelineSchedule::ZeroBubbleH1)
-    slots = f + b > 0 ? s * f / (f + b) : 0;
-  if (o.schedule == PipelineSchedule::PipeDream ||
-      o.schedule == PipelineSchedule::TwoBW)
-    slots = 0;
-  return value * (o.microBatches + slots);
-}
-
 /// Prices the partition whose stages end at `chain` (masks) on `replicas`.
 PartitionEvaluation priceChain(const LayerGraph &graph,
                                const PartitionTopology &topo,
@@ -327,8 +308,9 @@ TEST(PipelinePartition, DownSetSearchMatchesBruteForceOverDownSetChains) {
                    replicaCandidates(topo, ro), maxStages);
     double bestScore = kInf, bestValue = kInf;
     for (int64_t s = o.stages ? o.stages : 1; s <= maxStages; ++s)
-      if (brute[s] < kInf && score(ro, graph, s, brute[s]) < bestScore) {
-        bestScore = score(ro, graph, s, brute[s]);
+      if (brute[s] < kInf &&
+          test::bubbleScore(ro, graph, s, brute[s]) < bestScore) {
+        bestScore = test::bubbleScore(ro, graph, s, brute[s]);
         bestValue = brute[s];
       }
     if (bestValue == kInf) {
@@ -345,7 +327,8 @@ TEST(PipelinePartition, DownSetSearchMatchesBruteForceOverDownSetChains) {
       // The prefix searches of a chain leave +inf at stage counts that
       // cannot win; the DP over down-sets gives every count's optimum.
       if (graph.isChain() && r.objectiveByStages[s] == kInf)
-        EXPECT_GE(score(ro, graph, s, brute[s]) * (1 + 1e-12), bestScore)
+        EXPECT_GE(test::bubbleScore(ro, graph, s, brute[s]) * (1 + 1e-12),
+                  bestScore)
             << what << " S=" << s;
       else
         EXPECT_TRUE(near(r.objectiveByStages[s], brute[s]))

@@ -12,6 +12,8 @@
 #include "strata/Analysis/PipelinePartition.h"
 #include "strata/Analysis/PipelineProfile.h"
 
+#include "PartitionScore.h"
+
 #include "gtest/gtest.h"
 
 #include <array>
@@ -87,28 +89,6 @@ void enumerate(const LayerGraph &graph, const PartitionTopology &topo,
   cut(0);
 }
 
-double bubbleScore(const PartitionOptions &o, const LayerGraph &graph,
-                   int64_t stages, double value) {
-  if (o.objective == PartitionObjective::Communication)
-    return value;
-  // Score through a one-stage evaluation's bubble rule: build a trivial
-  // partition with `stages` stages to read the bubble fraction.
-  double f = 0, b = 0;
-  for (const PartitionLayer &l : graph.layers) {
-    f += l.forwardSeconds;
-    b += l.backwardSeconds;
-  }
-  double s = stages - 1, slots = s;
-  if (o.schedule == PipelineSchedule::Interleaved)
-    slots = s / o.virtualStages;
-  if (o.schedule == PipelineSchedule::ZeroBubbleH1)
-    slots = f + b > 0 ? s * f / (f + b) : 0;
-  if (o.schedule == PipelineSchedule::PipeDream ||
-      o.schedule == PipelineSchedule::TwoBW)
-    slots = 0;
-  return value * (o.microBatches + slots);
-}
-
 LayerGraph randomGraph(std::mt19937 &rng, unsigned layers, bool dag) {
   std::uniform_real_distribution<double> time(0.0, 10.0), bytes(0.0, 100.0);
   std::uniform_int_distribution<int> coin(0, 3);
@@ -172,7 +152,7 @@ bool checkAgainstBruteForce(const LayerGraph &graph,
   for (int64_t s = fixed ? fixed : 1; s <= maxStages; ++s) {
     if (brute.byStages[s] == kInf)
       continue;
-    double score = bubbleScore(o, graph, s, brute.byStages[s]);
+    double score = test::bubbleScore(o, graph, s, brute.byStages[s]);
     if (score < bestScore) {
       bestScore = score;
       bestValue = brute.byStages[s];
@@ -200,7 +180,7 @@ bool checkAgainstBruteForce(const LayerGraph &graph,
       EXPECT_EQ(dp, kInf) << what << " S=" << s;
     else if (dp == kInf)
       // Pruned by the bounded search: only a count that cannot win.
-      EXPECT_GE(bubbleScore(o, graph, s, brute.byStages[s]) * (1 + 1e-12),
+      EXPECT_GE(test::bubbleScore(o, graph, s, brute.byStages[s]) * (1 + 1e-12),
                 bestScore)
           << what << " S=" << s << ": pruned, brute " << brute.byStages[s];
     else
@@ -494,7 +474,7 @@ bool checkAgainstReference(const LayerGraph &graph,
     EXPECT_TRUE(near(fast.best.stepSeconds, ref.best.stepSeconds)) << what;
   EXPECT_TRUE(fast.best.fitsMemory) << what;
   PartitionOptions o = resolveOptions(topo, options);
-  double chosenScore = bubbleScore(o, graph, chosen, fast.best.objective);
+  double chosenScore = test::bubbleScore(o, graph, chosen, fast.best.objective);
   EXPECT_EQ(fast.objectiveByStages.size(), ref.objectiveByStages.size())
       << what;
   for (size_t s = 1; s < std::min(fast.objectiveByStages.size(),
@@ -505,7 +485,7 @@ bool checkAgainstReference(const LayerGraph &graph,
       continue;
     ++pruned;
     EXPECT_EQ(f, kInf) << what << " S=" << s << ": fast " << f << " ref " << r;
-    EXPECT_GE(bubbleScore(o, graph, s, r) * (1 + 1e-12), chosenScore)
+    EXPECT_GE(test::bubbleScore(o, graph, s, r) * (1 + 1e-12), chosenScore)
         << what << " S=" << s << ": pruned a stage count that scores better";
   }
   // The bounded search's partition really has its claimed value.
