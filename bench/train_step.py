@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Training-step time of compiled models on this CPU, in f32 and with
---strata-mixed-precision (bf16), unfused and with --strata-fuse, with the
+--strata-mixed-precision (bf16), unfused and with --strata-fuse (and the
+fused plan with its reshape views undone, to measure the views), with the
 share of the step spent in GEMM (matmul and fused_matmul instructions, from
 strata-run's trace), beside PyTorch eager (f32, and torch.autocast bf16) on
 the same models in the same session.
@@ -109,8 +110,14 @@ def optim_bench(b, n):
                                  out, re.M)}
 
 
+UNVIEW = os.path.join(HERE, "..", "test", "Integration", "Inputs",
+                      "unview_plan.py")
+
+
 def compile_plans(b, tmp, model, precision):
-    """The unfused and the fused plan of a model."""
+    """The unfused and the fused plan of a model, and the fused plan with
+    every reshape view given bytes of its own ("copies": the reshapes copy,
+    as before views)."""
     mixed = " --strata-mixed-precision" if precision == "bf16" else ""
     plans = {}
     for variant, fuse in (("unfused", ""), ("fused", " --strata-fuse")):
@@ -119,6 +126,8 @@ def compile_plans(b, tmp, model, precision):
            f"--strata-autodiff=optimizer=adamw{mixed}{fuse} | "
            f"{b}/strata-translate --export-plan -o {plan}")
         plans[variant] = plan
+    plans["copies"] = os.path.join(tmp, "copies.json")
+    sh(f"python3 {UNVIEW} {plans['fused']} {plans['copies']}")
     return plans
 
 
@@ -165,6 +174,8 @@ def measure(args, b, tmp, name, model, data, torch_model, precision):
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append({"name": name, "precision": precision, "threads": threads,
                      "unfused": med["unfused"], "fused": med["fused"],
+                     "copies": med["copies"],
+                     "share_copies": shares["copies"][0],
                      "torch": med.get("torch"), "base": med.get("base"),
                      "adam": med["adam_unfused"],
                      "adam_fused": med["adam_fused"],
@@ -204,7 +215,11 @@ def header(args):
         "the step time is strata-run's mean over steps 2..N (step 1 is "
         "warm-up), the GEMM share is the time of `matmul` and "
         "`fused_matmul` instructions (epilogues included) over the time of "
-        "all instructions in the same steps, from `--trace`"
+        "all instructions in the same steps, from `--trace`; \"fused, "
+        "reshapes copied\" is the fused plan with every reshape view given "
+        "bytes of its own (`test/Integration/Inputs/unview_plan.py`), so its "
+        "reshapes copy as they did before views: the views' effect in the "
+        "same rotation"
         + (f"; each step time is the median of {args.repeat} runs"
            if args.repeat > 1 else "")
         + (". PyTorch: `bench/torch_step.py` (the same model, AdamW, eager; "
@@ -218,12 +233,14 @@ def header(args):
         "",
     ]
     cols = ["model", "precision", "threads", "unfused (ms)", "fused (ms)",
-            "fused / unfused"]
+            "fused / unfused", "fused, reshapes copied (ms)",
+            "fused / copied"]
     if args.torch:
         cols += ["PyTorch (ms)", "fused / PyTorch"]
     if args.baseline_run:
         cols += [f"{args.baseline_label} (ms)", "ratio"]
-    cols += ["GEMM share unfused", "GEMM share fused", "largest ops (fused)"]
+    cols += ["GEMM share unfused", "GEMM share fused", "GEMM share copied",
+             "largest ops (fused)"]
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("| " + " | ".join("---" if c in ("model", "precision",
                                                   "largest ops (fused)")
@@ -294,13 +311,14 @@ def main():
     for r in rows:
         cells = [r["name"], r["precision"], str(r["threads"]),
                  f"{r['unfused']:.1f}", f"{r['fused']:.1f}",
-                 f"{r['fused'] / r['unfused']:.2f}"]
+                 f"{r['fused'] / r['unfused']:.2f}", f"{r['copies']:.1f}",
+                 f"{r['fused'] / r['copies']:.2f}"]
         if args.torch:
             cells += [f"{r['torch']:.1f}", f"{r['fused'] / r['torch']:.2f}"]
         if args.baseline_run:
             cells += [f"{r['base']:.1f}", f"{r['unfused'] / r['base']:.3f}"]
         cells += [f"{r['share_unfused']:.0f}%", f"{r['share']:.0f}%",
-                  r["top"]]
+                  f"{r['share_copies']:.0f}%", r["top"]]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "CPU time per step at 1 thread (ms; user + system time, "
               "which time-sharing with the other processes on these cores "
@@ -308,16 +326,18 @@ def main():
               "for N steps minus a one-step run, over N - 1; PyTorch's "
               "process CPU time over steps 2..N). The goals are judged on "
               "these.", "",
-              "| model | precision | unfused | fused | fused / unfused"
+              "| model | precision | unfused | fused | fused / unfused | "
+              "fused, reshapes copied | fused / copied"
               + (" | PyTorch | fused / PyTorch" if args.torch else "") + " |",
-              "| --- | --- | ---: | ---: | ---:"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---:"
               + (" | ---: | ---:" if args.torch else "") + " |"]
     for r in rows:
         c = r["cpu"]
         if not c:
             continue
         cells = [r["name"], r["precision"], f"{c['unfused']:.1f}",
-                 f"{c['fused']:.1f}", f"{c['fused'] / c['unfused']:.2f}"]
+                 f"{c['fused']:.1f}", f"{c['fused'] / c['unfused']:.2f}",
+                 f"{c['copies']:.1f}", f"{c['fused'] / c['copies']:.2f}"]
         if args.torch:
             cells += [f"{c['torch']:.1f}", f"{c['fused'] / c['torch']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")

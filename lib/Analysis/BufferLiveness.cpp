@@ -31,6 +31,77 @@ mlir::strata::getRankPrograms(func::FuncOp func) {
   return programs;
 }
 
+/// The pipeline stage of `op`, or -1 outside a pipeline.
+static int64_t stageOf(Operation *op) {
+  auto stage =
+      op->getAttrOfType<IntegerAttr>(StrataDialect::getStageAttrName());
+  return stage ? stage.getInt() : -1;
+}
+
+/// The values whose bytes an op writes in place or reads as an optimizer
+/// update's gradient, and the values the step returns: no view may share
+/// their bytes.
+static DenseSet<Value> pinnedValues(func::FuncOp func) {
+  DenseSet<Value> pinned;
+  func.walk([&](Operation *op) {
+    auto update = dyn_cast<InPlaceOpInterface>(op);
+    auto stateful = dyn_cast<StatefulOpInterface>(op);
+    if (update)
+      pinned.insert(update.getGradient());
+    for (OpResult result : op->getResults()) {
+      Value replaced =
+          update     ? update.getUpdatedOperand(result.getResultNumber())
+          : stateful ? stateful.getUpdatedOperand(result.getResultNumber())
+                     : Value();
+      if (replaced) {
+        pinned.insert(replaced);
+        pinned.insert(result);
+      }
+    }
+    if (isa<func::ReturnOp>(op))
+      pinned.insert(op->operand_begin(), op->operand_end());
+  });
+  return pinned;
+}
+
+DenseMap<Value, Value> mlir::strata::chooseBufferViews(func::FuncOp func) {
+  DenseSet<Value> pinned = pinnedValues(func);
+  DenseMap<Value, Value> startOf;
+  DenseSet<Value> rejected;
+  // Ops in program order: a view's source is decided before the view.
+  func.walk([&](ViewOpInterface view) {
+    Value source = view.getViewSource();
+    Value start = startOf.lookup(source);
+    if (!start)
+      start = source;
+    Operation *producer = start.getDefiningOp();
+    if (!producer || stageOf(producer) != stageOf(view))
+      return;
+    startOf[view->getResult(0)] = start;
+    if (pinned.contains(start) || pinned.contains(view->getResult(0)))
+      rejected.insert(start);
+  });
+  DenseMap<Value, Value> views;
+  for (auto [view, start] : startOf)
+    if (!rejected.contains(start))
+      views[view] = start;
+  return views;
+}
+
+DenseMap<Value, Value> mlir::strata::getBufferViews(func::FuncOp func) {
+  DenseMap<Value, Value> views;
+  func.walk([&](ViewOpInterface view) {
+    Value source = view.getViewSource();
+    BufferAttr from = getBuffer(source), to = getBuffer(view->getResult(0));
+    if (!from || !to || from.getId() == to.getId() ||
+        from.getOffset() != to.getOffset() || from.getBytes() != to.getBytes())
+      return;
+    Value start = views.lookup(source);
+    views[view->getResult(0)] = start ? start : source;
+  });
+  return views;
+}
+
 /// The buffer id of `value` (verifyBuffers has checked that it has one).
 static int64_t idOf(Value value) { return getBuffer(value).getId(); }
 
@@ -40,6 +111,12 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
   if (failed(programs))
     return failure();
   BufferLiveness result;
+  DenseMap<Value, Value> views = getBufferViews(func);
+  // The buffer whose lifetime a value's uses extend.
+  auto liveIdOf = [&](Value value) {
+    Value start = views.lookup(value);
+    return idOf(start ? start : value);
+  };
   int64_t numBuffers = 0;
   auto note = [&](Value value) {
     BufferAttr buffer = getBuffer(value);
@@ -53,6 +130,9 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
   });
   result.bytes.assign(numBuffers, 0);
   result.persistent.assign(numBuffers, false);
+  result.viewOf.assign(numBuffers, -1);
+  for (auto [view, start] : views)
+    result.viewOf[idOf(view)] = idOf(start);
   auto record = [&](Value value) {
     result.bytes[idOf(value)] = getBuffer(value).getBytes();
   };
@@ -69,10 +149,10 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp func) {
     for (Operation *op : program) {
       ::strata::rt::LiveInstruction &inst = live.emplace_back();
       for (Value operand : op->getOperands())
-        inst.in.push_back(idOf(operand));
+        inst.in.push_back(liveIdOf(operand));
       for (Value value : op->getResults()) {
         record(value);
-        inst.out.push_back(idOf(value));
+        inst.out.push_back(liveIdOf(value));
       }
       auto update = dyn_cast<InPlaceOpInterface>(op);
       // Sends in flight complete before an optimizer update or a weight

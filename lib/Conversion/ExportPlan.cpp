@@ -201,6 +201,7 @@ LogicalResult PlanWriter::collect() {
 
 llvm::json::Array PlanWriter::buildBuffers() {
   llvm::json::Array array;
+  DenseMap<Value, Value> views = getBufferViews(func);
   for (auto &[id, entry] : buffers) {
     auto [value, kind] = entry;
     BufferAttr buffer = getBuffer(value);
@@ -211,6 +212,9 @@ llvm::json::Array PlanWriter::buildBuffers() {
                               {"shape", llvm::json::Array(type.getShape())},
                               {"offset", buffer.getOffset()},
                               {"bytes", buffer.getBytes()}};
+    // A reshape placed in its source's bytes (--strata-lower-to-plan).
+    if (Value start = views.lookup(value))
+      object["view_of"] = getBuffer(start).getId();
     // Arguments are named after their parameter, state or input; computed
     // values after the op that defines them and their buffer id.
     std::string name = getName(value);

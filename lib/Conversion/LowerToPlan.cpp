@@ -1,5 +1,6 @@
 //===- LowerToPlan.cpp - Place every value of a training step in the arena ===//
 
+#include "strata/Analysis/BufferLiveness.h"
 #include "strata/Conversion/Plan.h"
 #include "strata/Dialect/Strata/StrataOps.h"
 #include "strata/Transforms/Passes.h"
@@ -62,6 +63,8 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
   if (failed(checkInPlaceUses(func)))
     return failure();
   MLIRContext *context = func.getContext();
+  // A view gets an id of its own and the bytes of the start of its chain.
+  DenseMap<Value, Value> views = chooseBufferViews(func);
   int64_t nextId = 0, offset = 0;
   auto allocate = [&](Value value) -> FailureOr<BufferAttr> {
     if (!isSizedTensorType(value.getType()))
@@ -104,6 +107,12 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
               stateful ? stateful.getUpdatedOperand(result.getResultNumber())
                        : Value()) {
         buffers.push_back(getBuffer(updated));
+        continue;
+      }
+      if (Value start = views.lookup(result)) {
+        BufferAttr shared = getBuffer(start);
+        buffers.push_back(BufferAttr::get(context, nextId++, shared.getOffset(),
+                                          shared.getBytes()));
         continue;
       }
       FailureOr<BufferAttr> buffer = allocate(result);
@@ -186,7 +195,7 @@ LogicalResult mlir::strata::verifyBuffers(func::FuncOp func) {
 
 namespace {
 struct LowerToPlanPass
-    : public strata::impl::LowerToPlanPassBase<LowerToPlanPass> {
+    : public mlir::strata::impl::LowerToPlanPassBase<LowerToPlanPass> {
   void runOnOperation() override {
     if (failed(forEachTrainStep(
             getOperation(),

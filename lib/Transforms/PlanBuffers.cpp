@@ -142,6 +142,10 @@ LogicalResult PlanBuffersPass::planFunction(func::FuncOp func) {
   std::vector<int64_t> offsets(liveness->bytes.size(), 0);
   for (auto [buffer, offset] : llvm::zip(problem, packed.offsets))
     offsets[buffer.id] = offset;
+  // A view lies in the bytes of the buffer it views.
+  for (auto [id, viewed] : llvm::enumerate(liveness->viewOf))
+    if (viewed >= 0)
+      offsets[id] = offsets[viewed];
   // The one check every strategy's packing passes before it is written: the
   // runtime's, over the runtime's lifetimes.
   std::string overlap = ::strata::rt::checkNoLiveOverlap(

@@ -289,6 +289,14 @@ private:
   void parseHeader(const json &root);
   void parseBuffers(const json &buffers);
   Buffer parseBuffer(const json &entry, size_t index);
+  /// A view (Buffer::viewOf) names an activation that is no view, with its
+  /// offset and bytes.
+  void checkView(const Buffer &view);
+  /// The buffer whose bytes buffer `id` is: its viewOf, else itself.
+  int64_t bytesOf(int64_t id) const {
+    int64_t viewed = plan.buffers[id].viewOf;
+    return viewed >= 0 ? viewed : id;
+  }
   /// Returns each rank's "program" (nullptr for a rank that shares one).
   std::vector<const json *> parseRanks(const json &ranks);
   void parseGroups(const json &root);
@@ -387,7 +395,38 @@ void PlanParser::parseHeader(const json &root) {
 void PlanParser::parseBuffers(const json &buffers) {
   for (size_t i = 0; i < buffers.size(); ++i)
     plan.buffers.push_back(parseBuffer(buffers[i], i));
+  for (const Buffer &buffer : plan.buffers)
+    if (buffer.viewOf >= 0)
+      checkView(buffer);
   claimedBy.assign(plan.buffers.size(), "");
+}
+
+void PlanParser::checkView(const Buffer &view) {
+  std::string where = member(element("buffers", view.id), "view_of");
+  std::string of = std::to_string(view.viewOf);
+  if (view.viewOf >= static_cast<int64_t>(plan.buffers.size()) ||
+      view.viewOf == view.id)
+    fail(where, "buffer " + of +
+                    " out of range or the buffer itself (the "
+                    "plan has " +
+                    std::to_string(plan.buffers.size()) + " buffers)");
+  const Buffer &viewed = plan.buffers[view.viewOf];
+  if (viewed.viewOf >= 0)
+    fail(where, "buffer " + of +
+                    " is a view itself (name the buffer it "
+                    "views, " +
+                    std::to_string(viewed.viewOf) + ")");
+  if (view.kind != BufferKind::Activation ||
+      viewed.kind != BufferKind::Activation)
+    fail(where, "only an activation may view an activation, got a " +
+                    std::string(bufferKindName(view.kind)) + " viewing a " +
+                    bufferKindName(viewed.kind));
+  if (view.offset != viewed.offset || view.bytes != viewed.bytes)
+    fail(where, "a view has the offset and bytes of buffer " + of + " (" +
+                    std::to_string(viewed.offset) + ", " +
+                    std::to_string(viewed.bytes) + "), got " +
+                    std::to_string(view.offset) + ", " +
+                    std::to_string(view.bytes));
 }
 
 Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
@@ -428,6 +467,8 @@ Buffer PlanParser::parseBuffer(const json &entry, size_t index) {
          "must be a multiple of 64, got " + std::to_string(buffer.offset));
   buffer.bytes =
       readNonNegative(field(entry, "bytes", where), member(where, "bytes"));
+  if (const json *view = optionalField(entry, "view_of"))
+    buffer.viewOf = readNonNegative(*view, member(where, "view_of"));
   int64_t numel = checkedNumel(buffer.desc.shape);
   if (numel < 0)
     fail(shapeWhere, formatShape(buffer.desc.shape) + " is too large");
@@ -1270,6 +1311,13 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
   for (size_t o = 0; o < inst.out.size(); ++o) {
     const Buffer &out = plan.buffers[inst.out[o]];
     std::string name = "out[" + std::to_string(o) + "]";
+    // A view is written by a reshape of the bytes it views, which moves none.
+    bool view = out.viewOf >= 0;
+    if (view && !(info.has(kView) && bytesOf(inst.in[0]) == out.viewOf))
+      fail(where, name + " (buffer " + std::to_string(out.id) +
+                      ") is a view of buffer " + std::to_string(out.viewOf) +
+                      ": only a reshape or flatten of that buffer (or of a "
+                      "view of it) may write it");
     int updated = info.inPlaceInput(o);
     if (updated >= 0 && inst.out[o] != inst.in[updated])
       fail(where, name + ": updates in place, so it must be in[" +
@@ -1283,7 +1331,7 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
                         ") overlaps out[" + std::to_string(p) + "]");
     for (size_t i = 0; i < inst.in.size(); ++i) {
       bool same = inst.in[i] == inst.out[o];
-      if (same && static_cast<int>(i) == updated)
+      if ((same && static_cast<int>(i) == updated) || (view && i == 0))
         continue;
       if (same || rangesOverlap(out, plan.buffers[inst.in[i]]))
         fail(where, name + " (buffer " + std::to_string(out.id) +
@@ -1319,8 +1367,16 @@ void PlanParser::checkBufferLifetimes() {
     if (rank.programOf != rank.rank)
       continue;
     std::vector<LiveInstruction> &program = programs.emplace_back();
+    // A view's uses are uses of the bytes it views; it has no lifetime of
+    // its own.
+    auto viewed = [&](std::vector<int64_t> ids) {
+      for (int64_t &id : ids)
+        id = bytesOf(id);
+      return ids;
+    };
     for (const Instruction &inst : rank.program)
-      program.push_back({inst.in, inst.out, inst.info().waitsForSends(),
+      program.push_back({viewed(inst.in), viewed(inst.out),
+                         inst.info().waitsForSends(),
                          inst.has(kReadsAfterReturn)});
   }
   std::vector<bool> persistent(plan.buffers.size());
@@ -1331,7 +1387,7 @@ void PlanParser::checkBufferLifetimes() {
     bytes.push_back(buffer.bytes);
   }
   if (plan.loss >= 0)
-    persistent[plan.loss] = true;
+    persistent[bytesOf(plan.loss)] = true;
   std::vector<LiveInterval> intervals = computeLiveness(programs, persistent);
   if (intervals.size() != plan.buffers.size())
     fail("ranks", "an instruction names a buffer that does not exist");

@@ -59,3 +59,35 @@ func.func @read_after_update(%w: tensor<8xf32> {strata.param = #strata.param<nam
   %y = strata.add %w, %nw : tensor<8xf32>
   return %nw, %nv : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A reshape's result lies in its source's bytes (an id of its own, the
+// source's offset, no arena bytes), also along a chain of reshapes. Not where
+// sharing could change what an op reads: the reshape of an argument, and
+// the reshape whose result the optimizer update reads as its gradient (the
+// runtime keeps gradients live for the whole step), get bytes of their own.
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: strata.arena_bytes = 640 : i64
+// CHECK: strata.add {{.*}}strata.buffers = [#strata.buffer<id = 4, offset = 256, bytes = 32>]
+// CHECK: strata.reshape {{.*}}strata.buffers = [#strata.buffer<id = 5, offset = 256, bytes = 32>]
+// CHECK: strata.reshape {{.*}}strata.buffers = [#strata.buffer<id = 6, offset = 256, bytes = 32>]
+// CHECK: strata.reshape %arg0 {{.*}}strata.buffers = [#strata.buffer<id = 7, offset = 320, bytes = 32>]
+// CHECK: strata.mse_loss_grad {{.*}}strata.buffers = [#strata.buffer<id = 10, offset = 512, bytes = 32>]
+// CHECK: strata.reshape {{.*}}strata.buffers = [#strata.buffer<id = 11, offset = 576, bytes = 32>]
+func.func @views(%x: tensor<2x4xf32> {strata.input = #strata.input<name = "x", role = data>},
+                 %w: tensor<2x4xf32> {strata.param = #strata.param<name = "w", layer = 0, init = normal, scale = 1.0>},
+                 %t: tensor<8xf32> {strata.input = #strata.input<name = "t", role = labels>},
+                 %v: tensor<2x4xf32> {strata.state = #strata.state<name = "w.velocity", param = "w">})
+    -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>) attributes {strata.train_step} {
+  %s = strata.add %x, %w : tensor<2x4xf32>
+  %r = strata.reshape %s : tensor<2x4xf32> -> tensor<8xf32>
+  %r2 = strata.reshape %r : tensor<8xf32> -> tensor<4x2xf32>
+  %xr = strata.reshape %x : tensor<2x4xf32> -> tensor<8xf32>
+  %l = strata.mse_loss %r, %t : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
+  %one = strata.fill 1.0 : tensor<f32>
+  %dr = strata.mse_loss_grad %r, %t, %one : (tensor<8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %ds = strata.reshape %dr : tensor<8xf32> -> tensor<2x4xf32>
+  %p, %nv = strata.sgd_update %w, %ds, %v lr = 0.1 momentum = 0.0 weight_decay = 0.0 : tensor<2x4xf32>
+  return %p, %nv, %l : tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>
+}

@@ -27,9 +27,31 @@ namespace mlir::strata {
 FailureOr<SmallVector<SmallVector<Operation *>>>
 getRankPrograms(func::FuncOp func);
 
+/// Decides which results of `ViewOpInterface` ops may lie in their source's
+/// bytes (--strata-lower-to-plan gives them their own buffer id at their
+/// source's offset). Each chosen result is mapped to the start of its chain
+/// of views: a computed value with a buffer of its own. A chain is chosen
+/// only where sharing bytes cannot change what any op reads: its start is no
+/// function argument and is computed on the same pipeline stage as every
+/// view of it, and no value of the chain is updated in place (an optimizer
+/// update's parameter or state, a stateful op's operand or new version), is
+/// an optimizer update's gradient, or is returned.
+DenseMap<Value, Value> chooseBufferViews(func::FuncOp func);
+
+/// The views of a function whose buffers are assigned, read from its buffer
+/// attributes: each result of a `ViewOpInterface` op whose buffer has the
+/// offset of its source's (a planner never places two distinct values that
+/// are live together at one offset, and a view's source is live where the
+/// view is written), mapped to the start of its chain of views.
+DenseMap<Value, Value> getBufferViews(func::FuncOp func);
+
 struct BufferLiveness {
   /// Indexed by buffer id.
   std::vector<::strata::rt::LiveInterval> intervals;
+  /// The buffer id whose bytes a view's buffer shares, else -1
+  /// (getBufferViews). A view has no interval of its own: its uses count as
+  /// uses of that buffer, and a planner gives it that buffer's offset.
+  std::vector<int64_t> viewOf;
   std::vector<int64_t> bytes;
   /// Parameters, optimizer states, inputs, gradients and the loss: the
   /// runtime touches them outside the programs.

@@ -44,6 +44,10 @@ struct Buffer {
   /// Byte range [offset, offset + bytes) of the rank's arena.
   int64_t offset = 0;
   int64_t bytes = 0;
+  /// The activation buffer whose bytes this one is (a reshape's output
+  /// placed in its input's bytes), or -1. Only a kView instruction whose
+  /// input is that buffer or another view of it may write a view.
+  int64_t viewOf = -1;
 };
 
 enum class InitKind {

@@ -64,6 +64,10 @@ enum OpTrait : uint32_t {
   /// complete before it (OpInfo::waitsForSends), and a send's input stays
   /// live past it (Liveness.h).
   kLocalUpdate = 1u << 10,
+  /// Reads its one input's bytes with another shape (reshape, flatten): its
+  /// output may be a view of the input's buffer (Buffer::viewOf), and then
+  /// the kernel moves no byte.
+  kView = 1u << 11,
 };
 
 enum class AttrId : uint8_t {

@@ -1016,3 +1016,108 @@ TEST(PlanOps, Phases) {
   EXPECT_FALSE(isBackwardPhase(Phase::Forward));
   EXPECT_FALSE(isBackwardPhase(Phase::Update));
 }
+
+//===----------------------------------------------------------------------===//
+// Views: a reshape's output placed in its input's bytes
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// lm.json with its first reshape's output made a view of its input (as
+/// --strata-lower-to-plan places it).
+class PlanViews : public ::testing::Test {
+protected:
+  void SetUp() override {
+    plan = json::parse(readText(inputPath("lm.json")), nullptr, false);
+    ASSERT_FALSE(plan.is_discarded());
+    json &program = plan["ranks"][0]["program"];
+    for (size_t i = 0; i < program.size(); ++i)
+      if (program[i]["op"] == "reshape") {
+        index = i;
+        break;
+      }
+    ASSERT_GE(index, 0);
+    source = program[index]["in"][0].get<int64_t>();
+    view = program[index]["out"][0].get<int64_t>();
+    buffer(view)["offset"] = buffer(source)["offset"];
+    buffer(view)["view_of"] = source;
+  }
+
+  json &buffer(int64_t id) { return plan["buffers"][id]; }
+  json &instruction(size_t i) { return plan["ranks"][0]["program"][i]; }
+
+  void expectRejected(const std::string &substring) {
+    Plan loaded;
+    Status status = parsePlan(plan.dump(), "lm.json", loaded);
+    ASSERT_FALSE(status.ok()) << "expected a rejection naming: " << substring;
+    EXPECT_EQ(status.code(), Status::Code::Invalid);
+    EXPECT_NE(status.message().find(substring), std::string::npos)
+        << "message: " << status.message() << "\nexpected: " << substring;
+  }
+
+  json plan;
+  int64_t index = -1, source = -1, view = -1;
+};
+
+} // namespace
+
+TEST_F(PlanViews, ViewLoads) {
+  Plan loaded;
+  Status status = parsePlan(plan.dump(), "lm.json", loaded);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(loaded.buffers[view].viewOf, source);
+  EXPECT_EQ(loaded.buffers[source].viewOf, -1);
+}
+
+TEST_F(PlanViews, ViewMustShareTheBytes) {
+  buffer(view)["offset"] = buffer(source)["offset"].get<int64_t>() + 64;
+  expectRejected("buffers[" + std::to_string(view) +
+                 "].view_of: a view has the offset and bytes of buffer " +
+                 std::to_string(source));
+}
+
+TEST_F(PlanViews, ViewOutOfRange) {
+  buffer(view)["view_of"] = plan["buffers"].size();
+  expectRejected("out of range or the buffer itself");
+  buffer(view)["view_of"] = view;
+  expectRejected("out of range or the buffer itself");
+}
+
+TEST_F(PlanViews, ViewOfAViewNamesTheViewedBuffer) {
+  buffer(source)["view_of"] = view;
+  expectRejected("is a view itself");
+}
+
+TEST_F(PlanViews, OnlyActivationsAreViews) {
+  // A parameter's bytes are written by the optimizer in place.
+  int64_t param = -1;
+  for (const json &b : plan["buffers"])
+    if (b["kind"] == "param") {
+      param = b["id"].get<int64_t>();
+      break;
+    }
+  ASSERT_GE(param, 0);
+  buffer(view)["view_of"] = param;
+  expectRejected("only an activation may view an activation");
+}
+
+TEST_F(PlanViews, OnlyAReshapeOfTheViewedBufferWritesAView) {
+  // The view's consumer writes a buffer that claims to view the view's
+  // bytes: a real write into bytes another value still holds.
+  json &next = instruction(index + 1);
+  int64_t out = next["out"][0].get<int64_t>();
+  buffer(out)["view_of"] = source;
+  buffer(out)["offset"] = buffer(source)["offset"];
+  buffer(out)["bytes"] = buffer(source)["bytes"];
+  buffer(out)["shape"] = buffer(source)["shape"];
+  expectRejected("is a view of buffer " + std::to_string(source) +
+                 ": only a reshape or flatten of that buffer");
+}
+
+TEST_F(PlanViews, WithoutViewOfSharedBytesAlias) {
+  // Without view_of the same layout is an output written over its input.
+  buffer(view).erase("view_of");
+  expectRejected("out[0] (buffer " + std::to_string(view) +
+                 ") aliases in[0] (buffer " + std::to_string(source) +
+                 ") in the arena");
+}

@@ -192,4 +192,24 @@ def Strata_StatefulOpInterface : OpInterface<"StatefulOpInterface"> {
   ];
 }
 
+def Strata_ViewOpInterface : OpInterface<"ViewOpInterface"> {
+  let cppNamespace = "::mlir::strata";
+  let description = [{
+    An op whose result is its source operand's bytes read with another type:
+    a row-major reshape or a flatten (same element type, same element
+    count, same order). The buffer planner places such a result in its
+    source's bytes where that is safe (`getBufferViews` in
+    strata/Analysis/BufferLiveness.h says where), the plan marks its buffer
+    a view (`view_of`), and the runtime's kernel then moves no byte
+    (PlanOps.def's `kView`). Elsewhere the op is a copy.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns the operand whose bytes the result reinterprets.
+      }],
+      "::mlir::Value", "getViewSource", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return $_op.getInput(); }]>,
+  ];
+}
+
 #endif // STRATA_DIALECT_STRATA_STRATAINTERFACES_TD

@@ -364,7 +364,8 @@ def Strata_PositionEmbeddingOp : Strata_InferredOp<"position_embedding",
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Strata_ReshapeOp : Strata_ComputeOp<"reshape", [Strata_Differentiable],
+def Strata_ReshapeOp : Strata_ComputeOp<"reshape",
+    [Strata_Differentiable, Strata_ViewOpInterface],
     ["getBytesRead", "getBytesWritten"]> {
   let summary = "reinterprets a tensor with another shape";
   let description = [{
@@ -372,7 +373,9 @@ def Strata_ReshapeOp : Strata_ComputeOp<"reshape", [Strata_Differentiable],
     count and element type are unchanged. The result type is the only place
     the new shape is written, so it is not inferred.
 
-    Cost: none (a view; no FLOPs and no memory traffic).
+    Cost: none (a view; no FLOPs and no memory traffic): the buffer planner
+    places the result in the input's bytes (`ViewOpInterface`) wherever that
+    is safe, and the runtime then moves no byte; elsewhere it is a copy.
 
     ```mlir
     %h = strata.reshape %q : tensor<8x128x768xf32> -> tensor<8x128x12x64xf32>
@@ -403,14 +406,15 @@ def Strata_TransposeOp : Strata_InferredOp<"transpose", [Strata_Differentiable]>
   }];
 }
 
-def Strata_FlattenOp : Strata_InferredOp<"flatten", [Strata_Differentiable],
+def Strata_FlattenOp : Strata_InferredOp<"flatten",
+    [Strata_Differentiable, Strata_ViewOpInterface],
     ["getBytesRead", "getBytesWritten"]> {
   let summary = "collapses all dimensions after the first";
   let description = [{
     `[N, d1, ..., dk] -> [N, d1 · ... · dk]`, the bridge from convolutional
     feature maps to fully connected layers.
 
-    Cost: none (a view).
+    Cost: none (a view, as `strata.reshape`).
 
     ```mlir
     %f = strata.flatten %x : tensor<8x512x7x7xf32> -> tensor<8x25088xf32>
