@@ -194,21 +194,7 @@ const char *mlir::strata::stringifyObjective(PartitionObjective objective) {
 }
 
 const char *mlir::strata::stringifySchedule(PipelineSchedule schedule) {
-  switch (schedule) {
-  case PipelineSchedule::GPipe:
-    return "gpipe";
-  case PipelineSchedule::OneFOneB:
-    return "1f1b";
-  case PipelineSchedule::Interleaved:
-    return "interleaved";
-  case PipelineSchedule::ZeroBubbleH1:
-    return "zb-h1";
-  case PipelineSchedule::PipeDream:
-    return "pipedream";
-  case PipelineSchedule::TwoBW:
-    return "2bw";
-  }
-  return "1f1b";
+  return pipeline::getScheduleName(schedule);
 }
 
 bool mlir::strata::parseObjective(const std::string &name,

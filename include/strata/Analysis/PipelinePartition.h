@@ -98,6 +98,7 @@
 #ifndef STRATA_ANALYSIS_PIPELINEPARTITION_H
 #define STRATA_ANALYSIS_PIPELINEPARTITION_H
 
+#include "strata/Transforms/PipelineSchedule.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -194,16 +195,9 @@ enum class PartitionObjective {
   Communication,
 };
 
-enum class PipelineSchedule {
-  GPipe,
-  OneFOneB,
-  Interleaved,
-  ZeroBubbleH1,
-  /// Asynchronous 1F1B with weight stashing.
-  PipeDream,
-  /// PipeDream-2BW.
-  TwoBW
-};
+/// The schedules the partitioner prices: the scheduler's own list
+/// (strata/Transforms/PipelineSchedule.h), so the two never disagree.
+using PipelineSchedule = pipeline::ScheduleKind;
 
 /// How activation transfers between stages are charged (see the file
 /// comment).

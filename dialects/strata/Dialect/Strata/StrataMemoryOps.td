@@ -188,9 +188,16 @@ def Strata_DecompressOp : Strata_Op<"decompress", [Pure,
 // Weight versions
 //===----------------------------------------------------------------------===//
 
-def Strata_CopyIntoOp : Strata_ComputeOp<"copy_into", [
+def Strata_WeightVersionsResource
+    : Resource<"::mlir::strata::WeightVersionsResource">;
+
+// Not Pure: it overwrites `dest`'s buffer, so it declares a write of the
+// kept weight versions, and CSE, DCE and hoisting leave it where it is.
+def Strata_CopyIntoOp : Strata_Op<"copy_into", [
     DeclareOpInterfaceMethods<Strata_StatefulOpInterface>,
-    AllTypesMatch<["source", "dest", "result"]>], ["getBytesRead"]> {
+    DeclareOpInterfaceMethods<Strata_CostOpInterface, ["getBytesRead"]>,
+    MemoryEffects<[MemWrite<Strata_WeightVersionsResource>]>,
+    AllTypesMatch<["source", "dest", "result"]>]> {
   let summary = "copy a tensor into a persistent buffer, in place";
   let description = [{
     `result` is a copy of `source`; the runtime writes it in place, into the

@@ -35,6 +35,13 @@ struct RunningStatsResource
   StringRef getName() final { return "strata.running_stats"; }
 };
 
+/// The kept weight versions of the asynchronous pipeline schedules (states
+/// with `init = param`), written in place by `strata.copy_into`.
+struct WeightVersionsResource
+    : public SideEffects::Resource::Base<WeightVersionsResource> {
+  StringRef getName() final { return "strata.weight_versions"; }
+};
+
 /// The most bytes one tensor may hold (256 TiB). Every size the compiler and
 /// the runtime derive from a tensor (element counts, bytes, arena offsets)
 /// then fits an `int64_t` with room to add many of them.
