@@ -2,10 +2,10 @@
 //
 // Part of the Strata project.
 //
-// --strata-fuse: matmul + bias_add (+ relu / gelu) and matmul + relu_grad /
-// gelu_grad become strata.fused_matmul (rewrite patterns, each checked
-// against the cost model), and runs of consecutive optimizer updates get a
-// common multi_tensor group.
+// --strata-fuse: matmul + bias_add (+ relu / gelu), matmul + relu_grad /
+// gelu_grad and matmul (+ bias_add) + add become strata.fused_matmul
+// (rewrite patterns, each checked against the cost model), and runs of
+// consecutive optimizer updates get a common multi_tensor group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,14 @@ bool fusionPays(ArrayRef<Operation *> replaced, ValueRange operands,
   return after < before;
 }
 
+/// Gives `fused` the discardable attributes (placement, phase, layer,
+/// tiling) of the product it replaces, except a cost that no longer applies.
+void copyDiscardableAttrs(Operation *product, Operation *fused) {
+  for (NamedAttribute attr : product->getDiscardableAttrs())
+    if (attr.getName() != StrataDialect::getCostAttrName())
+      fused->setAttr(attr.getName(), attr.getValue());
+}
+
 /// Creates the fused op in place of `matmul`'s product: the matmul's
 /// operands, transposes and bf16, then `epilogueOperand`; the matmul's
 /// discardable attributes (placement, phase, layer, tiling) except a cost
@@ -69,9 +77,7 @@ FusedMatmulOp createFused(PatternRewriter &rewriter, Location loc,
       rewriter, loc, resultTypes, matmul.getLhs(), matmul.getRhs(),
       ValueRange{epilogueOperand}, kind, matmul.getTransposeA(),
       matmul.getTransposeB(), matmul.getBf16());
-  for (NamedAttribute attr : matmul->getDiscardableAttrs())
-    if (attr.getName() != StrataDialect::getCostAttrName())
-      fused->setAttr(attr.getName(), attr.getValue());
+  copyDiscardableAttrs(matmul, fused);
   return fused;
 }
 
@@ -178,6 +184,98 @@ struct FuseActivationGrad : public OpRewritePattern<GradOp> {
   }
 };
 
+/// matmul -> add, or fused_matmul (bias) -> add, into one fused_matmul with
+/// a residual / bias_residual epilogue: the residual connections of a
+/// transformer and the sums of two gradient contributions. The product
+/// moves to the add; it may move at most kMaxResidualDistance ops, and no
+/// op it passes may update one of its operands in place.
+struct FuseResidual : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  static constexpr int kMaxResidualDistance = 64;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    // The later of the two products, so that it moves the least.
+    Operation *product = nullptr;
+    unsigned index = 0;
+    for (unsigned i = 0; i < 2; ++i) {
+      Operation *def = add->getOperand(i).getDefiningOp();
+      if (!def || !isFusable(def, add))
+        continue;
+      if (!product || product->isBeforeInBlock(def)) {
+        product = def;
+        index = i;
+      }
+    }
+    if (!product)
+      return rewriter.notifyMatchFailure(add, "no fusable product");
+    Value other = add->getOperand(1 - index);
+    // The product's operands and flags, typed.
+    Value lhs, rhs;
+    bool ta, tb, bf16;
+    SmallVector<Value> epilogueOperands;
+    EpilogueKind kind = EpilogueKind::residual;
+    if (auto matmul = dyn_cast<MatmulOp>(product)) {
+      lhs = matmul.getLhs();
+      rhs = matmul.getRhs();
+      ta = matmul.getTransposeA();
+      tb = matmul.getTransposeB();
+      bf16 = matmul.getBf16();
+    } else {
+      auto biased = cast<FusedMatmulOp>(product);
+      lhs = biased.getLhs();
+      rhs = biased.getRhs();
+      ta = biased.getTransposeA();
+      tb = biased.getTransposeB();
+      bf16 = biased.getBf16();
+      epilogueOperands.push_back(biased.getEpilogueOperands()[0]);
+      kind = EpilogueKind::bias_residual;
+    }
+    epilogueOperands.push_back(other);
+    SmallVector<Value> read{lhs, rhs};
+    read.append(epilogueOperands);
+    if (!fusionPays({product, add}, read, add->getResultTypes()))
+      return rewriter.notifyMatchFailure(add, "saves no memory traffic");
+    rewriter.setInsertionPoint(add);
+    auto fused = FusedMatmulOp::create(rewriter, product->getLoc(),
+                                       add->getResultTypes(), lhs, rhs,
+                                       epilogueOperands, kind, ta, tb, bf16);
+    copyDiscardableAttrs(product, fused);
+    rewriter.replaceOp(add, fused.getResult());
+    rewriter.eraseOp(product);
+    return success();
+  }
+
+  /// A matmul, or a fused_matmul with a bias epilogue alone, whose only use
+  /// is `add`, on its device, near enough, and whose operands nothing
+  /// between them overwrites.
+  static bool isFusable(Operation *def, AddOp add) {
+    auto fused = dyn_cast<FusedMatmulOp>(def);
+    if (!(isa<MatmulOp>(def) ||
+          (fused && fused.getEpilogue() == EpilogueKind::bias &&
+           !fused.getPreActivation())) ||
+        !def->hasOneUse() || def->getBlock() != add->getBlock() ||
+        !samePlacement(def, add))
+      return false;
+    int distance = 0;
+    for (Operation *op = def->getNextNode(); op && op != add.getOperation();
+         op = op->getNextNode()) {
+      if (++distance > kMaxResidualDistance)
+        return false;
+      auto update = dyn_cast<InPlaceOpInterface>(op);
+      auto stateful = dyn_cast<StatefulOpInterface>(op);
+      for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
+        Value updated = update     ? update.getUpdatedOperand(r)
+                        : stateful ? stateful.getUpdatedOperand(r)
+                                   : Value();
+        if (updated && llvm::is_contained(def->getOperands(), updated))
+          return false;
+      }
+    }
+    return true;
+  }
+};
+
 /// The open multi-tensor group of one pipeline device.
 struct OpenGroup {
   SmallVector<Operation *> members;
@@ -256,8 +354,8 @@ struct FusePass : public strata::impl::FusePassBase<FusePass> {
     RewritePatternSet patterns(context);
     patterns.add<FuseBiasActivation,
                  FuseActivationGrad<ReluGradOp, EpilogueKind::relu_grad>,
-                 FuseActivationGrad<GeluGradOp, EpilogueKind::gelu_grad>>(
-        context);
+                 FuseActivationGrad<GeluGradOp, EpilogueKind::gelu_grad>,
+                 FuseResidual>(context);
     FrozenRewritePatternSet frozen(std::move(patterns));
     GreedyRewriteConfig config;
     // Only the fusions: no folding, no constant CSE, no region changes.

@@ -32,8 +32,24 @@ func.func @gate_shape(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %h: tensor<32
 // -----
 
 func.func @no_operand(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32xf32> {
-  // expected-error@+1 {{epilogue bias takes one epilogue operand, got 0}}
+  // expected-error@+1 {{epilogue bias takes 1 epilogue operand, got 0}}
   %0 = strata.fused_matmul bias %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @residual_operands(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  // expected-error@+1 {{epilogue bias_residual takes 2 epilogue operands, got 1}}
+  %0 = strata.fused_matmul bias_residual %x, %w, %b : (tensor<8x16xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @residual_shape(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %h: tensor<32x8xf32>) -> tensor<8x32xf32> {
+  // expected-error@+1 {{epilogue residual needs an addend of the result's type 'tensor<8x32xf32>', got 'tensor<32x8xf32>'}}
+  %0 = strata.fused_matmul residual %x, %w, %h : (tensor<8x16xf32>, tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<8x32xf32>
   return %0 : tensor<8x32xf32>
 }
 
@@ -64,7 +80,7 @@ func.func @pre_without_activation(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %
 // -----
 
 func.func @bad_kind(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
-  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'epilogue' [bias, bias_relu, bias_gelu, relu_grad, gelu_grad]}}
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'epilogue' [bias, bias_relu, bias_gelu, relu_grad, gelu_grad, residual, bias_residual]}}
   %0 = strata.fused_matmul sigmoid %x, %w, %b : (tensor<8x16xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
   return %0 : tensor<8x32xf32>
 }

@@ -119,10 +119,12 @@ func.func @negative_other_stage(%dy: tensor<8x4xf32>, %w: tensor<32x4xf32>, %h: 
   return %1 : tensor<8x32xf32>
 }
 
-// CHECK-LABEL: func.func @negative_gradient_sum
-// CHECK-NOT: fused_matmul
-// CHECK: strata.relu_grad
-func.func @negative_gradient_sum(%dy: tensor<8x4xf32>, %w: tensor<32x4xf32>, %h: tensor<8x32xf32>)
+// A product summed with another gradient: the add becomes the product's
+// residual epilogue; the relu gradient of the sum stays.
+// CHECK-LABEL: func.func @gradient_sum
+// CHECK: %[[S:.*]] = strata.fused_matmul residual %arg0, %arg1, %arg2 transpose_b :
+// CHECK-NEXT: strata.relu_grad %[[S]], %arg2
+func.func @gradient_sum(%dy: tensor<8x4xf32>, %w: tensor<32x4xf32>, %h: tensor<8x32xf32>)
     -> tensor<8x32xf32> attributes {strata.train_step} {
   %0 = strata.matmul %dy, %w transpose_b : (tensor<8x4xf32>, tensor<32x4xf32>) -> tensor<8x32xf32>
   %1 = strata.add %0, %h : tensor<8x32xf32>
@@ -130,9 +132,59 @@ func.func @negative_gradient_sum(%dy: tensor<8x4xf32>, %w: tensor<32x4xf32>, %h:
   return %2 : tensor<8x32xf32>
 }
 
-// -----
+// A transformer's residual connection after a biased projection: bias,
+// then the residual, in one epilogue (bias first, then the addend).
+// CHECK-LABEL: func.func @bias_residual
+// CHECK: %[[R:.*]] = strata.fused_matmul bias_residual %arg1, %arg2, %arg3, %arg0 {strata.layer = 2 : i64} :
+// CHECK-NEXT: return %[[R]]
+func.func @bias_residual(%x: tensor<2x8x16xf32>, %a: tensor<2x8x64xf32>, %w: tensor<64x16xf32>, %b: tensor<16xf32>)
+    -> tensor<2x8x16xf32> attributes {strata.train_step} {
+  %0 = strata.matmul %a, %w {strata.layer = 2 : i64} : (tensor<2x8x64xf32>, tensor<64x16xf32>) -> tensor<2x8x16xf32>
+  %1 = strata.bias_add %0, %b {strata.layer = 2 : i64} : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  %2 = strata.add %1, %x : tensor<2x8x16xf32>
+  return %2 : tensor<2x8x16xf32>
+}
 
-// Only training steps are fused.
+// The sum of two products: the later one fuses (it moves the least), the
+// earlier one is the addend.
+// CHECK-LABEL: func.func @two_products
+// CHECK: %[[P:.*]] = strata.matmul %arg0, %arg1
+// CHECK-NEXT: strata.fused_matmul residual %arg2, %arg3, %[[P]] :
+func.func @two_products(%a: tensor<8x4xf32>, %w: tensor<4x32xf32>, %c: tensor<8x16xf32>, %v: tensor<16x32xf32>)
+    -> tensor<8x32xf32> attributes {strata.train_step} {
+  %0 = strata.matmul %a, %w : (tensor<8x4xf32>, tensor<4x32xf32>) -> tensor<8x32xf32>
+  %1 = strata.matmul %c, %v : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %2 = strata.add %0, %1 : tensor<8x32xf32>
+  return %2 : tensor<8x32xf32>
+}
+
+// Moving the product to the add would read a weight an update between them
+// overwrote: no fusion. Nor for a bias_gelu product (its epilogue is not a
+// bias alone).
+// CHECK-LABEL: func.func @negative_residual_past_update
+// CHECK: strata.matmul
+// CHECK: strata.sgd_update
+// CHECK: strata.add
+func.func @negative_residual_past_update(%a: tensor<8x4xf32>, %w: tensor<4x32xf32>, %h: tensor<8x32xf32>, %g: tensor<4x32xf32>, %m: tensor<4x32xf32>)
+    -> (tensor<8x32xf32>, tensor<4x32xf32>) attributes {strata.train_step} {
+  %0 = strata.matmul %a, %w : (tensor<8x4xf32>, tensor<4x32xf32>) -> tensor<8x32xf32>
+  %nw, %nm = strata.sgd_update %w, %g, %m lr = 1.000000e-01 momentum = 0.000000e+00 weight_decay = 0.000000e+00 : tensor<4x32xf32>
+  %1 = strata.add %0, %h : tensor<8x32xf32>
+  return %1, %nw : tensor<8x32xf32>, tensor<4x32xf32>
+}
+
+// CHECK-LABEL: func.func @negative_residual_after_gelu
+// CHECK: strata.fused_matmul bias_gelu
+// CHECK: strata.add
+func.func @negative_residual_after_gelu(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>, %h: tensor<8x32xf32>)
+    -> tensor<8x32xf32> attributes {strata.train_step} {
+  %0 = strata.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %1 = strata.bias_add %0, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %2 = strata.gelu %1 : tensor<8x32xf32>
+  %3 = strata.add %2, %h : tensor<8x32xf32>
+  return %3 : tensor<8x32xf32>
+}
+
 // CHECK-LABEL: func.func @negative_not_a_step
 // CHECK-NOT: fused_matmul
 func.func @negative_not_a_step(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)

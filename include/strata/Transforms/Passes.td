@@ -761,6 +761,13 @@ def FusePass : Pass<"strata-fuse", "::mlir::ModuleOp"> {
       `strata.relu_grad` or `strata.gelu_grad` taking it as the incoming
       gradient (the input gradient of the next layer) becomes one
       `strata.fused_matmul` (`relu_grad`, `gelu_grad`).
+    - **Residual epilogues** (`epilogues`): a matmul, or a fused matmul
+      with a `bias` epilogue alone, whose only user is a `strata.add` becomes
+      one `strata.fused_matmul` (`residual`, `bias_residual`) that adds the
+      add's other operand: a transformer's residual connections and the sums
+      of two gradient contributions (`dx = dq·Wqᵀ + dk·Wkᵀ`). The product
+      moves to the add, at most 64 ops later and past no op that updates
+      one of its operands in place; of two products, the later one fuses.
     - **Multi-tensor optimizer** (`optimizer`): runs of consecutive
       optimizer updates (`strata.sgd_update` / `strata.adam_update` of one
       kind, on one pipeline device, with nothing between them on that

@@ -46,7 +46,7 @@ struct GemmTiling {
 /// What a fused_matmul instruction does to each element of its product once
 /// the element's k sum is complete (its `epilogue` attribute; the dialect's
 /// `#strata` EpilogueKind has the same values). `aux` is the instruction's
-/// third input when the epilogue reads a tensor of the product's shape.
+/// last input when the epilogue reads a tensor of the product's shape.
 enum class Epilogue : int64_t {
   /// + bias[column].
   Bias = 1,
@@ -58,19 +58,30 @@ enum class Epilogue : int64_t {
   ReluGrad = 4,
   /// gelu_grad(product, aux): the product times gelu'(aux).
   GeluGrad = 5,
+  /// + aux (an add of a tensor of the product's shape).
+  Residual = 6,
+  /// (+ bias[column]) + aux: the bias is the third input, aux the fourth.
+  BiasResidual = 7,
 };
 /// The largest Epilogue value.
-constexpr int64_t kMaxEpilogue = 5;
-/// "bias", "bias_relu", "bias_gelu", "relu_grad", "gelu_grad"; "" otherwise.
+constexpr int64_t kMaxEpilogue = 7;
+/// "bias", "bias_relu", "bias_gelu", "relu_grad", "gelu_grad", "residual",
+/// "bias_residual"; "" otherwise.
 inline const char *epilogueName(int64_t code) {
-  static const char *const names[] = {"",          "bias",      "bias_relu",
-                                      "bias_gelu", "relu_grad", "gelu_grad"};
+  static const char *const names[] = {"",          "bias",         "bias_relu",
+                                      "bias_gelu", "relu_grad",    "gelu_grad",
+                                      "residual",  "bias_residual"};
   return code >= 1 && code <= kMaxEpilogue ? names[code] : "";
 }
 /// Whether the epilogue adds a bias (its third input is 1-D).
 inline bool epilogueHasBias(Epilogue e) {
   return e == Epilogue::Bias || e == Epilogue::BiasRelu ||
-         e == Epilogue::BiasGelu;
+         e == Epilogue::BiasGelu || e == Epilogue::BiasResidual;
+}
+/// Whether the epilogue adds a tensor of the product's shape (its last
+/// input).
+inline bool epilogueHasResidual(Epilogue e) {
+  return e == Epilogue::Residual || e == Epilogue::BiasResidual;
 }
 /// Whether the epilogue may also write the pre-activation (a second output).
 inline bool epilogueHasPreActivation(Epilogue e) {

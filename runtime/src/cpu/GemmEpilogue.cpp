@@ -3,7 +3,8 @@
 // Part of the Strata runtime, which never includes an MLIR header.
 //
 // Each epilogue calls the array loops of the unfused kernels it replaces
-// (VectorMath: add for bias_add, relu, gelu, relu_grad, gelu_grad), whose
+// (VectorMath: add for bias_add and add, relu, gelu, relu_grad, gelu_grad),
+// whose
 // results do not depend on where an array starts or how long it is, so the
 // fused result is bit-identical. The GEMM drivers call it on blocks of whole
 // rows once their sums are complete, while they are in cache.
@@ -38,6 +39,12 @@ void GemmEpilogue::apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols,
       break;
     case Epilogue::GeluGrad:
       geluGradArray(row, aux + (i0 + i) * ldaux + j0, row, cols);
+      break;
+    case Epilogue::BiasResidual:
+      addArray(row, bias + j0, row, cols);
+      [[fallthrough]];
+    case Epilogue::Residual:
+      addArray(row, aux + (i0 + i) * ldaux + j0, row, cols);
       break;
     }
   }

@@ -38,7 +38,8 @@ struct GemmEpilogue {
   /// Bias epilogues: one value per column of C.
   const float *bias = nullptr;
   /// relu_grad / gelu_grad: the tensor (of C's shape, leading dimension
-  /// ldaux) whose sign or gelu' gates each element.
+  /// ldaux) whose sign or gelu' gates each element; residual,
+  /// bias_residual: the tensor added to C.
   const float *aux = nullptr;
   int64_t ldaux = 0;
   /// bias_relu / bias_gelu: where the activation goes (leading dimension

@@ -135,17 +135,19 @@ std::string verifyFusedMatmul(const Descs &inputs, const Descs &outputs,
   }
   auto epilogue = static_cast<strata_plan::Epilogue>(code);
   size_t maxOutputs = strata_plan::epilogueHasPreActivation(epilogue) ? 2 : 1;
+  size_t numInputs = epilogue == strata_plan::Epilogue::BiasResidual ? 4 : 3;
   if (outputs.size() < 1 || outputs.size() > maxOutputs)
-    v.counts(3, maxOutputs);
+    v.counts(numInputs, maxOutputs);
   else
-    v.counts(3, outputs.size());
+    v.counts(numInputs, outputs.size());
   if (!v.dtypes() || !verifyProduct(v, attrs))
     return v.error();
   const Shape &c = v.shape(out(0));
   if (strata_plan::epilogueHasBias(epilogue))
     v.hasShape(in(2), {c.back()});
-  else
-    v.sameShape(in(2), out(0));
+  if (!strata_plan::epilogueHasBias(epilogue) ||
+      strata_plan::epilogueHasResidual(epilogue))
+    v.sameShape(in(numInputs - 1), out(0));
   if (outputs.size() == 2)
     v.sameShape(out(1), out(0));
   return v.error();
@@ -263,10 +265,11 @@ void runFusedMatmul(KernelContext &ctx, const Tensors &inputs,
   GemmEpilogue epilogue;
   epilogue.kind = static_cast<strata_plan::Epilogue>(attrs.epilogue);
   int64_t n = outputs[0].shape().back();
-  if (strata_plan::epilogueHasBias(epilogue.kind)) {
+  if (strata_plan::epilogueHasBias(epilogue.kind))
     epilogue.bias = inputs[2].f32();
-  } else {
-    epilogue.aux = inputs[2].f32();
+  if (!strata_plan::epilogueHasBias(epilogue.kind) ||
+      strata_plan::epilogueHasResidual(epilogue.kind)) {
+    epilogue.aux = inputs.back().f32();
     epilogue.ldaux = n;
   }
   float *c = outputs[0].f32();

@@ -229,6 +229,14 @@ __global__ void epilogueKernel(float *__restrict__ c,
     case Epilogue::GeluGrad:
       c[j] = GeluGradOp()(x, aux[j]);
       break;
+    case Epilogue::Residual:
+      c[j] = x + aux[j];
+      break;
+    case Epilogue::BiasResidual: {
+      float s = x + bias[j % n];
+      c[j] = s + aux[j];
+      break;
+    }
     }
   }
 }
@@ -246,9 +254,10 @@ void runFusedMatmul(CudaContext &ctx, const Tensors &inputs,
   if (total == 0)
     return;
   bool hasBias = strata_plan::epilogueHasBias(kind);
+  bool hasAux = !hasBias || strata_plan::epilogueHasResidual(kind);
   epilogueKernel<<<gridFor(total), kThreads, 0, ctx.stream>>>(
       c, hasBias ? inputs[2].f32() : nullptr,
-      hasBias ? nullptr : inputs[2].f32(), pre ? outputs[0].f32() : nullptr,
+      hasAux ? inputs.back().f32() : nullptr, pre ? outputs[0].f32() : nullptr,
       total, n, static_cast<int>(kind));
   STRATA_CUDA_CHECK_LAUNCH();
 }

@@ -95,6 +95,8 @@ void checkEpilogue(Epilogue kind, bool withPre, bool bf16, int threads) {
     Shape c = productShape(p);
     bool hasBias = strata_plan::epilogueHasBias(kind);
     HostTensor operand = hasBias ? rng.tensor({c.back()}) : rng.tensor(c);
+    // residual, bias_residual: the addend (the add's other operand).
+    HostTensor addend = rng.tensor(c);
 
     // Unfused: matmul, then the element-wise kernels.
     HostTensor product = f32(c), sum = f32(c), unfused = f32(c);
@@ -115,13 +117,24 @@ void checkEpilogue(Epilogue kind, bool withPre, bool bf16, int threads) {
     case Epilogue::GeluGrad:
       runKernel("gelu_grad", {&product, &operand}, {&unfused}, {}, threads);
       break;
+    case Epilogue::Residual:
+      // The add's other operand first, as a residual connection x + f(x).
+      runKernel("add", {&operand, &product}, {&unfused}, {}, threads);
+      break;
+    case Epilogue::BiasResidual:
+      runKernel("bias_add", {&product, &operand}, {&sum}, {}, threads);
+      runKernel("add", {&sum, &addend}, {&unfused}, {}, threads);
+      break;
     }
 
     HostTensor fused = f32(c), pre = f32(c);
     std::vector<HostTensor *> outputs{&fused};
     if (withPre)
       outputs.push_back(&pre);
-    runKernel("fused_matmul", {&a, &b, &operand}, outputs,
+    std::vector<HostTensor *> inputs{&a, &b, &operand};
+    if (kind == Epilogue::BiasResidual)
+      inputs.push_back(&addend);
+    runKernel("fused_matmul", inputs, outputs,
               productAttrs(p, bf16, static_cast<double>(kind)), threads);
     expectSameBits(fused.f, unfused.f, what);
     if (withPre)
@@ -139,6 +152,8 @@ TEST(KernelsFused, EpiloguesMatchTheUnfusedKernels) {
       checkEpilogue(Epilogue::BiasGelu, true, bf16, threads);
       checkEpilogue(Epilogue::ReluGrad, false, bf16, threads);
       checkEpilogue(Epilogue::GeluGrad, false, bf16, threads);
+      checkEpilogue(Epilogue::Residual, false, bf16, threads);
+      checkEpilogue(Epilogue::BiasResidual, false, bf16, threads);
     }
 }
 
@@ -150,7 +165,8 @@ TEST(KernelsFused, EveryGemmPathAppliesTheEpilogueOnce) {
   HostTensor a = rng.tensor({m, k}), b = rng.tensor({k, n}, 0.1f);
   HostTensor bias = rng.tensor({n}), aux = rng.tensor({m, n});
   ThreadPool pool(2);
-  for (Epilogue kind : {Epilogue::BiasGelu, Epilogue::GeluGrad}) {
+  for (Epilogue kind :
+       {Epilogue::BiasGelu, Epilogue::GeluGrad, Epilogue::BiasResidual}) {
     detail::GemmEpilogue epilogue;
     epilogue.kind = kind;
     epilogue.bias = bias.f.data();
@@ -217,7 +233,25 @@ TEST(KernelsFused, VerifyRejectsBadEpilogues) {
   EXPECT_EQ(verifyMessage("fused_matmul",
                           {desc({4, 8}), desc({8, 5}), desc({5})},
                           {desc({4, 5})}, makeAttrs({{"epilogue", 9}})),
-            "attribute 'epilogue' must be an integer in [1, 5], got 9");
+            "attribute 'epilogue' must be an integer in [1, 7], got 9");
+  // residual: the addend has the result's shape; bias_residual: a bias and
+  // an addend.
+  EXPECT_EQ(verifyMessage("fused_matmul",
+                          {desc({4, 8}), desc({8, 5}), desc({4, 5})},
+                          {desc({4, 5})}, makeAttrs({{"epilogue", 6}})),
+            "");
+  EXPECT_EQ(verifyMessage("fused_matmul",
+                          {desc({4, 8}), desc({8, 5}), desc({5}), desc({4, 5})},
+                          {desc({4, 5})}, makeAttrs({{"epilogue", 7}})),
+            "");
+  EXPECT_EQ(verifyMessage("fused_matmul",
+                          {desc({4, 8}), desc({8, 5}), desc({5})},
+                          {desc({4, 5})}, makeAttrs({{"epilogue", 7}})),
+            "expected 4 inputs, got 3");
+  EXPECT_EQ(verifyMessage("fused_matmul",
+                          {desc({4, 8}), desc({8, 5}), desc({5}), desc({5, 4})},
+                          {desc({4, 5})}, makeAttrs({{"epilogue", 7}})),
+            "input #3 must have shape [4, 5], got [5, 4]");
   EXPECT_EQ(verifyMessage("fused_matmul",
                           {desc({4, 8}), desc({8, 5}), desc({5})},
                           {desc({4, 5})}),

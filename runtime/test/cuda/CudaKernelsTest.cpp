@@ -364,6 +364,12 @@ std::vector<Case> makeCases() {
   add("fused_matmul", "gelu_grad batched",
       {t({2, 9, 16}), t({2, 16, 11}), rng.f32({2, 9, 11}, -4, 4)},
       {desc({2, 9, 11})}, attrs({{"epilogue", 5}}));
+  add("fused_matmul", "residual batched",
+      {t({2, 9, 16}), t({2, 16, 11}), t({2, 9, 11})}, {desc({2, 9, 11})},
+      attrs({{"epilogue", 6}}));
+  add("fused_matmul", "bias_residual, broadcast B",
+      {t({3, 7, 13}), t({13, 5}), t({5}), t({3, 7, 5})}, {desc({3, 7, 5})},
+      attrs({{"epilogue", 7}}));
 
   // Element-wise.
   add("add", "7x13x5", {t({7, 13, 5}), t({7, 13, 5})}, {desc({7, 13, 5})});

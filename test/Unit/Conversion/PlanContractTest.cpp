@@ -277,6 +277,7 @@ TEST_F(PlanContract, ExportedPlansMatchTheTable) {
                                "strata-mixed-precision,strata-fuse")));
   EXPECT_TRUE(fused.count("fused_matmul"));
   EXPECT_FALSE(fused.count("relu_grad"));
+  EXPECT_FALSE(fused.count("bias_add"));
   EXPECT_FALSE(fused.count("gelu_grad"));
   // The plans cover most of the table; the rest (fill, scale, flatten,
   // reshape, mse_loss...) come from other generators and passes.
@@ -296,6 +297,10 @@ TEST(PlanContractEnums, EpilogueKindsArePlanCodes) {
             int64_t(Epilogue::ReluGrad));
   EXPECT_EQ(int64_t(mstrata::EpilogueKind::gelu_grad),
             int64_t(Epilogue::GeluGrad));
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::residual),
+            int64_t(Epilogue::Residual));
+  EXPECT_EQ(int64_t(mstrata::EpilogueKind::bias_residual),
+            int64_t(Epilogue::BiasResidual));
   for (int64_t code = 1; code <= strata_plan::kMaxEpilogue; ++code)
     EXPECT_EQ(mstrata::stringifyEpilogueKind(
                   static_cast<mstrata::EpilogueKind>(code)),

@@ -16,7 +16,12 @@ using namespace mlir::strata;
 bool FusedMatmulOp::hasBias() {
   EpilogueKind kind = getEpilogue();
   return kind == EpilogueKind::bias || kind == EpilogueKind::bias_relu ||
-         kind == EpilogueKind::bias_gelu;
+         kind == EpilogueKind::bias_gelu || kind == EpilogueKind::bias_residual;
+}
+
+bool FusedMatmulOp::hasResidual() {
+  return getEpilogue() == EpilogueKind::residual ||
+         getEpilogue() == EpilogueKind::bias_residual;
 }
 
 LogicalResult FusedMatmulOp::verify() {
@@ -30,11 +35,17 @@ LogicalResult FusedMatmulOp::verify() {
     return emitOpError("result must be the product's type ")
            << *product << ", got " << type;
   StringRef name = stringifyEpilogueKind(getEpilogue());
-  if (getEpilogueOperands().size() != 1)
+  size_t expected = getEpilogue() == EpilogueKind::bias_residual ? 2 : 1;
+  if (getEpilogueOperands().size() != expected)
     return emitOpError("epilogue ")
-           << name << " takes one epilogue operand, got "
+           << name << " takes " << expected << " epilogue operand"
+           << (expected == 1 ? "" : "s") << ", got "
            << getEpilogueOperands().size();
   auto operand = cast<RankedTensorType>(getEpilogueOperands()[0].getType());
+  if (hasResidual() && getEpilogueOperands().back().getType() != Type(type))
+    return emitOpError("epilogue ")
+           << name << " needs an addend of the result's type " << type
+           << ", got " << getEpilogueOperands().back().getType();
   if (hasBias()) {
     if (operand.getRank() != 1 ||
         operand.getDimSize(0) != type.getShape().back() ||
@@ -70,9 +81,11 @@ int64_t FusedMatmulOp::getFlops() {
   switch (getEpilogue()) {
   case EpilogueKind::bias:
   case EpilogueKind::relu_grad:
+  case EpilogueKind::residual:
     perElement = 1;
     break;
   case EpilogueKind::bias_relu:
+  case EpilogueKind::bias_residual:
     perElement = 2;
     break;
   case EpilogueKind::bias_gelu:

@@ -18,7 +18,9 @@ def Strata_EpilogueKind : I32EnumAttr<"EpilogueKind",
     I32EnumAttrCase<"bias_relu", 2>,
     I32EnumAttrCase<"bias_gelu", 3>,
     I32EnumAttrCase<"relu_grad", 4>,
-    I32EnumAttrCase<"gelu_grad", 5>
+    I32EnumAttrCase<"gelu_grad", 5>,
+    I32EnumAttrCase<"residual", 6>,
+    I32EnumAttrCase<"bias_residual", 7>
   ]> {
   let cppNamespace = "::mlir::strata";
 }
@@ -42,19 +44,25 @@ def Strata_FusedMatmulOp : Strata_ComputeOp<"fused_matmul"> {
     - `relu_grad`, `gelu_grad` (`input`, of the result's type): `result =
       relu_grad(product, input)` / `gelu_grad(product, input)`: the product is
       the gradient flowing into an activation whose input was `input`.
+    - `residual` (`other`, of the result's type): `result = product + other`,
+      as `strata.add` (a residual connection, or two gradient contributions
+      summed).
+    - `bias_residual` (`bias`, then `other`): `result = (product + bias) +
+      other`, as `strata.bias_add` then `strata.add`.
 
     The epilogue runs the arithmetic of the kernels it replaces, so a fused
     step computes bit for bit what the unfused one does (`bf16` rounds the
     product's operands only, as on `strata.matmul`).
 
     Cost: the matmul's FLOPs plus the epilogue's per element (bias 1, relu 1,
-    gelu 8, relu_grad 1, gelu_grad 12); it reads its operands and writes its
-    results once.
+    gelu 8, relu_grad 1, gelu_grad 12, residual 1, bias_residual 2); it reads
+    its operands and writes its results once.
 
     ```mlir
     %h = strata.fused_matmul bias_relu %x, %w, %b : (tensor<256x1024xf32>, tensor<1024x1024xf32>, tensor<1024xf32>) -> tensor<256x1024xf32>
     %a, %z = strata.fused_matmul bias_gelu %x, %w, %b : (tensor<16x128x256xf32>, tensor<256x1024xf32>, tensor<1024xf32>) -> (tensor<16x128x1024xf32>, tensor<16x128x1024xf32>)
     %dz = strata.fused_matmul relu_grad %dy, %w, %h transpose_b : (tensor<256x1024xf32>, tensor<1024x1024xf32>, tensor<256x1024xf32>) -> tensor<256x1024xf32>
+    %r = strata.fused_matmul bias_residual %a, %w2, %b2, %x : (tensor<16x128x1024xf32>, tensor<1024x256xf32>, tensor<256xf32>, tensor<16x128x256xf32>) -> tensor<16x128x256xf32>
     ```
   }];
   let arguments = (ins Strata_FloatTensor:$lhs, Strata_FloatTensor:$rhs,
@@ -72,8 +80,11 @@ def Strata_FusedMatmulOp : Strata_ComputeOp<"fused_matmul"> {
   let extraClassDeclaration = [{
     /// Returns (batch, M, N, K) of the product.
     std::array<int64_t, 4> getProblemSize();
-    /// Whether the epilogue adds a bias (else it reads a gating input).
+    /// Whether the epilogue adds a bias (its first epilogue operand).
     bool hasBias();
+    /// Whether the epilogue adds a tensor of the result's type (its last
+    /// epilogue operand).
+    bool hasResidual();
   }];
 }
 
