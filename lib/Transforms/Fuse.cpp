@@ -4,7 +4,8 @@
 //
 // --strata-fuse: matmul + bias_add (+ relu / gelu), matmul + relu_grad /
 // gelu_grad and matmul (+ bias_add) + add become strata.fused_matmul
-// (rewrite patterns, each checked against the cost model), and runs of
+// (rewrite patterns, each checked against the cost model), head-split
+// transposes fold into the matmuls that read or write them, and runs of
 // consecutive optimizer updates get a common multi_tensor group.
 //
 //===----------------------------------------------------------------------===//
@@ -81,6 +82,30 @@ FusedMatmulOp createFused(PatternRewriter &rewriter, Location loc,
   return fused;
 }
 
+/// Whether `def` may move down to `to`: at most `kMaxMoveDistance` ops
+/// later, past no op that updates one of its operands in place.
+constexpr int kMaxMoveDistance = 64;
+bool canMoveTo(Operation *def, Operation *to) {
+  if (def->getBlock() != to->getBlock())
+    return false;
+  int distance = 0;
+  for (Operation *op = def->getNextNode(); op && op != to;
+       op = op->getNextNode()) {
+    if (++distance > kMaxMoveDistance)
+      return false;
+    auto update = dyn_cast<InPlaceOpInterface>(op);
+    auto stateful = dyn_cast<StatefulOpInterface>(op);
+    for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
+      Value updated = update     ? update.getUpdatedOperand(r)
+                      : stateful ? stateful.getUpdatedOperand(r)
+                                 : Value();
+      if (updated && llvm::is_contained(def->getOperands(), updated))
+        return false;
+    }
+  }
+  return true;
+}
+
 /// matmul -> bias_add (last dimension) [-> relu | gelu] into one
 /// fused_matmul with a bias epilogue.
 struct FuseBiasActivation : public OpRewritePattern<BiasAddOp> {
@@ -89,7 +114,7 @@ struct FuseBiasActivation : public OpRewritePattern<BiasAddOp> {
   LogicalResult matchAndRewrite(BiasAddOp biasAdd,
                                 PatternRewriter &rewriter) const override {
     auto matmul = biasAdd.getInput().getDefiningOp<MatmulOp>();
-    if (!matmul || !matmul->hasOneUse() ||
+    if (!matmul || !matmul->hasOneUse() || matmul.hasHeadsLayout() ||
         biasAdd.getNormalizedAxis() != biasAdd.getType().getRank() - 1 ||
         !samePlacement(matmul, biasAdd))
       return rewriter.notifyMatchFailure(biasAdd, "no fusable matmul");
@@ -168,8 +193,8 @@ struct FuseActivationGrad : public OpRewritePattern<GradOp> {
   LogicalResult matchAndRewrite(GradOp grad,
                                 PatternRewriter &rewriter) const override {
     auto matmul = grad.getGrad().template getDefiningOp<MatmulOp>();
-    if (!matmul || !matmul->hasOneUse() || grad.getInput() == grad.getGrad() ||
-        !samePlacement(matmul, grad))
+    if (!matmul || !matmul->hasOneUse() || matmul.hasHeadsLayout() ||
+        grad.getInput() == grad.getGrad() || !samePlacement(matmul, grad))
       return rewriter.notifyMatchFailure(grad, "no fusable matmul");
     if (!fusionPays({matmul, grad},
                     {matmul.getLhs(), matmul.getRhs(), grad.getInput()},
@@ -187,11 +212,9 @@ struct FuseActivationGrad : public OpRewritePattern<GradOp> {
 /// matmul -> add, or fused_matmul (bias) -> add, into one fused_matmul with
 /// a residual / bias_residual epilogue: the residual connections of a
 /// transformer and the sums of two gradient contributions. The product
-/// moves to the add; it may move at most kMaxResidualDistance ops, and no
-/// op it passes may update one of its operands in place.
+/// moves to the add (canMoveTo).
 struct FuseResidual : public OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
-  static constexpr int kMaxResidualDistance = 64;
 
   LogicalResult matchAndRewrite(AddOp add,
                                 PatternRewriter &rewriter) const override {
@@ -247,32 +270,90 @@ struct FuseResidual : public OpRewritePattern<AddOp> {
   }
 
   /// A matmul, or a fused_matmul with a bias epilogue alone, whose only use
-  /// is `add`, on its device, near enough, and whose operands nothing
-  /// between them overwrites.
+  /// is `add`, on its device, and that may move to it.
   static bool isFusable(Operation *def, AddOp add) {
+    auto matmul = dyn_cast<MatmulOp>(def);
     auto fused = dyn_cast<FusedMatmulOp>(def);
-    if (!(isa<MatmulOp>(def) ||
-          (fused && fused.getEpilogue() == EpilogueKind::bias &&
-           !fused.getPreActivation())) ||
-        !def->hasOneUse() || def->getBlock() != add->getBlock() ||
-        !samePlacement(def, add))
+    return ((matmul && !matmul.hasHeadsLayout()) ||
+            (fused && fused.getEpilogue() == EpilogueKind::bias &&
+             !fused.getPreActivation())) &&
+           def->hasOneUse() && samePlacement(def, add) && canMoveTo(def, add);
+  }
+};
+
+/// Whether `permutation` swaps the two dimensions before the last (the head
+/// split of attention) and keeps the others.
+bool isHeadsPermutation(ArrayRef<int64_t> permutation) {
+  int64_t rank = permutation.size();
+  if (rank < 3)
+    return false;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t expected = i == rank - 3 ? rank - 2 : i == rank - 2 ? rank - 3 : i;
+    if (permutation[i] != expected)
       return false;
-    int distance = 0;
-    for (Operation *op = def->getNextNode(); op && op != add.getOperation();
-         op = op->getNextNode()) {
-      if (++distance > kMaxResidualDistance)
-        return false;
-      auto update = dyn_cast<InPlaceOpInterface>(op);
-      auto stateful = dyn_cast<StatefulOpInterface>(op);
-      for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
-        Value updated = update     ? update.getUpdatedOperand(r)
-                        : stateful ? stateful.getUpdatedOperand(r)
-                                   : Value();
-        if (updated && llvm::is_contained(def->getOperands(), updated))
-          return false;
-      }
+  }
+  return true;
+}
+
+/// A head-split transpose read by matmuls: each reads the transpose's input
+/// in the heads layout instead (heads_a / heads_b), and the transpose goes
+/// when nothing else reads it.
+struct FoldHeadsIntoOperands : public OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    // A computed activation, which no op overwrites in place (parameters
+    // and states are function arguments or an update's results).
+    Operation *producer = transpose.getInput().getDefiningOp();
+    if (!isHeadsPermutation(transpose.getPermutation()) || !producer ||
+        isa<InPlaceOpInterface, StatefulOpInterface>(producer))
+      return rewriter.notifyMatchFailure(transpose, "not a head split");
+    bool folded = false;
+    for (OpOperand &use : llvm::make_early_inc_range(transpose->getUses())) {
+      auto matmul = dyn_cast<MatmulOp>(use.getOwner());
+      if (!matmul || !samePlacement(matmul, transpose))
+        continue;
+      bool lhs = use.getOperandNumber() == 0;
+      if (lhs ? matmul.getHeadsA() : matmul.getHeadsB())
+        continue;
+      rewriter.modifyOpInPlace(matmul, [&] {
+        use.set(transpose.getInput());
+        if (lhs)
+          matmul.setHeadsA(true);
+        else
+          matmul.setHeadsB(true);
+      });
+      folded = true;
     }
-    return true;
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
+    return success(folded);
+  }
+};
+
+/// A matmul whose only use is a head-merging transpose (the same swap)
+/// writes its result in the heads layout (heads_c) instead.
+struct FoldHeadsIntoResult : public OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    auto matmul = transpose.getInput().getDefiningOp<MatmulOp>();
+    if (!matmul || matmul.getHeadsC() || !matmul->hasOneUse() ||
+        !isHeadsPermutation(transpose.getPermutation()) ||
+        !samePlacement(matmul, transpose) || !canMoveTo(matmul, transpose))
+      return rewriter.notifyMatchFailure(transpose, "no matmul to fold into");
+    rewriter.setInsertionPoint(transpose);
+    auto folded = MatmulOp::create(
+        rewriter, matmul.getLoc(), transpose.getType(), matmul.getLhs(),
+        matmul.getRhs(), matmul.getTransposeA(), matmul.getTransposeB(),
+        matmul.getBf16(), matmul.getHeadsA(), matmul.getHeadsB(),
+        /*heads_c=*/true);
+    copyDiscardableAttrs(matmul, folded);
+    rewriter.replaceOp(transpose, folded.getResult());
+    rewriter.eraseOp(matmul);
+    return success();
   }
 };
 
@@ -355,7 +436,8 @@ struct FusePass : public strata::impl::FusePassBase<FusePass> {
     patterns.add<FuseBiasActivation,
                  FuseActivationGrad<ReluGradOp, EpilogueKind::relu_grad>,
                  FuseActivationGrad<GeluGradOp, EpilogueKind::gelu_grad>,
-                 FuseResidual>(context);
+                 FuseResidual, FoldHeadsIntoOperands, FoldHeadsIntoResult>(
+        context);
     FrozenRewritePatternSet frozen(std::move(patterns));
     GreedyRewriteConfig config;
     // Only the fusions: no folding, no constant CSE, no region changes.

@@ -73,6 +73,13 @@ std::string kernelSignature(const Plan &plan, const Instruction &inst) {
     text += inst.attrs.transposeA ? " ta" : "";
   if (product)
     text += inst.attrs.transposeB ? " tb" : "";
+  // The heads layouts read and write with other strides than a plain
+  // product of the same stored shapes.
+  if (inst.op == OpCode::Matmul) {
+    text += inst.attrs.headsA ? " ha" : "";
+    text += inst.attrs.headsB ? " hb" : "";
+    text += inst.attrs.headsC ? " hc" : "";
+  }
   if (inst.op == OpCode::FusedMatmul)
     text += std::string(" ") + strata_plan::epilogueName(inst.attrs.epilogue);
   return text;

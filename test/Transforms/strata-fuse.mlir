@@ -185,6 +185,56 @@ func.func @negative_residual_after_gelu(%x: tensor<8x16xf32>, %w: tensor<16x32xf
   return %3 : tensor<8x32xf32>
 }
 
+// Attention's head split: the transposes [0, 2, 1, 3] that feed q k^T and
+// p v fold into the matmuls' operands (heads_a, heads_b), and the one that
+// merges the heads fold into the product's result (heads_c); no transpose
+// is left. The types are the stored ones.
+// CHECK-LABEL: func.func @attention_heads
+// CHECK-NOT: strata.transpose
+// CHECK: %[[Q:.*]] = strata.reshape %arg0
+// CHECK: %[[K:.*]] = strata.reshape %arg1
+// CHECK: %[[V:.*]] = strata.reshape %arg2
+// CHECK: %[[S:.*]] = strata.matmul %[[Q]], %[[K]] transpose_b heads_a heads_b : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x4x8x8xf32>
+// CHECK: %[[P:.*]] = strata.softmax %[[S]]
+// CHECK: strata.matmul %[[P]], %[[V]] heads_b heads_c : (tensor<2x4x8x8xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+// CHECK-NOT: strata.transpose
+func.func @attention_heads(%x: tensor<2x8x64xf32>, %y: tensor<2x8x64xf32>, %z: tensor<2x8x64xf32>)
+    -> tensor<2x8x4x16xf32> attributes {strata.train_step} {
+  %q = strata.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %k = strata.reshape %y : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %v = strata.reshape %z : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %qt = strata.transpose %q [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %kt = strata.transpose %k [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %vt = strata.transpose %v [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %s = strata.matmul %qt, %kt transpose_b : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+  %p = strata.softmax %s causal scale = 2.500000e-01 : tensor<2x4x8x8xf32>
+  %o = strata.matmul %p, %vt : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %ot = strata.transpose %o [0, 2, 1, 3] : tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  return %ot : tensor<2x8x4x16xf32>
+}
+
+// A transpose something besides a matmul reads stays for that reader; other
+// permutations are not the head split, and a function argument (which an
+// update may overwrite in place) is not read through the heads layout.
+// CHECK-LABEL: func.func @heads_partly
+// CHECK: %[[Q:.*]] = strata.reshape %arg0
+// CHECK: %[[T:.*]] = strata.transpose %[[Q]] [0, 2, 1, 3]
+// CHECK: strata.matmul %[[Q]], %arg1 heads_a :
+// CHECK: strata.transpose %[[Q]] [1, 0, 2, 3]
+// CHECK: %[[A:.*]] = strata.transpose %arg2 [0, 2, 1, 3]
+// CHECK: strata.matmul %[[A]], %arg1 :
+// CHECK: return %[[T]]
+func.func @heads_partly(%x: tensor<2x8x64xf32>, %w: tensor<2x4x16x3xf32>, %a: tensor<2x8x4x16xf32>)
+    -> (tensor<2x4x8x16xf32>, tensor<2x4x8x3xf32>, tensor<8x2x4x16xf32>, tensor<2x4x8x3xf32>) attributes {strata.train_step} {
+  %q = strata.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %qt = strata.transpose %q [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %y = strata.matmul %qt, %w : (tensor<2x4x8x16xf32>, tensor<2x4x16x3xf32>) -> tensor<2x4x8x3xf32>
+  %other = strata.transpose %q [1, 0, 2, 3] : tensor<2x8x4x16xf32> -> tensor<8x2x4x16xf32>
+  %at = strata.transpose %a [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %z = strata.matmul %at, %w : (tensor<2x4x8x16xf32>, tensor<2x4x16x3xf32>) -> tensor<2x4x8x3xf32>
+  return %qt, %y, %other, %z : tensor<2x4x8x16xf32>, tensor<2x4x8x3xf32>, tensor<8x2x4x16xf32>, tensor<2x4x8x3xf32>
+}
+
 // CHECK-LABEL: func.func @negative_not_a_step
 // CHECK-NOT: fused_matmul
 func.func @negative_not_a_step(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)

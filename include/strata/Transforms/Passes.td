@@ -768,6 +768,13 @@ def FusePass : Pass<"strata-fuse", "::mlir::ModuleOp"> {
       of two gradient contributions (`dx = dq·Wqᵀ + dk·Wkᵀ`). The product
       moves to the add, at most 64 ops later and past no op that updates
       one of its operands in place; of two products, the later one fuses.
+    - **Heads layouts** (`epilogues`): attention's head-split transposes
+      (`strata.transpose` by `[..., r-2, r-3, r-1]`) fold into the plain
+      matmuls that read them (`heads_a`, `heads_b`: the matmul reads the
+      transpose's input, a computed activation, with a row stride of
+      `heads · head_size`) or into the one matmul whose only use they are
+      (`heads_c`); a transpose nothing else reads goes. The GEMMs are the
+      same, so results stay bit-identical.
     - **Multi-tensor optimizer** (`optimizer`): runs of consecutive
       optimizer updates (`strata.sgd_update` / `strata.adam_update` of one
       kind, on one pipeline device, with nothing between them on that

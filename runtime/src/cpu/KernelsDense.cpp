@@ -13,6 +13,7 @@
 #include "VectorMath.h"
 
 #include "strata-rt/Bf16.h"
+#include "strata-rt/MatmulLayout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -78,19 +79,31 @@ MatmulDims matmulDims(const Shape &a, const Shape &b, bool ta, bool tb) {
 }
 
 /// The product's checks shared by matmul and fused_matmul: inputs #0 and #1
-/// multiply into output #0, with an optional tiling. Returns v.ok().
+/// multiply into output #0 (each stored in the heads layout where its flag
+/// says so, MatmulLayout.h), with an optional tiling. Returns v.ok().
 bool verifyProduct(Verifier &v, const Attrs &attrs) {
   if (!v.minRank(in(0), 2) || !v.minRank(in(1), 2))
     return false;
-  const Shape &a = v.shape(in(0)), &b = v.shape(in(1));
   bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
+  bool ha = attrs.flag("heads_a"), hb = attrs.flag("heads_b"),
+       hc = attrs.flag("heads_c");
+  if ((ha && !v.minRank(in(0), 3)) || (hb && !v.minRank(in(1), 3)) ||
+      (hc && !v.minRank(in(0), 3)))
+    return false;
+  const Shape a = logicalMatmulShape(v.shape(in(0)), ha),
+              b = logicalMatmulShape(v.shape(in(1)), hb);
   int64_t ra = a.size(), rb = b.size();
   if (rb != 2 && rb != ra)
     return v.fail("input #1 must have rank 2 or the rank of input #0 (" +
                   std::to_string(ra) + "), got shape " + formatShape(b));
-  if (rb == ra)
+  if (rb == ra && !ha && !hb)
     for (int64_t i = 0; i + 2 < ra; ++i)
       v.dimEquals(in(1), i, a[i], "batch, as input #0");
+  else if (rb == ra)
+    for (int64_t i = 0; i + 2 < ra; ++i)
+      if (a[i] != b[i])
+        return v.fail("batch dimensions differ: input #0 reads as " +
+                      formatShape(a) + ", input #1 as " + formatShape(b));
   int64_t kb = tb ? b[rb - 1] : b[rb - 2];
   MatmulDims d = matmulDims(a, b, ta, tb);
   if (v.ok() && d.k != kb)
@@ -99,7 +112,7 @@ bool verifyProduct(Verifier &v, const Attrs &attrs) {
   Shape expected(a.begin(), a.end() - 2);
   expected.push_back(d.m);
   expected.push_back(d.n);
-  v.hasShape(out(0), expected);
+  v.hasShape(out(0), logicalMatmulShape(expected, hc));
   if (!v.ok())
     return false;
   GemmTiling tiling;
@@ -108,6 +121,35 @@ bool verifyProduct(Verifier &v, const Attrs &attrs) {
   if (!error.empty())
     return v.fail(error);
   return true;
+}
+
+/// The products of a matmul instruction: their sizes and where each finds
+/// its matrices.
+struct Products {
+  MatmulDims d;
+  MatrixLayout a, b, c;
+  /// One tall GEMM does them all (a linear layer over every batch element,
+  /// or a single product).
+  bool tall = false;
+};
+
+Products matmulProducts(const Shape &as, const Shape &bs,
+                        const OpAttrs &attrs) {
+  bool ha = attrs.headsA, hb = attrs.headsB, hc = attrs.headsC;
+  Shape la = logicalMatmulShape(as, ha);
+  Products p;
+  p.d = matmulDims(la, logicalMatmulShape(bs, hb), attrs.transposeA,
+                   attrs.transposeB);
+  bool shared = bs.size() == 2, heads = ha || hb || hc;
+  int64_t group = heads ? la[la.size() - 3] : 1;
+  p.a = matrixLayout(as, ha, false, group);
+  p.b = matrixLayout(bs, hb, shared, group);
+  Shape cs(la.begin(), la.end() - 2);
+  cs.push_back(p.d.m);
+  cs.push_back(p.d.n);
+  p.c = matrixLayout(logicalMatmulShape(cs, hc), hc, false, group);
+  p.tall = !heads && (p.d.batch == 1 || (shared && !attrs.transposeA));
+  return p;
 }
 
 std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
@@ -163,29 +205,25 @@ void runMatmulBf16(KernelContext &ctx, const Tensors &inputs, float *c,
   GemmTiling given{attrs.mc, attrs.nc, attrs.kc, attrs.mr, attrs.nr};
   const GemmTiling *tiling = attrs.has(AttrId::Mc) ? &given : nullptr;
   bool ta = attrs.transposeA, tb = attrs.transposeB;
-  const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
-  MatmulDims d = matmulDims(as, bs, ta, tb);
+  Products p = matmulProducts(inputs[0].shape(), inputs[1].shape(), attrs);
+  const MatmulDims &d = p.d;
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
-  int64_t lda = as.back(), ldb = bs.back();
-  bool broadcastB = bs.size() == 2;
-  if (d.batch == 1 || (broadcastB && !ta)) {
-    detail::gemmBf16WithIsa(detail::defaultBf16Isa(), &ctx.pool, ta, tb,
-                            d.batch * d.m, d.n, d.k, 1.0f,
-                            Bf16Operand::f32(a, lda), Bf16Operand::f32(b, ldb),
-                            0.0f, c, d.n, tiling, epilogue);
+  if (p.tall) {
+    detail::gemmBf16WithIsa(
+        detail::defaultBf16Isa(), &ctx.pool, ta, tb, d.batch * d.m, d.n, d.k,
+        1.0f, Bf16Operand::f32(a, p.a.ld), Bf16Operand::f32(b, p.b.ld), 0.0f, c,
+        p.c.ld, tiling, epilogue);
     return;
   }
-  int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
-          strideC = d.m * d.n;
   auto product = [&](int64_t i, ThreadPool *pool) {
     GemmEpilogue shifted;
     if (epilogue)
-      shifted = epilogue->shifted(i * strideC);
-    detail::gemmBf16WithIsa(detail::defaultBf16Isa(), pool, ta, tb, d.m, d.n,
-                            d.k, 1.0f, Bf16Operand::f32(a + i * strideA, lda),
-                            Bf16Operand::f32(b + i * strideB, ldb), 0.0f,
-                            c + i * strideC, d.n, tiling,
-                            epilogue ? &shifted : nullptr);
+      shifted = epilogue->shifted(p.c.offset(i));
+    detail::gemmBf16WithIsa(
+        detail::defaultBf16Isa(), pool, ta, tb, d.m, d.n, d.k, 1.0f,
+        Bf16Operand::f32(a + p.a.offset(i), p.a.ld),
+        Bf16Operand::f32(b + p.b.offset(i), p.b.ld), 0.0f, c + p.c.offset(i),
+        p.c.ld, tiling, epilogue ? &shifted : nullptr);
   };
   // As in runMatmul: whole products per thread when the batch divides well
   // (the bits do not depend on the split).
@@ -213,44 +251,41 @@ void runProduct(KernelContext &ctx, const Tensors &inputs, float *c,
           ? GemmTiling{attrs.mc, attrs.nc, attrs.kc, attrs.mr, attrs.nr}
           : ctx.gemm;
   bool ta = attrs.transposeA, tb = attrs.transposeB;
-  const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
-  MatmulDims d = matmulDims(as, bs, ta, tb);
+  Products p = matmulProducts(inputs[0].shape(), inputs[1].shape(), attrs);
+  const MatmulDims &d = p.d;
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
-  int64_t lda = as.back(), ldb = bs.back();
-  bool broadcastB = bs.size() == 2;
   // A linear layer over every batch element is one tall GEMM: same per-element
   // arithmetic, better blocking.
-  if (d.batch == 1 || (broadcastB && !ta)) {
+  if (p.tall) {
     gemmWithIsa(defaultGemmIsa(), &ctx.pool, tiling, ta, tb, d.batch * d.m, d.n,
-                d.k, 1.0f, a, lda, b, ldb, 0.0f, c, d.n, epilogue);
+                d.k, 1.0f, a, p.a.ld, b, p.b.ld, 0.0f, c, p.c.ld, epilogue);
     return;
   }
-  int64_t strideA = d.m * d.k, strideB = broadcastB ? 0 : d.k * d.n,
-          strideC = d.m * d.n;
+  auto product = [&](int64_t i, ThreadPool *pool) {
+    GemmEpilogue shifted;
+    if (epilogue)
+      shifted = epilogue->shifted(p.c.offset(i));
+    const GemmEpilogue *e = epilogue ? &shifted : nullptr;
+    if (pool)
+      gemmWithIsa(defaultGemmIsa(), pool, tiling, ta, tb, d.m, d.n, d.k, 1.0f,
+                  a + p.a.offset(i), p.a.ld, b + p.b.offset(i), p.b.ld, 0.0f,
+                  c + p.c.offset(i), p.c.ld, e);
+    else
+      gemmSerial(tiling, ta, tb, d.m, d.n, d.k, 1.0f, a + p.a.offset(i), p.a.ld,
+                 b + p.b.offset(i), p.b.ld, 0.0f, c + p.c.offset(i), p.c.ld, e);
+  };
   int threads = ctx.pool.size();
   // GEMMs are bit-identical however they are split, so pick the faster
   // split: whole products per thread when the batch divides well.
   if (threads > 1 && (d.batch >= 4 * threads || d.batch % threads == 0)) {
     ctx.pool.parallelFor(d.batch, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        GemmEpilogue shifted;
-        if (epilogue)
-          shifted = epilogue->shifted(i * strideC);
-        gemmSerial(tiling, ta, tb, d.m, d.n, d.k, 1.0f, a + i * strideA, lda,
-                   b + i * strideB, ldb, 0.0f, c + i * strideC, d.n,
-                   epilogue ? &shifted : nullptr);
-      }
+      for (int64_t i = begin; i < end; ++i)
+        product(i, nullptr);
     });
     return;
   }
-  for (int64_t i = 0; i < d.batch; ++i) {
-    GemmEpilogue shifted;
-    if (epilogue)
-      shifted = epilogue->shifted(i * strideC);
-    gemmWithIsa(defaultGemmIsa(), &ctx.pool, tiling, ta, tb, d.m, d.n, d.k,
-                1.0f, a + i * strideA, lda, b + i * strideB, ldb, 0.0f,
-                c + i * strideC, d.n, epilogue ? &shifted : nullptr);
-  }
+  for (int64_t i = 0; i < d.batch; ++i)
+    product(i, &ctx.pool);
 }
 
 void runMatmul(KernelContext &ctx, const Tensors &inputs,

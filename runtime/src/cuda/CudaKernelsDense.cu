@@ -15,6 +15,7 @@
 
 #include "CudaKernelsInternal.h"
 
+#include "strata-rt/MatmulLayout.h"
 #include "strata-rt/PlanFormat.h"
 
 #include <cstring>
@@ -32,25 +33,38 @@ namespace {
 void runProduct(CudaContext &ctx, const Tensors &inputs, float *c,
                 const OpAttrs &attrs) {
   bool ta = attrs.transposeA, tb = attrs.transposeB;
+  bool ha = attrs.headsA, hb = attrs.headsB, hc = attrs.headsC;
   const Shape &as = inputs[0].shape(), &bs = inputs[1].shape();
-  int64_t r = as.size();
+  // The logical shapes (MatmulLayout.h).
+  Shape la = logicalMatmulShape(as, ha), lb = logicalMatmulShape(bs, hb);
+  int64_t r = la.size();
   int64_t batch = 1;
   for (int64_t i = 0; i + 2 < r; ++i)
-    batch *= as[i];
-  int64_t m = ta ? as[r - 1] : as[r - 2];
-  int64_t k = ta ? as[r - 2] : as[r - 1];
-  int64_t n = tb ? bs[bs.size() - 2] : bs[bs.size() - 1];
+    batch *= la[i];
+  int64_t m = ta ? la[r - 1] : la[r - 2];
+  int64_t k = ta ? la[r - 2] : la[r - 1];
+  int64_t n = tb ? lb[lb.size() - 2] : lb[lb.size() - 1];
   const float *a = inputs[0].f32(), *b = inputs[1].f32();
-  int64_t lda = as.back(), ldb = bs.back();
-  bool broadcastB = bs.size() == 2;
+  bool shared = bs.size() == 2, heads = ha || hb || hc;
   auto *product = attrs.bf16 ? &gemmBf16 : &gemm;
-  if (batch == 1 || (broadcastB && !ta)) {
-    product(ctx, ta, tb, batch * m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 0.0f, c,
-            n, 0, 1);
+  if (!heads && (batch == 1 || (shared && !ta))) {
+    product(ctx, ta, tb, batch * m, n, k, 1.0f, a, as.back(), 0, b, bs.back(),
+            0, 0.0f, c, n, 0, 1);
     return;
   }
-  product(ctx, ta, tb, m, n, k, 1.0f, a, lda, m * k, b, ldb,
-          broadcastB ? 0 : k * n, 0.0f, c, n, m * n, batch);
+  // One strided batched GEMM per group of products (the heads of one outer
+  // index; a single group without a heads layout).
+  int64_t group = heads ? la[r - 3] : batch;
+  Shape lc(la.begin(), la.end() - 2);
+  lc.push_back(m);
+  lc.push_back(n);
+  MatrixLayout pa = matrixLayout(as, ha, false, group),
+               pb = matrixLayout(bs, hb, shared, group),
+               pc = matrixLayout(logicalMatmulShape(lc, hc), hc, false, group);
+  for (int64_t first = 0; first < batch; first += group)
+    product(ctx, ta, tb, m, n, k, 1.0f, a + pa.offset(first), pa.ld, pa.inner,
+            b + pb.offset(first), pb.ld, pb.inner, 0.0f, c + pc.offset(first),
+            pc.ld, pc.inner, group);
 }
 
 void runMatmul(CudaContext &ctx, const Tensors &inputs, const Tensors &outputs,

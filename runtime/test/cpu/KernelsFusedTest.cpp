@@ -208,6 +208,61 @@ TEST(KernelsFused, EveryGemmPathAppliesTheEpilogueOnce) {
   }
 }
 
+/// A matmul reading (heads_a, heads_b) or writing (heads_c) the heads
+/// layout gives, bit for bit, the transposes and the plain matmul it
+/// replaces: attention's q k^T and p v, and the backward's products.
+TEST(KernelsFused, HeadsLayoutMatchesTheTranspose) {
+  const std::vector<int64_t> swap{0, 2, 1, 3};
+  auto transposed = [&](HostTensor &x, int threads) {
+    Shape s = x.desc.shape;
+    std::swap(s[1], s[2]);
+    HostTensor y = f32(s);
+    runKernel("transpose", {&x}, {&y}, makeAttrs({}, {{"permutation", swap}}),
+              threads);
+    return y;
+  };
+  struct Case {
+    Shape a, b; // the stored shapes ([B, T, H, D] where heads)
+    bool ta, tb, ha, hb, hc;
+  };
+  const Case cases[] = {
+      {{2, 33, 3, 16}, {2, 33, 3, 16}, false, true, true, true, false},
+      {{2, 3, 33, 33}, {2, 33, 3, 16}, false, false, false, true, true},
+      {{2, 3, 33, 33}, {2, 33, 3, 16}, true, false, false, true, false},
+      {{2, 33, 3, 16}, {2, 3, 16, 20}, false, false, true, false, true},
+  };
+  for (const Case &c : cases)
+    for (bool bf16 : {false, true})
+      for (int threads : {1, 2}) {
+        Random rng(17);
+        HostTensor a = rng.tensor(c.a), b = rng.tensor(c.b, 0.3f);
+        // Unfused: transpose the heads operands, multiply, transpose back.
+        HostTensor la = c.ha ? transposed(a, threads) : a,
+                   lb = c.hb ? transposed(b, threads) : b;
+        Product p{la.desc.shape, lb.desc.shape, c.ta, c.tb};
+        Shape cs = productShape(p);
+        HostTensor product = f32(cs);
+        runKernel("matmul", {&la, &lb}, {&product}, productAttrs(p, bf16),
+                  threads);
+        HostTensor expected = c.hc ? transposed(product, threads) : product;
+
+        Attrs attrs = productAttrs(p, bf16);
+        attrs.numbers["heads_a"] = c.ha;
+        attrs.numbers["heads_b"] = c.hb;
+        attrs.numbers["heads_c"] = c.hc;
+        HostTensor fused = f32(expected.desc.shape);
+        runKernel("matmul", {&a, &b}, {&fused}, attrs, threads);
+        expectSameBits(fused.f, expected.f,
+                       formatShape(c.a) + " x " + formatShape(c.b) +
+                           (bf16 ? " bf16" : "") + ", threads " +
+                           std::to_string(threads));
+      }
+  // A rank-2 operand has no heads layout.
+  EXPECT_EQ(verifyMessage("matmul", {desc({4, 8}), desc({8, 5})},
+                          {desc({4, 5})}, makeAttrs({{"heads_a", 1}})),
+            "input #0 must have rank at least 3, got shape [4, 8]");
+}
+
 TEST(KernelsFused, VerifyRejectsBadEpilogues) {
   Attrs bias = makeAttrs({{"epilogue", 1}});
   EXPECT_EQ(verifyMessage("fused_matmul",

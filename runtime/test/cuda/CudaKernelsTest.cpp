@@ -350,6 +350,13 @@ std::vector<Case> makeCases() {
     c.atol = 5e-2;
   }
 
+  // The heads layout: a strided batched GEMM per outer index.
+  add("matmul", "heads_a heads_b tb", {t({2, 9, 3, 8}), t({2, 9, 3, 8})},
+      {desc({2, 3, 9, 9})},
+      attrs({{"heads_a", 1}, {"heads_b", 1}, {"transpose_b", 1}}));
+  add("matmul", "heads_b heads_c", {t({2, 3, 9, 9}), t({2, 9, 3, 8})},
+      {desc({2, 9, 3, 8})}, attrs({{"heads_b", 1}, {"heads_c", 1}}));
+
   // fused_matmul: cuBLAS, then the epilogue kernel (the CPU applies the
   // epilogue per tile; both run the unfused kernels' element arithmetic).
   add("fused_matmul", "bias 130x70x140", {t({130, 70}), t({70, 140}), t({140})},

@@ -20,6 +20,27 @@ func.func @matmul_contracting(%a: tensor<4x8xf32>, %b: tensor<7x16xf32>) {
 
 // -----
 
+// The heads layout swaps two batch-side dimensions: a rank-2 operand has
+// none.
+func.func @matmul_heads_rank(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error @+2 {{lhs in the heads layout needs rank >= 3, got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = strata.matmul %a, %b heads_a : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// heads_b reads [2, 8, 4, 16] as [2, 4, 8, 16]: its batch is [2, 4].
+func.func @matmul_heads_batch(%a: tensor<2x8x4x16xf32>, %b: tensor<2x8x4x16xf32>) {
+  // expected-error @+2 {{batch dimensions differ: [2, 8] and [2, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = strata.matmul %a, %b transpose_b heads_b : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_transposed_contracting(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
   // expected-error @+2 {{contracting dimensions differ: lhs has 8, rhs has 16}}
   // expected-error @+1 {{failed to infer returned types}}

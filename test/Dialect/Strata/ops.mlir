@@ -53,6 +53,11 @@ func.func @attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>,
   %qt = strata.transpose %qh [0, 2, 1, 3] : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
   // CHECK: strata.matmul %{{.+}}, %{{.+}} transpose_b : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
   %s = strata.matmul %qt, %qt transpose_b : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  // The same product read from the [batch, seq, heads, head_size] view.
+  // CHECK: strata.matmul %{{.+}}, %{{.+}} transpose_b heads_a heads_b : (tensor<2x16x4x16xf32>, tensor<2x16x4x16xf32>) -> tensor<2x4x16x16xf32>
+  %sh = strata.matmul %qh, %qh transpose_b heads_a heads_b : (tensor<2x16x4x16xf32>, tensor<2x16x4x16xf32>) -> tensor<2x4x16x16xf32>
+  // CHECK: strata.matmul %{{.+}}, %{{.+}} heads_b heads_c : (tensor<2x4x16x16xf32>, tensor<2x16x4x16xf32>) -> tensor<2x16x4x16xf32>
+  %oh = strata.matmul %s, %qh heads_b heads_c : (tensor<2x4x16x16xf32>, tensor<2x16x4x16xf32>) -> tensor<2x16x4x16xf32>
   // CHECK: strata.softmax %{{.+}} causal scale = 2.500000e-01 : tensor<2x4x16x16xf32>
   %sm = strata.softmax %s causal scale = 0.25 : tensor<2x4x16x16xf32>
   // CHECK: strata.softmax %{{.+}} : tensor<2x4x16x16xf32>

@@ -47,6 +47,9 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b,
                                        ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
+  if (hasHeadsLayout())
+    return emitOpError("has a heads layout, which --strata-fuse sets after "
+                       "autodiff; it has no gradient rule");
   Value dc = resultGrads[0], a = getLhs(), bm = getRhs();
   bool ta = getTransposeA(), tb = getTransposeB();
   bool broadcast = tensorType(bm).getRank() == 2 && tensorType(a).getRank() > 2;

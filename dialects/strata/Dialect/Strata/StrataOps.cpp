@@ -159,11 +159,33 @@ static int64_t getWindowOutputSize(int64_t size, int64_t window, int64_t stride,
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
+FailureOr<RankedTensorType> mlir::strata::swapHeads(std::optional<Location> loc,
+                                                    RankedTensorType type,
+                                                    bool heads,
+                                                    StringRef what) {
+  if (!heads)
+    return type;
+  int64_t rank = type.getRank();
+  if (rank < 3)
+    return emitOptionalError(loc, what,
+                             " in the heads layout needs rank >= 3, "
+                             "got ",
+                             rank);
+  SmallVector<int64_t> shape(type.getShape());
+  std::swap(shape[rank - 3], shape[rank - 2]);
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
 FailureOr<RankedTensorType>
 mlir::strata::inferMatmulType(std::optional<Location> loc, Type lhsType,
-                              Type rhsType, bool ta, bool tb) {
+                              Type rhsType, bool ta, bool tb, bool headsA,
+                              bool headsB, bool headsC) {
   FailureOr<RankedTensorType> lhs = getRanked(loc, lhsType, "lhs");
   FailureOr<RankedTensorType> rhs = getRanked(loc, rhsType, "rhs");
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  lhs = swapHeads(loc, *lhs, headsA, "lhs");
+  rhs = swapHeads(loc, *rhs, headsB, "rhs");
   if (failed(lhs) || failed(rhs))
     return failure();
   if (failed(checkSameElementType(loc, *lhs, *rhs, "lhs", "rhs")))
@@ -190,7 +212,8 @@ mlir::strata::inferMatmulType(std::optional<Location> loc, Type lhsType,
                              " and ", formatShape(b.drop_back(2)));
   SmallVector<int64_t> shape(batch);
   shape.append({m, n});
-  return RankedTensorType::get(shape, lhs->getElementType());
+  return swapHeads(loc, RankedTensorType::get(shape, lhs->getElementType()),
+                   headsC, "result");
 }
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
@@ -199,7 +222,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
                                          SmallVectorImpl<Type> &results) {
   FailureOr<RankedTensorType> type = inferMatmulType(
       loc, adaptor.getLhs().getType(), adaptor.getRhs().getType(),
-      adaptor.getTransposeA(), adaptor.getTransposeB());
+      adaptor.getTransposeA(), adaptor.getTransposeB(), adaptor.getHeadsA(),
+      adaptor.getHeadsB(), adaptor.getHeadsC());
   if (failed(type))
     return failure();
   results.push_back(*type);
@@ -218,9 +242,13 @@ mlir::strata::getMatmulProblemSize(RankedTensorType lhs,
 }
 
 std::array<int64_t, 4> MatmulOp::getProblemSize() {
-  return getMatmulProblemSize(cast<RankedTensorType>(getLhs().getType()),
-                              cast<RankedTensorType>(getType()),
-                              getTransposeA());
+  // The logical shapes (the verifier checked the ranks).
+  RankedTensorType lhs =
+      *swapHeads(std::nullopt, cast<RankedTensorType>(getLhs().getType()),
+                 getHeadsA(), "lhs");
+  RankedTensorType result = *swapHeads(
+      std::nullopt, cast<RankedTensorType>(getType()), getHeadsC(), "result");
+  return getMatmulProblemSize(lhs, result, getTransposeA());
 }
 
 int64_t MatmulOp::getFlops() {

@@ -91,9 +91,17 @@ void setArgAttrOfAll(FunctionOpInterface func, StringRef name,
 /// The result type of `strata.matmul` (and `strata.fused_matmul`) for
 /// operands of types `lhs` and `rhs` and the transposes, or failure with the
 /// reason reported at `loc` (when given).
-FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
-                                            Type lhs, Type rhs, bool transposeA,
-                                            bool transposeB);
+FailureOr<RankedTensorType>
+inferMatmulType(std::optional<Location> loc, Type lhs, Type rhs,
+                bool transposeA, bool transposeB, bool headsA = false,
+                bool headsB = false, bool headsC = false);
+/// `type` with its dimensions rank-3 and rank-2 swapped when `heads` (a
+/// matmul operand's heads layout: stored [..., R, H, C], read as
+/// [..., H, R, C]), else `type` itself; failure (reported at `loc`) when
+/// the rank is below 3.
+FailureOr<RankedTensorType> swapHeads(std::optional<Location> loc,
+                                      RankedTensorType type, bool heads,
+                                      StringRef what);
 /// The problem size {batch, m, n, k} of a (batched) product of `lhs` giving
 /// `result` (matmul and fused_matmul).
 std::array<int64_t, 4> getMatmulProblemSize(RankedTensorType lhs,

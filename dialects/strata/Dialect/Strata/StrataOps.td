@@ -90,6 +90,16 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable,
     changes (as `torch.autocast` computes a matmul, except that the result is
     not rounded). The gradient products of a `bf16` matmul are `bf16` too.
 
+    `heads_a`, `heads_b`, `heads_c` (set by `--strata-fuse`, after autodiff)
+    fold attention's head split into the product: that operand (or the
+    result) of logical shape `[b..., H, R, C]` is stored as `[b..., R, H, C]`
+    (the two dimensions before the last swapped: the `[batch, seq, heads,
+    head_size]` view of a `[batch, seq, hidden]` activation), as a
+    `strata.transpose` by `[..., r-2, r-3, r-1]` would store it. The runtime
+    reads (or writes) the matrices in place with a row stride of `H · C`,
+    so the transpose is never written. The operand types are the stored
+    ones; a rank-2 `rhs` has no heads layout. Autodiff refuses these flags.
+
     Cost: `2 · batch · M · N · K` FLOPs (at the target's bf16 peak with
     `bf16`).
 
@@ -100,7 +110,8 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable,
   }];
   let arguments = (ins Strata_FloatTensor:$lhs, Strata_FloatTensor:$rhs,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
-                       UnitAttr:$bf16);
+                       UnitAttr:$bf16, UnitAttr:$heads_a, UnitAttr:$heads_b,
+                       UnitAttr:$heads_c);
   let builders = [
     OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs), [{
       build($_builder, $_state, lhs, rhs, /*transpose_a=*/false,
@@ -110,11 +121,14 @@ def Strata_MatmulOp : Strata_InferredOp<"matmul", [Strata_Differentiable,
   let results = (outs Strata_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
-    (`bf16` $bf16^)? attr-dict `:` functional-type(operands, results)
+    (`bf16` $bf16^)? (`heads_a` $heads_a^)? (`heads_b` $heads_b^)?
+    (`heads_c` $heads_c^)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     /// Returns (batch, M, N, K) of the product.
     std::array<int64_t, 4> getProblemSize();
+    /// Whether an operand or the result is stored in the heads layout.
+    bool hasHeadsLayout() { return getHeadsA() || getHeadsB() || getHeadsC(); }
   }];
 }
 
