@@ -21,8 +21,10 @@ using namespace mlir;
 using namespace mlir::strata;
 
 /// The key of a product `op` (a matmul, or a fused matmul, whose GEMM is a
-/// matmul's).
-template <typename ProductOp> static GemmKey gemmKeyOf(ProductOp op) {
+/// matmul's). `heads`: a heads layout, which the runtime never runs as one
+/// tall GEMM even with a rank-2 rhs.
+template <typename ProductOp>
+static GemmKey gemmKeyOf(ProductOp op, bool heads) {
   auto [batch, m, n, k] = op.getProblemSize();
   auto rhs = cast<RankedTensorType>(op.getRhs().getType());
   std::string dtype;
@@ -32,11 +34,15 @@ template <typename ProductOp> static GemmKey gemmKeyOf(ProductOp op) {
   else
     rhs.getElementType().print(os);
   return gemmKeyFor(dtype, batch, m, n, k, op.getTransposeA(),
-                    op.getTransposeB(), rhs.getRank() == 2);
+                    op.getTransposeB(), rhs.getRank() == 2 && !heads);
 }
 
-GemmKey mlir::strata::getGemmKey(MatmulOp op) { return gemmKeyOf(op); }
-GemmKey mlir::strata::getGemmKey(FusedMatmulOp op) { return gemmKeyOf(op); }
+GemmKey mlir::strata::getGemmKey(MatmulOp op) {
+  return gemmKeyOf(op, op.hasHeadsLayout());
+}
+GemmKey mlir::strata::getGemmKey(FusedMatmulOp op) {
+  return gemmKeyOf(op, false);
+}
 
 static int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 

@@ -1036,10 +1036,13 @@ void PlanParser::checkSwaps(const std::vector<Instruction> &program,
     std::string where = at(i);
     // While a copy is in flight, no other instruction may write the buffer
     // it reads, or touch the buffer it writes.
+    // By bytes: a view's are its source's. A reshape that writes a view
+    // moves no byte, so it may run while its source is being copied out.
     for (const auto &[slot, use] : slots) {
       if (use.stage == Stage::Out)
         for (int64_t out : inst.out)
-          if (out == use.buffer)
+          if (bytesOf(out) == bytesOf(use.buffer) &&
+              !(inst.has(kView) && plan.buffers[out].viewOf >= 0))
             fail(where, "writes buffer " + std::to_string(out) + ", which " +
                             slotName(slot) + "'s swap_out (instruction #" +
                             std::to_string(use.out) +
@@ -1047,9 +1050,9 @@ void PlanParser::checkSwaps(const std::vector<Instruction> &program,
       if (use.stage == Stage::In && !inst.has(kCopyWait)) {
         bool touches = false;
         for (int64_t id : inst.in)
-          touches |= id == use.buffer;
+          touches |= bytesOf(id) == bytesOf(use.buffer);
         for (int64_t id : inst.out)
-          touches |= id == use.buffer;
+          touches |= bytesOf(id) == bytesOf(use.buffer);
         if (touches && i != use.in)
           fail(where, "uses buffer " + std::to_string(use.buffer) + " before " +
                           slotName(slot) + "'s swap_in (instruction #" +

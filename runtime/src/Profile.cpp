@@ -82,6 +82,9 @@ std::string kernelSignature(const Plan &plan, const Instruction &inst) {
   }
   if (inst.op == OpCode::FusedMatmul)
     text += std::string(" ") + strata_plan::epilogueName(inst.attrs.epilogue);
+  // A reshape into its input's bytes takes no time; a copying one does.
+  if (inst.has(kView) && plan.buffers[inst.out[0]].viewOf >= 0)
+    text += " view";
   return text;
 }
 
@@ -148,20 +151,26 @@ Status ProfileRecorder::write(const Plan &plan,
     entry.backward = median(backward[layer]);
     entry.update = median(update[layer]);
   }
-  // Tensors: who writes each buffer in forward, who reads it.
+  // Tensors: who writes each buffer in forward, who reads it. A view
+  // counts as the buffer whose bytes it is (the bytes are stashed once).
+  auto bytesOf = [&](int64_t id) {
+    int64_t viewed = plan.buffers[id].viewOf;
+    return viewed >= 0 ? viewed : id;
+  };
   std::map<int64_t, int64_t> forwardWriter;
   for (const Instruction &inst : program)
     if (inst.layer >= 0 && !isBackwardPhase(inst.phase) &&
         inst.phase != Phase::Update)
       for (int64_t out : inst.out)
-        forwardWriter[out] = inst.layer;
+        forwardWriter.try_emplace(bytesOf(out), inst.layer);
   std::map<std::pair<int64_t, int64_t>, int64_t> edges;
   std::set<std::pair<int64_t, int64_t>> counted; // (buffer, consumer layer)
   std::set<int64_t> stashed;
   for (const Instruction &inst : program) {
     if (inst.layer < 0 || isCommunication(inst))
       continue;
-    for (int64_t in : inst.in) {
+    for (int64_t id : inst.in) {
+      int64_t in = bytesOf(id);
       auto it = forwardWriter.find(in);
       if (it == forwardWriter.end())
         continue;

@@ -6,6 +6,7 @@
 
 #include "PlanSchedule.h"
 
+#include "strata-rt/MatmulLayout.h"
 #include "strata-rt/Profile.h"
 
 #include <algorithm>
@@ -65,7 +66,10 @@ Work sim::getWork(const rt::Plan &plan, const rt::Instruction &inst) {
   switch (inst.op) {
   case rt::OpCode::Matmul:
   case rt::OpCode::FusedMatmul: { // the epilogue's few flops are negligible
-    const rt::TensorDesc &a = descOf(plan, inst.in[0]);
+    // The logical shape of A (a matmul may read it in the heads layout).
+    rt::TensorDesc a = descOf(plan, inst.in[0]);
+    if (inst.op == rt::OpCode::Matmul)
+      a.shape = rt::logicalMatmulShape(a.shape, inst.attrs.headsA);
     double k = static_cast<double>(inst.attrs.transposeA ? dimFromEnd(a, 2)
                                                          : dimFromEnd(a, 1));
     work.flops = 2.0 * numel(plan, inst.out[0]) * k;

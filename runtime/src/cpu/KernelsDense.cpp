@@ -80,13 +80,16 @@ MatmulDims matmulDims(const Shape &a, const Shape &b, bool ta, bool tb) {
 
 /// The product's checks shared by matmul and fused_matmul: inputs #0 and #1
 /// multiply into output #0 (each stored in the heads layout where its flag
-/// says so, MatmulLayout.h), with an optional tiling. Returns v.ok().
-bool verifyProduct(Verifier &v, const Attrs &attrs) {
+/// says so, MatmulLayout.h; matmul only), with an optional tiling. Returns
+/// v.ok().
+bool verifyProduct(Verifier &v, const Attrs &attrs, bool headsLayouts) {
   if (!v.minRank(in(0), 2) || !v.minRank(in(1), 2))
     return false;
   bool ta = attrs.flag("transpose_a"), tb = attrs.flag("transpose_b");
   bool ha = attrs.flag("heads_a"), hb = attrs.flag("heads_b"),
        hc = attrs.flag("heads_c");
+  if (!headsLayouts && (ha || hb || hc))
+    return v.fail("heads_a, heads_b and heads_c apply to matmul only");
   if ((ha && !v.minRank(in(0), 3)) || (hb && !v.minRank(in(1), 3)) ||
       (hc && !v.minRank(in(0), 3)))
     return false;
@@ -155,7 +158,7 @@ Products matmulProducts(const Shape &as, const Shape &bs,
 std::string verifyMatmul(const Descs &inputs, const Descs &outputs,
                          const Attrs &attrs) {
   Verifier v(inputs, outputs, attrs);
-  v.counts(2, 1) && v.dtypes() && verifyProduct(v, attrs);
+  v.counts(2, 1) && v.dtypes() && verifyProduct(v, attrs, true);
   return v.error();
 }
 
@@ -182,7 +185,7 @@ std::string verifyFusedMatmul(const Descs &inputs, const Descs &outputs,
     v.counts(numInputs, maxOutputs);
   else
     v.counts(numInputs, outputs.size());
-  if (!v.dtypes() || !verifyProduct(v, attrs))
+  if (!v.dtypes() || !verifyProduct(v, attrs, false))
     return v.error();
   const Shape &c = v.shape(out(0));
   if (strata_plan::epilogueHasBias(epilogue))

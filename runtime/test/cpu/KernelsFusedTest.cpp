@@ -311,6 +311,13 @@ TEST(KernelsFused, VerifyRejectsBadEpilogues) {
                           {desc({4, 8}), desc({8, 5}), desc({5})},
                           {desc({4, 5})}),
             "missing attribute 'epilogue'");
+  // The heads layouts are matmul's; a fused matmul's kernel has none.
+  EXPECT_EQ(verifyMessage(
+                "fused_matmul",
+                {desc({2, 9, 3, 8}), desc({2, 3, 8, 5}), desc({2, 3, 9, 5})},
+                {desc({2, 3, 9, 5})},
+                makeAttrs({{"epilogue", 6}, {"heads_a", 1}})),
+            "heads_a, heads_b and heads_c apply to matmul only");
 }
 
 //===----------------------------------------------------------------------===//

@@ -708,6 +708,40 @@ TEST_F(SwapRejection, WriteWhileCopyingOut) {
                  "swap_out (instruction #3) is still copying to the host");
 }
 
+TEST_F(SwapRejection, AViewIsItsSourcesBytes) {
+  // A view of relu0 (buffer 16, same shape), made by a reshape before the
+  // swap_out, which then copies the view out.
+  int64_t id = plan["buffers"].size();
+  json view = plan["buffers"][16];
+  view["id"] = id;
+  view["name"] = "relu0.view";
+  view["view_of"] = 16;
+  plan["buffers"].push_back(view);
+  program().insert(program().begin() + 3,
+                   json{{"op", "reshape"}, {"in", {16}}, {"out", {id}}});
+  for (size_t i : {4, 6}) // swap_out, swap_out_wait
+    for (json &in : inst(i)["in"])
+      if (in == 16)
+        in = id;
+  {
+    Plan loaded;
+    Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  // Another reshape writing a view of those bytes during the copy moves no
+  // byte and is allowed; writing them through buffer 16 is not.
+  program().insert(program().begin() + 5,
+                   json{{"op", "reshape"}, {"in", {16}}, {"out", {id}}});
+  {
+    Plan loaded;
+    Status status = parsePlan(plan.dump(), "mlp.json", loaded);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  program()[5] = inst(2);
+  expectRejected("instruction #5 (relu): writes buffer 16, which slot 0's "
+                 "swap_out (instruction #4) is still copying to the host");
+}
+
 TEST_F(SwapRejection, OtherRanksNameTheRank) {
   // A corrupt second program is named by its rank.
   plan = multiRank(plan, 2);
