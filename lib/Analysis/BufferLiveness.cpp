@@ -44,16 +44,10 @@ static int64_t stageOf(Operation *op) {
 static DenseSet<Value> pinnedValues(func::FuncOp func) {
   DenseSet<Value> pinned;
   func.walk([&](Operation *op) {
-    auto update = dyn_cast<InPlaceOpInterface>(op);
-    auto stateful = dyn_cast<StatefulOpInterface>(op);
-    if (update)
+    if (auto update = dyn_cast<InPlaceOpInterface>(op))
       pinned.insert(update.getGradient());
     for (OpResult result : op->getResults()) {
-      Value replaced =
-          update     ? update.getUpdatedOperand(result.getResultNumber())
-          : stateful ? stateful.getUpdatedOperand(result.getResultNumber())
-                     : Value();
-      if (replaced) {
+      if (Value replaced = getReplacedOperand(op, result.getResultNumber())) {
         pinned.insert(replaced);
         pinned.insert(result);
       }

@@ -17,15 +17,6 @@ namespace mlir::strata {
 using namespace mlir;
 using namespace mlir::strata;
 
-/// The value result `index` of `op` replaces in place, or null.
-static Value replacedBy(Operation *op, unsigned index) {
-  if (auto update = dyn_cast<InPlaceOpInterface>(op))
-    return update.getUpdatedOperand(index);
-  if (auto stateful = dyn_cast<StatefulOpInterface>(op))
-    return stateful.getUpdatedOperand(index);
-  return {};
-}
-
 /// An op that writes a value's buffer in place ends that value: no op of the
 /// same pipeline stage may read it afterwards (it would read the new
 /// contents). Passes that move or clone ops must keep this.
@@ -37,7 +28,7 @@ static LogicalResult checkInPlaceUses(func::FuncOp func) {
   };
   WalkResult walk = func.walk([&](Operation *op) {
     for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
-      Value replaced = replacedBy(op, r);
+      Value replaced = getReplacedOperand(op, r);
       if (!replaced)
         continue;
       for (Operation *user : replaced.getUsers()) {
@@ -93,19 +84,10 @@ LogicalResult mlir::strata::assignBuffers(func::FuncOp func) {
     if (op->getNumResults() == 0)
       return WalkResult::advance();
     SmallVector<Attribute> buffers;
-    auto inPlace = dyn_cast<InPlaceOpInterface>(op);
-    auto stateful = dyn_cast<StatefulOpInterface>(op);
     for (OpResult result : op->getResults()) {
-      if (inPlace) {
-        buffers.push_back(
-            getBuffer(inPlace.getUpdatedOperand(result.getResultNumber())));
-        continue;
-      }
-      // A stateful op's new version of an operand (running statistics, a
-      // kept weight version) takes its buffer.
-      if (Value updated =
-              stateful ? stateful.getUpdatedOperand(result.getResultNumber())
-                       : Value()) {
+      // An in-place update's new version of an operand (parameter, state,
+      // running statistics, kept weight version) takes its buffer.
+      if (Value updated = getReplacedOperand(op, result.getResultNumber())) {
         buffers.push_back(getBuffer(updated));
         continue;
       }

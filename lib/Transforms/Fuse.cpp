@@ -93,12 +93,8 @@ bool canMoveTo(Operation *def, Operation *to) {
        op = op->getNextNode()) {
     if (++distance > kMaxMoveDistance)
       return false;
-    auto update = dyn_cast<InPlaceOpInterface>(op);
-    auto stateful = dyn_cast<StatefulOpInterface>(op);
     for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
-      Value updated = update     ? update.getUpdatedOperand(r)
-                      : stateful ? stateful.getUpdatedOperand(r)
-                                 : Value();
+      Value updated = getReplacedOperand(op, r);
       if (updated && llvm::is_contained(def->getOperands(), updated))
         return false;
     }

@@ -77,6 +77,10 @@ int64_t mlir::strata::pipeline::updateWindow(const ScheduleShape &shape) {
   }
 }
 
+int64_t mlir::strata::pipeline::updatesPerStep(const ScheduleShape &shape) {
+  return shape.microBatches / updateWindow(shape);
+}
+
 int64_t mlir::strata::pipeline::weightVersion(const ScheduleShape &shape,
                                               int64_t device, int64_t micro) {
   switch (shape.kind) {

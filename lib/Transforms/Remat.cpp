@@ -339,14 +339,9 @@ Value swapCandidate(const StepModel &model, unsigned i, int64_t slot,
 /// Whether `op` writes `value`'s buffer in place (an optimizer update or a
 /// stateful op such as strata.copy_into replacing it).
 bool overwrites(Operation *op, Value value) {
-  for (unsigned r = 0, e = op->getNumResults(); r < e; ++r) {
-    if (auto update = dyn_cast<InPlaceOpInterface>(op))
-      if (update.getUpdatedOperand(r) == value)
-        return true;
-    if (auto stateful = dyn_cast<StatefulOpInterface>(op))
-      if (stateful.getUpdatedOperand(r) == value)
-        return true;
-  }
+  for (unsigned r = 0, e = op->getNumResults(); r < e; ++r)
+    if (getReplacedOperand(op, r) == value)
+      return true;
   return false;
 }
 

@@ -741,8 +741,9 @@ void Scheduler::keepVersions(Value param, Operation *like, int64_t chunk,
   // U + j - count for the next step; the versions it needs are the
   // parameter's and those of the other states. Move them with the free
   // state as the spare (cycles cost one extra copy each).
-  int64_t updatesPerStep = shape.microBatches / updateWindow(shape);
-  auto target = [&](int64_t j) { return updatesPerStep + j - count; };
+  auto target = [&, updates = updatesPerStep(shape)](int64_t j) {
+    return updates + j - count;
+  };
   kept.slotVersion[hole] = kFree;
   for (;;) {
     int64_t from = slotOf(target(hole));
@@ -801,10 +802,10 @@ void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
     Versions &kept = versions.find(param)->second;
     // Adam's bias correction counts updates: this is update
     // kept.paramVersion of the step's updatesPerStep.
-    int64_t updatesPerStep = shape.microBatches / updateWindow(shape);
-    if (auto adam = dyn_cast<AdamUpdateOp>(clone); adam && updatesPerStep > 1) {
+    int64_t updates = updatesPerStep(shape);
+    if (auto adam = dyn_cast<AdamUpdateOp>(clone); adam && updates > 1) {
       adam.setUpdateAttr(builder.getI64IntegerAttr(kept.paramVersion));
-      adam.setUpdatesAttr(builder.getI64IntegerAttr(updatesPerStep));
+      adam.setUpdatesAttr(builder.getI64IntegerAttr(updates));
     }
     kept.param = latest.lookup(param);
     ++kept.paramVersion;

@@ -292,11 +292,6 @@ private:
   /// A view (Buffer::viewOf) names an activation that is no view, with its
   /// offset and bytes.
   void checkView(const Buffer &view);
-  /// The buffer whose bytes buffer `id` is: its viewOf, else itself.
-  int64_t bytesOf(int64_t id) const {
-    int64_t viewed = plan.buffers[id].viewOf;
-    return viewed >= 0 ? viewed : id;
-  }
   /// Returns each rank's "program" (nullptr for a rank that shares one).
   std::vector<const json *> parseRanks(const json &ranks);
   void parseGroups(const json &root);
@@ -1041,7 +1036,7 @@ void PlanParser::checkSwaps(const std::vector<Instruction> &program,
     for (const auto &[slot, use] : slots) {
       if (use.stage == Stage::Out)
         for (int64_t out : inst.out)
-          if (bytesOf(out) == bytesOf(use.buffer) &&
+          if (plan.bytesOf(out) == plan.bytesOf(use.buffer) &&
               !(inst.has(kView) && plan.buffers[out].viewOf >= 0))
             fail(where, "writes buffer " + std::to_string(out) + ", which " +
                             slotName(slot) + "'s swap_out (instruction #" +
@@ -1050,9 +1045,9 @@ void PlanParser::checkSwaps(const std::vector<Instruction> &program,
       if (use.stage == Stage::In && !inst.has(kCopyWait)) {
         bool touches = false;
         for (int64_t id : inst.in)
-          touches |= bytesOf(id) == bytesOf(use.buffer);
+          touches |= plan.bytesOf(id) == plan.bytesOf(use.buffer);
         for (int64_t id : inst.out)
-          touches |= bytesOf(id) == bytesOf(use.buffer);
+          touches |= plan.bytesOf(id) == plan.bytesOf(use.buffer);
         if (touches && i != use.in)
           fail(where, "uses buffer " + std::to_string(use.buffer) + " before " +
                           slotName(slot) + "'s swap_in (instruction #" +
@@ -1316,7 +1311,7 @@ void PlanParser::checkOperands(Instruction &inst, const Attrs &raw,
     std::string name = "out[" + std::to_string(o) + "]";
     // A view is written by a reshape of the bytes it views, which moves none.
     bool view = out.viewOf >= 0;
-    if (view && !(info.has(kView) && bytesOf(inst.in[0]) == out.viewOf))
+    if (view && !(info.has(kView) && plan.bytesOf(inst.in[0]) == out.viewOf))
       fail(where, name + " (buffer " + std::to_string(out.id) +
                       ") is a view of buffer " + std::to_string(out.viewOf) +
                       ": only a reshape or flatten of that buffer (or of a "
@@ -1374,7 +1369,7 @@ void PlanParser::checkBufferLifetimes() {
     // its own.
     auto viewed = [&](std::vector<int64_t> ids) {
       for (int64_t &id : ids)
-        id = bytesOf(id);
+        id = plan.bytesOf(id);
       return ids;
     };
     for (const Instruction &inst : rank.program)
@@ -1390,7 +1385,7 @@ void PlanParser::checkBufferLifetimes() {
     bytes.push_back(buffer.bytes);
   }
   if (plan.loss >= 0)
-    persistent[bytesOf(plan.loss)] = true;
+    persistent[plan.bytesOf(plan.loss)] = true;
   std::vector<LiveInterval> intervals = computeLiveness(programs, persistent);
   if (intervals.size() != plan.buffers.size())
     fail("ranks", "an instruction names a buffer that does not exist");

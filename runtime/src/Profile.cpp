@@ -153,16 +153,12 @@ Status ProfileRecorder::write(const Plan &plan,
   }
   // Tensors: who writes each buffer in forward, who reads it. A view
   // counts as the buffer whose bytes it is (the bytes are stashed once).
-  auto bytesOf = [&](int64_t id) {
-    int64_t viewed = plan.buffers[id].viewOf;
-    return viewed >= 0 ? viewed : id;
-  };
   std::map<int64_t, int64_t> forwardWriter;
   for (const Instruction &inst : program)
     if (inst.layer >= 0 && !isBackwardPhase(inst.phase) &&
         inst.phase != Phase::Update)
       for (int64_t out : inst.out)
-        forwardWriter.try_emplace(bytesOf(out), inst.layer);
+        forwardWriter.try_emplace(plan.bytesOf(out), inst.layer);
   std::map<std::pair<int64_t, int64_t>, int64_t> edges;
   std::set<std::pair<int64_t, int64_t>> counted; // (buffer, consumer layer)
   std::set<int64_t> stashed;
@@ -170,7 +166,7 @@ Status ProfileRecorder::write(const Plan &plan,
     if (inst.layer < 0 || isCommunication(inst))
       continue;
     for (int64_t id : inst.in) {
-      int64_t in = bytesOf(id);
+      int64_t in = plan.bytesOf(id);
       auto it = forwardWriter.find(in);
       if (it == forwardWriter.end())
         continue;

@@ -82,6 +82,10 @@ std::string checkShape(const ScheduleShape &shape);
 /// window (2bw) or the whole step (the flushed schedules).
 int64_t updateWindow(const ScheduleShape &shape);
 
+/// Updates of each parameter in one step: micro-batches / updateWindow (1
+/// for the flushed schedules).
+int64_t updatesPerStep(const ScheduleShape &shape);
+
 /// The weight version that the forward and the backward pass of micro-batch
 /// `micro` read on `device`, counted in updates from the weights at the start
 /// of the step (0; negative: an older version kept from earlier steps):

@@ -1,4 +1,5 @@
-//===- MatmulLayout.h - Where a batched product finds its matrices -*- C++ -*-===//
+//===- MatmulLayout.h - Where a batched product finds its matrices -*- C++
+//-*-===//
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //

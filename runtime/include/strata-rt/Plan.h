@@ -207,6 +207,12 @@ struct Plan {
 
   /// The input with `role`, or nullptr (a plan has at most one per role).
   const Input *findInput(InputRole role) const;
+  /// The buffer whose bytes buffer `id` is: the buffer it views
+  /// (Buffer::viewOf), else itself.
+  int64_t bytesOf(int64_t id) const {
+    int64_t viewed = buffers[id].viewOf;
+    return viewed >= 0 ? viewed : id;
+  }
   /// The number of ranks the plan runs on.
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
   /// The instructions rank `rank` runs.

@@ -418,34 +418,11 @@ void runAdamGroup(KernelContext &ctx, const std::vector<KernelCall> &calls) {
       });
 }
 
-std::string verifyCopyInto(const Descs &inputs, const Descs &outputs,
-                           const Attrs &attrs) {
-  Verifier v(inputs, outputs, attrs);
-  v.counts(2, 1) && v.dtypes() && v.sameShape(in(1), in(0)) &&
-      v.sameShape(out(0), in(0));
-  return v.error();
-}
-
-/// A weight version kept for the asynchronous pipeline schedules: the
-/// output is the buffer of input 1 (the state), overwritten by input 0.
-void runCopyInto(KernelContext &ctx, const Tensors &inputs,
-                 const Tensors &outputs, const OpAttrs &) {
-  const float *source = inputs[0].f32();
-  float *dest = outputs[0].f32();
-  if (source == dest)
-    return;
-  parallelFor(ctx.pool, inputs[0].numel(), 1, [=](int64_t begin, int64_t end) {
-    std::memcpy(dest + begin, source + begin,
-                static_cast<size_t>(end - begin) * sizeof(float));
-  });
-}
-
 } // namespace
 
 void appendOptimKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::SgdUpdate, verifySgd, runSgd, runSgdGroup});
   kernels.push_back({OpCode::AdamUpdate, verifyAdam, runAdam, runAdamGroup});
-  kernels.push_back({OpCode::CopyInto, verifyCopyInto, runCopyInto});
 }
 
 } // namespace strata::rt::detail

@@ -681,6 +681,8 @@ void appendDenseCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({OpCode::BiasAddGrad, runBiasAddGrad, biasAddGradScratch});
   kernels.push_back({OpCode::Reshape, runCopy});
   kernels.push_back({OpCode::Flatten, runCopy});
+  // copy_into: input 0 into the buffer of input 1 (the output).
+  kernels.push_back({OpCode::CopyInto, runCopy});
   kernels.push_back({OpCode::Transpose, runTranspose});
   kernels.push_back({OpCode::Fill, runFill});
   kernels.push_back({OpCode::Scale, runScale});

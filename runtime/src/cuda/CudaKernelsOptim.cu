@@ -286,20 +286,11 @@ void runAdamGroup(CudaContext &ctx, const std::vector<CudaKernelCall> &calls) {
   });
 }
 
-/// A weight version kept for the asynchronous pipeline schedules: input 0
-/// into the buffer of input 1 (the output's).
-void runCopyInto(CudaContext &ctx, const Tensors &inputs,
-                 const Tensors &outputs, const OpAttrs &) {
-  copyDevice(ctx, outputs[0].f32(), inputs[0].f32(),
-             inputs[0].numel() * (int64_t)sizeof(float));
-}
-
 } // namespace
 
 void appendOptimCudaKernels(std::vector<CudaKernelEntry> &kernels) {
   kernels.push_back({OpCode::SgdUpdate, runSgd, nullptr, runSgdGroup});
   kernels.push_back({OpCode::AdamUpdate, runAdam, nullptr, runAdamGroup});
-  kernels.push_back({OpCode::CopyInto, runCopyInto});
 }
 
 } // namespace strata::rt::cuda::detail

@@ -92,6 +92,14 @@ BufferAttr mlir::strata::getBuffer(Value value) {
   return dyn_cast<BufferAttr>(buffers[result.getResultNumber()]);
 }
 
+Value mlir::strata::getReplacedOperand(Operation *op, unsigned index) {
+  if (auto update = dyn_cast<InPlaceOpInterface>(op))
+    return update.getUpdatedOperand(index);
+  if (auto stateful = dyn_cast<StatefulOpInterface>(op))
+    return stateful.getUpdatedOperand(index);
+  return {};
+}
+
 bool mlir::strata::isSizedTensorType(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape() ||

@@ -51,6 +51,11 @@ constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
 /// all at least 1 and whose bytes are at most `kMaxTensorBytes`: the tensors
 /// Strata ops take and produce (the type constraints of the ODS definitions).
 bool isSizedTensorType(Type type);
+
+/// The operand whose buffer result `index` of `op` takes because the op
+/// writes it in place (an optimizer update's new parameter or state, a
+/// stateful op's new running statistics or kept weight version), or null.
+Value getReplacedOperand(Operation *op, unsigned index);
 } // namespace mlir::strata
 
 #define GET_OP_CLASSES
