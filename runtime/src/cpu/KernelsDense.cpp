@@ -477,10 +477,7 @@ void runBiasAddGrad(KernelContext &ctx, const Tensors &inputs,
   // dimensions in a fixed order.
   parallelFor(ctx.pool, d, outer * inner, [=](int64_t begin, int64_t end) {
     if (inner == 1) {
-      std::fill(db + begin, db + end, 0.0f);
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t j = begin; j < end; ++j)
-          db[j] += dy[o * d + j];
+      columnSumsArray(dy + begin, outer, d, db + begin, end - begin);
       return;
     }
     for (int64_t j = begin; j < end; ++j) {

@@ -222,16 +222,9 @@ void runLayerNormGrad(KernelContext &ctx, const Tensors &inputs,
   });
   // dgamma, dbeta: each thread owns a range of columns and sums rows in order.
   parallelFor(ctx.pool, h, 4 * rows, [=](int64_t begin, int64_t end) {
-    std::fill(dgamma + begin, dgamma + end, 0.0f);
-    std::fill(dbeta + begin, dbeta + end, 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *xr = x + r * h, *dyr = dy + r * h;
-      float mean = meanp[r], rstd = rstdp[r];
-      for (int64_t j = begin; j < end; ++j) {
-        dgamma[j] += dyr[j] * ((xr[j] - mean) * rstd);
-        dbeta[j] += dyr[j];
-      }
-    }
+    normColumnSumsArray({dy + begin, x + begin, meanp, rstdp, rows, h,
+                         dgamma + begin, dbeta + begin},
+                        end - begin);
   });
 }
 

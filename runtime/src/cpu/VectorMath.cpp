@@ -10,6 +10,7 @@
 
 #include "VectorMath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -80,6 +81,33 @@ void reluScalar(const float *x, float *y, int64_t n) {
 void reluGradScalar(const float *dy, const float *x, float *dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+// Column sums: one running sum per column from 0, rows in order; the vector
+// versions keep a block of columns in registers over all rows and perform
+// the same additions lane by lane.
+
+void columnSumsScalar(const float *x, int64_t rows, int64_t ld, float *sum,
+                      int64_t n) {
+  std::fill(sum, sum + n, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      sum[j] += x[r * ld + j];
+}
+
+void normColumnSumsScalar(const NormColumns &c, int64_t n) {
+  std::fill(c.dgamma, c.dgamma + n, 0.0f);
+  std::fill(c.dbeta, c.dbeta + n, 0.0f);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const float *dyr = c.dy + r * c.ld, *xr = c.x + r * c.ld;
+    float mean = c.mean[r], rstd = c.rstd[r];
+    for (int64_t j = 0; j < n; ++j) {
+      float xhat = (xr[j] - mean) * rstd;
+      float product = dyr[j] * xhat; // its own statement: never an FMA
+      c.dgamma[j] += product;
+      c.dbeta[j] += dyr[j];
+    }
+  }
 }
 
 #if STRATA_VMATH_X86
@@ -218,6 +246,80 @@ STRATA_AVX512 void reluGradAvx512(const float *dy, const float *x, float *dx,
   }
 }
 
+/// Sums of columns [j, j + 16 kVecs) over all rows in kVecs registers.
+/// Rows per chunk of the column sums: a chunk of `arrays` arrays of n
+/// columns stays in the L1 cache (about 32 KiB) while every block of
+/// columns is summed over it, so the arrays are read from memory once.
+inline int64_t chunkRows(int64_t n, int arrays) {
+  return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n * arrays));
+}
+
+/// Adds rows [r0, r1) of columns [j, j + 16 kVecs) to sum, in registers.
+template <int kVecs>
+STRATA_AVX512 void columnBlock512(const float *x, int64_t r0, int64_t r1,
+                                  int64_t ld, float *sum, int64_t j,
+                                  int64_t n) {
+  __m512 acc[kVecs];
+  __mmask16 m[kVecs];
+  for (int v = 0; v < kVecs; ++v) {
+    m[v] = j + 16 * v < n ? tailMask(j + 16 * v, n) : (__mmask16)0;
+    acc[v] = _mm512_maskz_loadu_ps(m[v], sum + j + 16 * v);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *xr = x + r * ld + j;
+    for (int v = 0; v < kVecs; ++v)
+      acc[v] = _mm512_add_ps(acc[v], _mm512_maskz_loadu_ps(m[v], xr + 16 * v));
+  }
+  for (int v = 0; v < kVecs; ++v)
+    _mm512_mask_storeu_ps(sum + j + 16 * v, m[v], acc[v]);
+}
+
+STRATA_AVX512 void columnSumsAvx512(const float *x, int64_t rows, int64_t ld,
+                                    float *sum, int64_t n) {
+  std::fill(sum, sum + n, 0.0f);
+  int64_t chunk = chunkRows(n, 1);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+    for (int64_t j = 0; j < n; j += 128)
+      columnBlock512<8>(x, r0, std::min(rows, r0 + chunk), ld, sum, j, n);
+}
+
+/// normColumnSums over rows [r0, r1) of columns [j, j + 64).
+STRATA_AVX512 void normColumnBlock512(const NormColumns &c, int64_t r0,
+                                      int64_t r1, int64_t j, int64_t n) {
+  constexpr int kVecs = 4;
+  __m512 dg[kVecs], db[kVecs];
+  __mmask16 m[kVecs];
+  for (int v = 0; v < kVecs; ++v) {
+    m[v] = j + 16 * v < n ? tailMask(j + 16 * v, n) : (__mmask16)0;
+    dg[v] = _mm512_maskz_loadu_ps(m[v], c.dgamma + j + 16 * v);
+    db[v] = _mm512_maskz_loadu_ps(m[v], c.dbeta + j + 16 * v);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *dyr = c.dy + r * c.ld + j, *xr = c.x + r * c.ld + j;
+    __m512 mean = _mm512_set1_ps(c.mean[r]), rstd = _mm512_set1_ps(c.rstd[r]);
+    for (int v = 0; v < kVecs; ++v) {
+      __m512 g = _mm512_maskz_loadu_ps(m[v], dyr + 16 * v);
+      __m512 xhat = _mm512_mul_ps(
+          _mm512_sub_ps(_mm512_maskz_loadu_ps(m[v], xr + 16 * v), mean), rstd);
+      dg[v] = _mm512_add_ps(dg[v], _mm512_mul_ps(g, xhat));
+      db[v] = _mm512_add_ps(db[v], g);
+    }
+  }
+  for (int v = 0; v < kVecs; ++v) {
+    _mm512_mask_storeu_ps(c.dgamma + j + 16 * v, m[v], dg[v]);
+    _mm512_mask_storeu_ps(c.dbeta + j + 16 * v, m[v], db[v]);
+  }
+}
+
+STRATA_AVX512 void normColumnSumsAvx512(const NormColumns &c, int64_t n) {
+  std::fill(c.dgamma, c.dgamma + n, 0.0f);
+  std::fill(c.dbeta, c.dbeta + n, 0.0f);
+  int64_t chunk = chunkRows(n, 2);
+  for (int64_t r0 = 0; r0 < c.rows; r0 += chunk)
+    for (int64_t j = 0; j < n; j += 64)
+      normColumnBlock512(c, r0, std::min(c.rows, r0 + chunk), j, n);
+}
+
 //===----------------------------------------------------------------------===//
 // AVX2
 //===----------------------------------------------------------------------===//
@@ -354,18 +456,69 @@ STRATA_AVX2 void reluGradAvx2(const float *dy, const float *x, float *dx,
   reluGradScalar(dy + i, x + i, dx + i, n - i);
 }
 
+/// Whole 8-column blocks in registers; the last n % 8 columns through the
+/// scalar loops (the same additions).
+STRATA_AVX2 void columnSumsAvx2(const float *x, int64_t rows, int64_t ld,
+                                float *sum, int64_t n) {
+  constexpr int kVecs = 8;
+  int64_t j = 0;
+  while (j + 8 <= n) {
+    int vecs = (int)std::min<int64_t>(kVecs, (n - j) / 8);
+    __m256 acc[kVecs];
+    for (int v = 0; v < kVecs; ++v)
+      acc[v] = _mm256_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int v = 0; v < vecs; ++v)
+        acc[v] = _mm256_add_ps(acc[v], _mm256_loadu_ps(x + r * ld + j + 8 * v));
+    for (int v = 0; v < vecs; ++v)
+      _mm256_storeu_ps(sum + j + 8 * v, acc[v]);
+    j += 8 * vecs;
+  }
+  if (j < n)
+    columnSumsScalar(x + j, rows, ld, sum + j, n - j);
+}
+
+STRATA_AVX2 void normColumnSumsAvx2(const NormColumns &c, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 dg = _mm256_setzero_ps(), db = _mm256_setzero_ps();
+    for (int64_t r = 0; r < c.rows; ++r) {
+      __m256 g = _mm256_loadu_ps(c.dy + r * c.ld + j);
+      __m256 xhat =
+          _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(c.x + r * c.ld + j),
+                                      _mm256_set1_ps(c.mean[r])),
+                        _mm256_set1_ps(c.rstd[r]));
+      dg = _mm256_add_ps(dg, _mm256_mul_ps(g, xhat));
+      db = _mm256_add_ps(db, g);
+    }
+    _mm256_storeu_ps(c.dgamma + j, dg);
+    _mm256_storeu_ps(c.dbeta + j, db);
+  }
+  if (j < n) {
+    NormColumns rest = c;
+    rest.dy += j;
+    rest.x += j;
+    rest.dgamma += j;
+    rest.dbeta += j;
+    normColumnSumsScalar(rest, n - j);
+  }
+}
+
 #endif // STRATA_VMATH_X86
 
 } // namespace
 
 const VectorMath &vectorMath(GemmIsa isa) {
-  static const VectorMath scalar{expScalar, geluScalar, geluGradScalar,
-                                 addScalar, reluScalar, reluGradScalar};
+  static const VectorMath scalar{
+      expScalar,  geluScalar,     geluGradScalar,   addScalar,
+      reluScalar, reluGradScalar, columnSumsScalar, normColumnSumsScalar};
 #if STRATA_VMATH_X86
-  static const VectorMath avx2{expAvx2, geluAvx2, geluGradAvx2,
-                               addAvx2, reluAvx2, reluGradAvx2};
-  static const VectorMath avx512{expAvx512, geluAvx512, geluGradAvx512,
-                                 addAvx512, reluAvx512, reluGradAvx512};
+  static const VectorMath avx2{expAvx2,        geluAvx2,          geluGradAvx2,
+                               addAvx2,        reluAvx2,          reluGradAvx2,
+                               columnSumsAvx2, normColumnSumsAvx2};
+  static const VectorMath avx512{
+      expAvx512,  geluAvx512,     geluGradAvx512,   addAvx512,
+      reluAvx512, reluGradAvx512, columnSumsAvx512, normColumnSumsAvx512};
   switch (isa) {
   case GemmIsa::Avx512:
     return avx512;
@@ -408,6 +561,15 @@ void reluArray(const float *x, float *y, int64_t n) {
 
 void reluGradArray(const float *dy, const float *x, float *dx, int64_t n) {
   defaultMath().reluGrad(dy, x, dx, n);
+}
+
+void columnSumsArray(const float *x, int64_t rows, int64_t ld, float *sum,
+                     int64_t n) {
+  defaultMath().columnSums(x, rows, ld, sum, n);
+}
+
+void normColumnSumsArray(const NormColumns &cols, int64_t n) {
+  defaultMath().normColumnSums(cols, n);
 }
 
 } // namespace strata::rt::detail

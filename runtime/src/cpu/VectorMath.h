@@ -3,9 +3,10 @@
 //
 // Part of the Strata runtime, which never includes an MLIR header.
 //
-// exp and GELU, and the branch-free add, relu and relu_grad loops of the
-// element-wise kernels and the GEMM epilogues, over arrays with AVX-512 /
-// AVX2 code picked at run time (the instruction set of
+// exp and GELU, the branch-free add, relu and relu_grad loops of the
+// element-wise kernels and the GEMM epilogues, and the column sums of
+// bias_add_grad and layer_norm_grad, over arrays with
+// AVX-512 / AVX2 code picked at run time (the instruction set of
 // detail::defaultGemmIsa()), else the C library. Every element goes through
 // the same lane arithmetic whatever n and its position (tails are masked or
 // padded), so results do not depend on how a parallel loop splits an array.
@@ -23,7 +24,15 @@
 
 namespace strata::rt::detail {
 
-/// The three loops for one instruction set.
+/// The operands of normColumnSums: dy and x are [rows][ld] (row r starts
+/// at r * ld), mean and rstd one value per row.
+struct NormColumns {
+  const float *dy, *x, *mean, *rstd;
+  int64_t rows, ld;
+  float *dgamma, *dbeta;
+};
+
+/// The loops for one instruction set.
 struct VectorMath {
   void (*exp)(const float *x, float *y, int64_t n);
   void (*gelu)(const float *x, float *y, int64_t n);
@@ -31,6 +40,9 @@ struct VectorMath {
   void (*add)(const float *a, const float *b, float *c, int64_t n);
   void (*relu)(const float *x, float *y, int64_t n);
   void (*reluGrad)(const float *dy, const float *x, float *dx, int64_t n);
+  void (*columnSums)(const float *x, int64_t rows, int64_t ld, float *sum,
+                     int64_t n);
+  void (*normColumnSums)(const NormColumns &cols, int64_t n);
 };
 
 /// The loops of `isa` (the C library for GemmIsa::Scalar); `isa` must be
@@ -56,6 +68,18 @@ void reluArray(const float *x, float *y, int64_t n);
 
 /// dx[i] = x[i] > 0 ? dy[i] : 0 (relu_grad), without branches.
 void reluGradArray(const float *dy, const float *x, float *dx, int64_t n);
+
+/// sum[j] = x[0][j] + x[1][j] + ... + x[rows-1][j] for j < n, rows at
+/// x + r * ld, each column summed from 0 in row order (the order of the
+/// scalar loop, so the result does not depend on the instruction set or on
+/// how a parallel loop splits the columns).
+void columnSumsArray(const float *x, int64_t rows, int64_t ld, float *sum,
+                     int64_t n);
+
+/// layer_norm_grad's column sums over the first n columns, in row order:
+/// dgamma[j] = sum_r dy[r][j] * ((x[r][j] - mean[r]) * rstd[r]) (a product
+/// and a sum, never fused) and dbeta[j] = sum_r dy[r][j].
+void normColumnSumsArray(const NormColumns &cols, int64_t n);
 
 } // namespace strata::rt::detail
 

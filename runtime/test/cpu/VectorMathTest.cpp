@@ -82,6 +82,65 @@ TEST(VectorMath, SelectionsAndSumsAreBitIdentical) {
   }
 }
 
+/// The column sums of bias_add_grad and layer_norm_grad: every instruction
+/// set gives the scalar loop's bits (the same additions in row order), the
+/// sums are within rounding of float64, and nothing past n is written.
+TEST(VectorMath, ColumnSumsAreBitIdentical) {
+  Random rng(91);
+  for (int64_t rows : {1, 5, 37})
+    for (int64_t n : {1, 7, 8, 15, 16, 17, 100, 129, 300}) {
+      int64_t ld = n + 3;
+      std::vector<float> dy(rows * ld), x(rows * ld), mean(rows), rstd(rows);
+      for (float &v : dy)
+        v = rng.uniform(-2.0f, 2.0f);
+      for (float &v : x)
+        v = rng.uniform(-2.0f, 2.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        mean[r] = rng.uniform(-0.5f, 0.5f);
+        rstd[r] = rng.uniform(0.5f, 2.0f);
+      }
+      auto run = [&](const detail::VectorMath &m, std::vector<float> &sum,
+                     std::vector<float> &dgamma, std::vector<float> &dbeta) {
+        // One guard element past n must stay as it was.
+        sum.assign(n + 1, 7.0f);
+        dgamma.assign(n + 1, 7.0f);
+        dbeta.assign(n + 1, 7.0f);
+        m.columnSums(dy.data(), rows, ld, sum.data(), n);
+        m.normColumnSums({dy.data(), x.data(), mean.data(), rstd.data(), rows,
+                          ld, dgamma.data(), dbeta.data()},
+                         n);
+      };
+      std::vector<float> want[3], got[3];
+      run(detail::vectorMath(GemmIsa::Scalar), want[0], want[1], want[2]);
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, sumAbs = 0, dg = 0, dgAbs = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          double g = dy[r * ld + j];
+          double xhat = ((double)x[r * ld + j] - mean[r]) * rstd[r];
+          sum += g;
+          sumAbs += std::fabs(g);
+          dg += g * xhat;
+          dgAbs += std::fabs(g * xhat);
+        }
+        double eps = 1.2e-7 * (rows + 2);
+        EXPECT_NEAR(want[0][j], sum, eps * sumAbs + 1e-30) << "j=" << j;
+        EXPECT_NEAR(want[1][j], dg, 2 * eps * dgAbs + 1e-30) << "j=" << j;
+        EXPECT_EQ(want[2][j], want[0][j]) << "dbeta is dy's column sum";
+      }
+      EXPECT_EQ(want[0][n], 7.0f);
+      for (GemmIsa isa : supportedIsas()) {
+        run(detail::vectorMath(isa), got[0], got[1], got[2]);
+        for (int k = 0; k < 3; ++k)
+          EXPECT_EQ(std::memcmp(got[k].data(), want[k].data(), (n + 1) * 4), 0)
+              << (k == 0   ? "columnSums"
+                  : k == 1 ? "dgamma"
+                           : "dbeta")
+              << " " << detail::gemmIsaName(isa) << " rows=" << rows
+              << " n=" << n;
+      }
+    }
+}
+
 TEST(VectorMath, ExpAccuracy) {
   Random rng(71);
   std::vector<float> x(10007), y(x.size());
