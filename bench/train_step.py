@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Training-step time of compiled models on this CPU, in f32 and with
 --strata-mixed-precision (bf16), unfused and with --strata-fuse (and the
-fused plan with its reshape views undone, to measure the views), with the
+fused plan with its arena on 4 KiB pages, STRATA_NO_HUGEPAGE=1, to measure
+the huge pages), with the
 share of the step spent in GEMM (matmul and fused_matmul instructions, from
 strata-run's trace), beside PyTorch eager (f32, and torch.autocast bf16) on
 the same models in the same session.
@@ -110,14 +111,11 @@ def optim_bench(b, n):
                                  out, re.M)}
 
 
-UNVIEW = os.path.join(HERE, "..", "test", "Integration", "Inputs",
-                      "unview_plan.py")
-
 
 def compile_plans(b, tmp, model, precision):
-    """The unfused and the fused plan of a model, and the fused plan with
-    every reshape view given bytes of its own ("copies": the reshapes copy,
-    as before views)."""
+    """The runs of a model: name -> (plan, environment prefix): the unfused
+    and the fused plan, and the fused plan with the arena on 4 KiB pages
+    ("small_pages": STRATA_NO_HUGEPAGE=1)."""
     mixed = " --strata-mixed-precision" if precision == "bf16" else ""
     plans = {}
     for variant, fuse in (("unfused", ""), ("fused", " --strata-fuse")):
@@ -125,9 +123,8 @@ def compile_plans(b, tmp, model, precision):
         sh(f"{b}/strata-model {model} | {b}/strata-opt "
            f"--strata-autodiff=optimizer=adamw{mixed}{fuse} | "
            f"{b}/strata-translate --export-plan -o {plan}")
-        plans[variant] = plan
-    plans["copies"] = os.path.join(tmp, "copies.json")
-    sh(f"python3 {UNVIEW} {plans['fused']} {plans['copies']}")
+        plans[variant] = (plan, "")
+    plans["small_pages"] = (plans["fused"][0], "STRATA_NO_HUGEPAGE=1 ")
     return plans
 
 
@@ -140,17 +137,18 @@ def measure(args, b, tmp, name, model, data, torch_model, precision):
         shares = {}
         for _ in range(args.repeat):
             LOADS.append(os.getloadavg()[0])
-            for variant, plan in plans.items():
+            for variant, (plan, env) in plans.items():
                 trace = os.path.join(tmp, f"{variant}.trace.json")
                 run = (f"{plan} --steps {args.steps} --threads {threads} "
                        f"{extra}")
-                out, cpu = cpu_seconds(f"{b}/strata-run {run} --trace {trace}")
+                out, cpu = cpu_seconds(
+                    f"{env}{b}/strata-run {run} --trace {trace}")
                 times[variant].append(mean_step_ms(out))
                 if threads == 1:
                     # CPU time per step: the run minus a one-step run
                     # (start-up and the warm-up step), over the other steps.
                     _, cpu1 = cpu_seconds(
-                        f"{b}/strata-run {plan} --steps 1 --threads 1 "
+                        f"{env}{b}/strata-run {plan} --steps 1 --threads 1 "
                         f"{extra}")
                     times[f"{variant}_cpu"].append(
                         1e3 * (cpu - cpu1) / (args.steps - 1))
@@ -174,13 +172,13 @@ def measure(args, b, tmp, name, model, data, torch_model, precision):
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append({"name": name, "precision": precision, "threads": threads,
                      "unfused": med["unfused"], "fused": med["fused"],
-                     "copies": med["copies"],
-                     "share_copies": shares["copies"][0],
+                     "small_pages": med["small_pages"],
+                     "share_small_pages": shares["small_pages"][0],
                      "torch": med.get("torch"), "base": med.get("base"),
                      "adam": med["adam_unfused"],
                      "adam_fused": med["adam_fused"],
                      "base_adam": med.get("base_adam"),
-                     "params": param_count(plans["unfused"]),
+                     "params": param_count(plans["unfused"][0]),
                      "cpu": {k[:-4]: v for k, v in med.items()
                              if k.endswith("_cpu")},
                      "share_unfused": shares["unfused"][0],
@@ -215,11 +213,10 @@ def header(args):
         "the step time is strata-run's mean over steps 2..N (step 1 is "
         "warm-up), the GEMM share is the time of `matmul` and "
         "`fused_matmul` instructions (epilogues included) over the time of "
-        "all instructions in the same steps, from `--trace`; \"fused, "
-        "reshapes copied\" is the fused plan with every reshape view given "
-        "bytes of its own (`test/Integration/Inputs/unview_plan.py`), so its "
-        "reshapes copy as they did before views: the views' effect in the "
-        "same rotation"
+        "all instructions in the same steps, from `--trace`; \"fused, 4 KiB "
+        "pages\" is the fused plan run with `STRATA_NO_HUGEPAGE=1` (the "
+        "arena without the transparent-huge-page advice): the huge pages' "
+        "effect in the same rotation"
         + (f"; each step time is the median of {args.repeat} runs"
            if args.repeat > 1 else "")
         + (". PyTorch: `bench/torch_step.py` (the same model, AdamW, eager; "
@@ -233,13 +230,14 @@ def header(args):
         "",
     ]
     cols = ["model", "precision", "threads", "unfused (ms)", "fused (ms)",
-            "fused / unfused", "fused, reshapes copied (ms)",
-            "fused / copied"]
+            "fused / unfused", "fused, 4 KiB pages (ms)",
+            "fused / 4 KiB pages"]
     if args.torch:
         cols += ["PyTorch (ms)", "fused / PyTorch"]
     if args.baseline_run:
         cols += [f"{args.baseline_label} (ms)", "ratio"]
-    cols += ["GEMM share unfused", "GEMM share fused", "GEMM share copied",
+    cols += ["GEMM share unfused", "GEMM share fused",
+             "GEMM share 4 KiB pages",
              "largest ops (fused)"]
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("| " + " | ".join("---" if c in ("model", "precision",
@@ -311,14 +309,15 @@ def main():
     for r in rows:
         cells = [r["name"], r["precision"], str(r["threads"]),
                  f"{r['unfused']:.1f}", f"{r['fused']:.1f}",
-                 f"{r['fused'] / r['unfused']:.2f}", f"{r['copies']:.1f}",
-                 f"{r['fused'] / r['copies']:.2f}"]
+                 f"{r['fused'] / r['unfused']:.2f}",
+                 f"{r['small_pages']:.1f}",
+                 f"{r['fused'] / r['small_pages']:.2f}"]
         if args.torch:
             cells += [f"{r['torch']:.1f}", f"{r['fused'] / r['torch']:.2f}"]
         if args.baseline_run:
             cells += [f"{r['base']:.1f}", f"{r['unfused'] / r['base']:.3f}"]
         cells += [f"{r['share_unfused']:.0f}%", f"{r['share']:.0f}%",
-                  f"{r['share_copies']:.0f}%", r["top"]]
+                  f"{r['share_small_pages']:.0f}%", r["top"]]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "CPU time per step at 1 thread (ms; user + system time, "
               "which time-sharing with the other processes on these cores "
@@ -327,7 +326,7 @@ def main():
               "process CPU time over steps 2..N). The goals are judged on "
               "these.", "",
               "| model | precision | unfused | fused | fused / unfused | "
-              "fused, reshapes copied | fused / copied"
+              "fused, 4 KiB pages | fused / 4 KiB pages"
               + (" | PyTorch | fused / PyTorch" if args.torch else "") + " |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---:"
               + (" | ---: | ---:" if args.torch else "") + " |"]
@@ -337,7 +336,8 @@ def main():
             continue
         cells = [r["name"], r["precision"], f"{c['unfused']:.1f}",
                  f"{c['fused']:.1f}", f"{c['fused'] / c['unfused']:.2f}",
-                 f"{c['copies']:.1f}", f"{c['fused'] / c['copies']:.2f}"]
+                 f"{c['small_pages']:.1f}",
+                 f"{c['fused'] / c['small_pages']:.2f}"]
         if args.torch:
             cells += [f"{c['torch']:.1f}", f"{c['fused'] / c['torch']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
