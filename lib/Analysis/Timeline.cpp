@@ -185,8 +185,9 @@ private:
   void emit(int64_t rank, size_t index, Stream stream, double start,
             double end) {
     const Instruction &inst = schedule.ranks[rank][index];
-    result.events.push_back({rank, static_cast<int64_t>(index), stream, start,
-                             end, inst.name, inst.category});
+    int64_t label = inst.label >= 0 ? inst.label : static_cast<int64_t>(index);
+    result.events.push_back({rank, static_cast<int64_t>(index), label, stream,
+                             start, end, inst.name, inst.category});
   }
 };
 
@@ -194,8 +195,9 @@ private:
 
 std::string Simulator::where(int64_t rank, size_t index) const {
   const Instruction &inst = schedule.ranks[rank][index];
+  int64_t label = inst.label >= 0 ? inst.label : static_cast<int64_t>(index);
   return "rank " + std::to_string(rank) + " instruction #" +
-         std::to_string(index) + " (" + inst.name + ")";
+         std::to_string(label) + " (" + inst.name + ")";
 }
 
 std::string Simulator::validate() const {

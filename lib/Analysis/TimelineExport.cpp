@@ -78,7 +78,7 @@ std::string mlir::strata::timeline::toChromeTrace(const Result &result) {
        << ", \"tid\": " << static_cast<int>(e.stream)
        << ", \"ts\": " << number(e.start * 1e6)
        << ", \"dur\": " << number((e.end - e.start) * 1e6)
-       << ", \"args\": {\"instruction\": " << e.index << "}}";
+       << ", \"args\": {\"instruction\": " << e.label << "}}";
   }
   os << "\n]}\n";
   return os.str();
@@ -127,7 +127,7 @@ std::string mlir::strata::timeline::toSvg(const Result &result,
     os << "<rect x=\"" << number(left + e.start * scale) << "\" y=\""
        << number(y + 2) << "\" width=\"" << number(w) << "\" height=\""
        << number(rowHeight - 4) << "\" fill=\"" << colourOf(e) << "\"><title>"
-       << escape(e.name, true) << " #" << e.index << " "
+       << escape(e.name, true) << " #" << e.label << " "
        << number((e.end - e.start) * 1e6) << " us</title></rect>\n";
   }
   double axis = top + rows * rowHeight + 15;

@@ -131,13 +131,21 @@ static void addBusyPeriods(std::vector<BucketSpan> spans,
   }
 }
 
+/// The bucket starts' host copies: bytes packed and seconds taken.
+struct HostCopies {
+  double bytes = 0, seconds = 0;
+  int64_t count = 0;
+};
+
 /// The all-reduces of rank `rank` in its trace (the first step left out):
-/// each blocking one (into `samples`), and each busy period of the bucket
-/// transfers (into `bucketSamples`).
+/// each blocking one (into `samples`), each busy period of the bucket
+/// transfers (into `bucketSamples`), and each bucket start, whose time on
+/// the compute thread is the copy that packs the bucket (into `copies`).
 static void collectSamples(const rt::Plan &plan, int64_t rank,
                            const llvm::json::Value &trace,
                            std::vector<CollectiveSample> &samples,
-                           std::vector<CollectiveSample> &bucketSamples) {
+                           std::vector<CollectiveSample> &bucketSamples,
+                           HostCopies &copies) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
   const llvm::json::Object *root = trace.getAsObject();
   const llvm::json::Array *events =
@@ -158,11 +166,19 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
       continue;
     llvm::StringRef bucketName = *name;
     std::optional<int64_t> index = args->getInteger("instruction");
-    if (*name == "all_reduce" && index && *index >= 0 &&
-        *index < static_cast<int64_t>(program.size())) {
+    bool inProgram =
+        index && *index >= 0 && *index < static_cast<int64_t>(program.size());
+    if (*name == "all_reduce" && inProgram) {
       const rt::Instruction &inst = program[*index];
       samples.push_back({static_cast<double>(plan.buffers[inst.in[0]].bytes),
                          groupSize(plan, inst), *dur * 1e-6, 1});
+      continue;
+    }
+    if (*name == "all_reduce_start" && inProgram) {
+      for (int64_t id : program[*index].in)
+        copies.bytes += static_cast<double>(plan.buffers[id].bytes);
+      copies.seconds += *dur * 1e-6;
+      ++copies.count;
       continue;
     }
     int64_t bucket = 0;
@@ -194,6 +210,7 @@ std::string sim::calibrate(const rt::Plan &plan,
            "): " + command + " (output in " + log + ")";
   std::map<std::string, std::pair<double, int64_t>> kernels;
   std::vector<CollectiveSample> samples, bucketSamples;
+  HostCopies copies;
   llvm::json::Object root;
   for (int64_t rank = 0; rank < world; ++rank) {
     auto profile = readJson(rankFile(profileBase, rank));
@@ -218,7 +235,7 @@ std::string sim::calibrate(const rt::Plan &plan,
     auto trace = readJson(rankFile(traceBase, rank));
     if (!trace)
       return llvm::toString(trace.takeError());
-    collectSamples(plan, rank, *trace, samples, bucketSamples);
+    collectSamples(plan, rank, *trace, samples, bucketSamples, copies);
   }
   llvm::json::Array merged;
   for (auto &[kernel, entry] : kernels)
@@ -251,6 +268,10 @@ std::string sim::calibrate(const rt::Plan &plan,
     root["link"] = linkJson(*buckets, bucketSamples.size());
   if (buckets)
     root["async_link"] = linkJson(*buckets, bucketSamples.size());
+  if (copies.count > 0 && copies.bytes > 0 && copies.seconds > 0)
+    root["host_copy"] = llvm::json::Object{
+        {"bandwidth_gb_per_s", copies.bytes / copies.seconds * 1e-9},
+        {"samples", copies.count}};
   std::error_code ec;
   llvm::raw_fd_ostream os(options.out, ec, llvm::sys::fs::OF_Text);
   if (ec)

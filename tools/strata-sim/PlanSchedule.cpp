@@ -173,6 +173,27 @@ static timeline::Instruction communication(const rt::Plan &plan, int64_t rank,
   }
 }
 
+/// The host copy before a bucketed all-reduce's transfer (`pack`, of its
+/// start) or after it (`unpack`, of its wait): the bucket's bytes through
+/// memory on the rank's compute thread, as the runtime's kernels copy them.
+static timeline::Instruction hostCopy(const rt::Plan &plan,
+                                      const rt::Instruction &inst, size_t index,
+                                      const char *what,
+                                      const CostOptions &options) {
+  double bytes = 0;
+  for (int64_t id : inst.in)
+    bytes += static_cast<double>(plan.buffers[id].bytes);
+  double rate = options.hostCopyBytesPerSecond > 0
+                    ? options.hostCopyBytesPerSecond
+                    : options.memoryBandwidth / 2;
+  timeline::Instruction copy = timeline::Instruction::compute(
+      std::string(what) + " bucket " + std::to_string(inst.attrs.bucket),
+      bytes / rate);
+  copy.category = "comm";
+  copy.label = static_cast<int64_t>(index);
+  return copy;
+}
+
 static const char *categoryOf(const rt::Instruction &inst) {
   switch (inst.phase) {
   case rt::Phase::Backward:
@@ -209,13 +230,18 @@ timeline::Schedule sim::buildSchedule(const rt::Plan &plan,
               : timeline::Instruction::compute(inst.name(), seconds[i]);
       ti.name = inst.name();
       ti.category = isCommunication(inst) ? "comm" : categoryOf(inst);
+      ti.label = static_cast<int64_t>(i);
+      if (inst.op == rt::OpCode::AllReduceStart)
+        list.push_back(hostCopy(plan, inst, i, "pack", options));
       if (inst.op == rt::OpCode::Send)
-        pendingSends.push_back(static_cast<int64_t>(i));
+        pendingSends.push_back(static_cast<int64_t>(list.size()));
       if (inst.has(rt::kInPlace)) {
         ti.after = pendingSends;
         pendingSends.clear();
       }
       list.push_back(std::move(ti));
+      if (inst.op == rt::OpCode::AllReduceWait)
+        list.push_back(hostCopy(plan, inst, i, "unpack", options));
     }
     schedule.ranks.push_back(std::move(list));
   }

@@ -46,6 +46,12 @@ struct CostOptions {
   double kernelOverhead = 0;
   /// Kernels take this many times as long (what-if compute=...).
   double computeScale = 1;
+  /// Bytes per second of the host copies around a bucketed all-reduce: its
+  /// start packs the bucket's tensors into one buffer and its wait unpacks
+  /// the sums, each on the rank's compute thread (--calibrate measures it
+  /// from the starts; 0: half the roofline's memory bandwidth, as a copy
+  /// reads and writes every byte). Not scaled by what-if compute=...
+  double hostCopyBytesPerSecond = 0;
   /// When set, measured kernel times: a kernel of the plan whose signature
   /// they lack takes its roofline time times the ratio of measured to
   /// roofline time over the kernels they have.

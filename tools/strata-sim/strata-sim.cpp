@@ -58,7 +58,9 @@ options:
   --calibrate OUT   first run PLAN on this machine (strata-run --profile
                     --trace, under mpirun for several ranks), write OUT (its
                     kernel times and the link latency and bandwidth fitted
-                    to its all-reduces) and predict with it (as --profile)
+                    to its all-reduces, and the speed of the host copies
+                    that pack and unpack all-reduce buckets) and predict
+                    with it (as --profile)
   --calibrate-steps N
                     steps of the calibration run (default 10)
   --calibrate-flags F
@@ -230,7 +232,8 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
 /// that strata-sim --calibrate fitted (when the file has one).
 sim::KernelTimes loadProfile(const std::string &path,
                              std::optional<timeline::Link> &link,
-                             std::optional<timeline::Link> &asyncLink) {
+                             std::optional<timeline::Link> &asyncLink,
+                             double &hostCopyBytesPerSecond) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     fail(3, path + ": " + buffer.getError().message());
@@ -271,6 +274,12 @@ sim::KernelTimes loadProfile(const std::string &path,
   };
   readLink("link", link);
   readLink("async_link", asyncLink);
+  if (const llvm::json::Object *copy = root->getObject("host_copy")) {
+    std::optional<double> bandwidth = copy->getNumber("bandwidth_gb_per_s");
+    if (!bandwidth || !(*bandwidth > 0) || !std::isfinite(*bandwidth))
+      fail(3, path + ": \"host_copy\" needs \"bandwidth_gb_per_s\" > 0");
+    hostCopyBytesPerSecond = *bandwidth * 1e9;
+  }
   return times;
 }
 
@@ -383,7 +392,8 @@ int main(int argc, char **argv) {
   sim::KernelTimes profile;
   if (!o.profile.empty()) {
     std::optional<timeline::Link> link;
-    profile = loadProfile(o.profile, link, system.asyncCollectives);
+    profile = loadProfile(o.profile, link, system.asyncCollectives,
+                          cost.hostCopyBytesPerSecond);
     cost.profile = &profile;
     if (link)
       system.intraNode = system.interNode = *link;

@@ -119,6 +119,10 @@ struct Instruction {
   std::vector<int64_t> after;
   /// Free-form category for traces ("forward", "backward", ...).
   std::string category;
+  /// The number traces and messages give it (an instruction of a plan's
+  /// program that the schedule splits keeps its number); -1: its index in
+  /// the rank's list.
+  int64_t label = -1;
 
   static Instruction compute(std::string name, double seconds);
   static Instruction send(int64_t peer, int64_t tag, double bytes);
@@ -143,6 +147,8 @@ struct Event {
   int64_t rank = 0;
   /// Index in the rank's instruction list.
   int64_t index = 0;
+  /// Its instruction's label (its index when it has none).
+  int64_t label = 0;
   Stream stream = Stream::Compute;
   double start = 0;
   double end = 0;

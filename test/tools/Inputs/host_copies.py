@@ -1,0 +1,41 @@
+"""Checks strata-sim's host copies around bucketed all-reduces.
+
+usage: host_copies.py PLAN TRACE GBPS
+
+Prints "BUCKETS n", then for every bucket whose pack (before the start) and
+unpack (after the wait) events are in the Chrome TRACE on rank 0's compute
+stream, "COPIES ok" when both last the bucket's bytes / (GBPS * 1e9)
+seconds and carry the plan index of their start or wait, else the bucket
+and what was found.
+"""
+import json
+import sys
+
+plan = json.load(open(sys.argv[1]))
+events = json.load(open(sys.argv[2]))
+events = events["traceEvents"] if isinstance(events, dict) else events
+rate = float(sys.argv[3]) * 1e9
+sizes = {b["id"]: b["bytes"] for b in plan["buffers"]}
+buckets, index = {}, {}
+for i, inst in enumerate(plan["ranks"][0]["program"]):
+    if inst["op"] == "all_reduce_start":
+        buckets[inst["attrs"]["bucket"]] = sum(sizes[i] for i in inst["in"])
+        index[("pack", inst["attrs"]["bucket"])] = i
+    if inst["op"] == "all_reduce_wait":
+        index[("unpack", inst["attrs"]["bucket"])] = i
+print("BUCKETS", len(buckets))
+found = {}
+for e in events:
+    if e.get("ph") == "X" and e.get("pid") == 0:
+        found.setdefault(e["name"], []).append(
+            (e["dur"], e["args"]["instruction"]))
+ok = True
+for bucket, nbytes in sorted(buckets.items()):
+    want = nbytes / rate * 1e6
+    for what in ("pack", "unpack"):
+        got = found.get(f"{what} bucket {bucket}", [])
+        if (len(got) != 1 or abs(got[0][0] - want) > 1e-6 * want + 1e-3
+                or got[0][1] != index[(what, bucket)]):
+            ok = False
+            print("MISMATCH", what, bucket, got, want)
+print("COPIES", "ok" if ok else "wrong")
