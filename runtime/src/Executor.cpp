@@ -193,9 +193,11 @@ void Executor::initialize(uint64_t seed) {
   for (const Parameter &param : plan.parameters)
     initializeTensor(tensors[param.buffer], param.init, seed, param.name,
                      pool.get());
+  // Kept weight versions are copies of their parameter, not initialised.
   for (const State &state : plan.states)
-    initializeTensor(tensors[state.buffer], state.init, seed, state.name,
-                     pool.get());
+    if (!state.copiesParam)
+      initializeTensor(tensors[state.buffer], state.init, seed, state.name,
+                       pool.get());
   copyParameterStates();
 }
 
@@ -203,10 +205,9 @@ void Executor::copyParameterStates() {
   for (const State &state : plan.states) {
     if (!state.copiesParam)
       continue;
-    for (const Parameter &param : plan.parameters)
-      if (param.name == state.param)
-        std::memcpy(tensors[state.buffer].data, tensors[param.buffer].data,
-                    static_cast<size_t>(tensors[state.buffer].desc.bytes()));
+    const Parameter &param = plan.parameters[state.paramIndex];
+    std::memcpy(tensors[state.buffer].data, tensors[param.buffer].data,
+                static_cast<size_t>(tensors[state.buffer].desc.bytes()));
   }
   hostStale = true;
 }

@@ -285,6 +285,8 @@ private:
   std::vector<std::string> claimedBy;
   /// Parameter and state names: the keys of a checkpoint.
   std::set<std::string> checkpointNames;
+  /// Parameter indices by name (parseParameters fills it).
+  std::map<std::string, int64_t> parameterIndex;
 
   void parseHeader(const json &root);
   void parseBuffers(const json &buffers);
@@ -713,6 +715,7 @@ void PlanParser::parseParameters(const json &params) {
     }
     param.layer = optionalIntField(entry, "layer", where, -1);
     param.init = parseInit(entry, where, buffer, /*required=*/true);
+    parameterIndex[param.name] = static_cast<int64_t>(plan.parameters.size());
     plan.parameters.push_back(std::move(param));
   }
 }
@@ -723,13 +726,12 @@ void PlanParser::checkCopiesParam(const State &state, const Buffer &buffer,
     fail(where, "\"param\": a running statistic is no weight version");
   if (state.param.empty())
     fail(where, "\"param\" needs the state's 'param' (the parameter to copy)");
-  for (const Parameter &p : plan.parameters)
-    if (p.name == state.param &&
-        plan.buffers[p.buffer].desc.shape != buffer.desc.shape)
-      fail(where, "\"param\": the state's shape " +
-                      formatShape(buffer.desc.shape) +
-                      " differs from parameter \"" + state.param + "\"'s " +
-                      formatShape(plan.buffers[p.buffer].desc.shape));
+  const Parameter &p = plan.parameters[state.paramIndex];
+  if (plan.buffers[p.buffer].desc.shape != buffer.desc.shape)
+    fail(where, "\"param\": the state's shape " +
+                    formatShape(buffer.desc.shape) +
+                    " differs from parameter \"" + state.param + "\"'s " +
+                    formatShape(plan.buffers[p.buffer].desc.shape));
 }
 
 void PlanParser::parseStates(const json &states) {
@@ -747,12 +749,11 @@ void PlanParser::parseStates(const json &states) {
     state.buffer = buffer.id;
     state.param = optionalStringField(entry, "param", where);
     if (!state.param.empty()) {
-      bool found = false;
-      for (const Parameter &p : plan.parameters)
-        found |= p.name == state.param;
-      if (!found)
+      auto named = parameterIndex.find(state.param);
+      if (named == parameterIndex.end())
         fail(member(where, "param"),
              "no parameter is named \"" + state.param + "\"");
+      state.paramIndex = named->second;
     }
     std::string kind =
         optionalStringField(entry, "kind", where, std::string("optimizer"));

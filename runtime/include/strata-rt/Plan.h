@@ -86,6 +86,8 @@ struct State {
   int64_t buffer = -1;
   /// The parameter this state belongs to ("" when none is named).
   std::string param;
+  /// Its index in Plan::parameters (-1 when none is named).
+  int64_t paramIndex = -1;
   InitSpec init;
   /// `init` is "param": the state starts as a copy of its parameter's value
   /// (an older weight version of an asynchronous pipeline schedule).
