@@ -229,11 +229,14 @@ def main():
         links = merge_calibrations(blocking, overlapped,
                                    os.path.join(tmp, "cal-links.json"))
         family = {}
+        # The link calibrations already ran the data-parallel plans.
+        calibrated = {"dp": blocking, "sync": overlapped}
         for index, (_, options, ranks, *_) in enumerate(CONFIGS):
             if options in family:
                 continue
-            path = calibrate(b, plans[index], tmp, f"cal-{index}.json",
-                             30 if ranks == 1 else 20, args.repeats)
+            path = calibrated.get(options) or calibrate(
+                b, plans[index], tmp, f"cal-{index}.json",
+                30 if ranks == 1 else 20, args.repeats)
             family[options] = with_links(path, links[0],
                                          os.path.join(tmp,
                                                       f"cal-{index}-l.json"))
