@@ -247,11 +247,16 @@ STRATA_AVX512 void reluGradAvx512(const float *dy, const float *x, float *dx,
 }
 
 /// Sums of columns [j, j + 16 kVecs) over all rows in kVecs registers.
-/// Rows per chunk of the column sums: a chunk of `arrays` arrays of n
-/// columns stays in the L1 cache (about 32 KiB) while every block of
-/// columns is summed over it, so the arrays are read from memory once.
-inline int64_t chunkRows(int64_t n, int arrays) {
-  return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n * arrays));
+/// The column sums go over groups of columns and, within a group, chunks
+/// of rows: a chunk of `arrays` arrays (rows x group width) stays in the L1
+/// cache (about 32 KiB) while every block of its columns is summed over
+/// it, so the arrays are read from memory once and each running sum is
+/// loaded and stored once per chunk of at least 8 rows.
+constexpr int64_t kChunkFloats = 8192;
+inline int64_t groupColumns(int arrays) { return kChunkFloats / 8 / arrays; }
+inline int64_t chunkRows(int64_t width, int arrays) {
+  return std::max<int64_t>(8,
+                           kChunkFloats / std::max<int64_t>(1, width * arrays));
 }
 
 /// Adds rows [r0, r1) of columns [j, j + 16 kVecs) to sum, in registers.
@@ -277,10 +282,14 @@ STRATA_AVX512 void columnBlock512(const float *x, int64_t r0, int64_t r1,
 STRATA_AVX512 void columnSumsAvx512(const float *x, int64_t rows, int64_t ld,
                                     float *sum, int64_t n) {
   std::fill(sum, sum + n, 0.0f);
-  int64_t chunk = chunkRows(n, 1);
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk)
-    for (int64_t j = 0; j < n; j += 128)
-      columnBlock512<8>(x, r0, std::min(rows, r0 + chunk), ld, sum, j, n);
+  const int64_t group = groupColumns(1); // a multiple of the 128-column block
+  for (int64_t g = 0; g < n; g += group) {
+    int64_t end = std::min(n, g + group);
+    int64_t chunk = chunkRows(end - g, 1);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+      for (int64_t j = g; j < end; j += 128)
+        columnBlock512<8>(x, r0, std::min(rows, r0 + chunk), ld, sum, j, n);
+  }
 }
 
 /// normColumnSums over rows [r0, r1) of columns [j, j + 64).
@@ -314,10 +323,14 @@ STRATA_AVX512 void normColumnBlock512(const NormColumns &c, int64_t r0,
 STRATA_AVX512 void normColumnSumsAvx512(const NormColumns &c, int64_t n) {
   std::fill(c.dgamma, c.dgamma + n, 0.0f);
   std::fill(c.dbeta, c.dbeta + n, 0.0f);
-  int64_t chunk = chunkRows(n, 2);
-  for (int64_t r0 = 0; r0 < c.rows; r0 += chunk)
-    for (int64_t j = 0; j < n; j += 64)
-      normColumnBlock512(c, r0, std::min(c.rows, r0 + chunk), j, n);
+  const int64_t group = groupColumns(2); // a multiple of the 64-column block
+  for (int64_t g = 0; g < n; g += group) {
+    int64_t end = std::min(n, g + group);
+    int64_t chunk = chunkRows(end - g, 2);
+    for (int64_t r0 = 0; r0 < c.rows; r0 += chunk)
+      for (int64_t j = g; j < end; j += 64)
+        normColumnBlock512(c, r0, std::min(c.rows, r0 + chunk), j, n);
+  }
 }
 
 //===----------------------------------------------------------------------===//
