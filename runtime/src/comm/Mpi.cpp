@@ -14,9 +14,14 @@
 // started in issue order; collectives complete in issue order (a collective's
 // Request completes only after every earlier collective of that thread),
 // sends and receives as soon as they are done. With MPI_THREAD_MULTIPLE each
-// communicator has its own progress thread; with less, every MPI call of the
-// process goes through the engine thread (the one that called
-// MPI_Init_thread), so FUNNELED and SERIALIZED are honoured.
+// communicator has its own progress thread, and sends and receives are
+// started on the calling thread before they are posted to it (the progress
+// thread shares the cores with the ranks' compute threads and can take
+// milliseconds to get to a new operation: a 2-stage GPipe step of an 8-layer
+// MLP ran 29 ms with every start on the progress thread, 24 ms so; set
+// STRATA_MPI_SERIAL=1 to start everything on the progress thread); with less,
+// every MPI call of the process goes through the engine thread (the one that
+// called MPI_Init_thread), so FUNNELED and SERIALIZED are honoured.
 //
 // Timeouts: an operation that has not completed `timeoutSeconds` after it
 // started fails with "rank R: no answer from the other ranks within T s (a
@@ -147,15 +152,17 @@ private:
   Status status_;
 };
 
-/// A communicator's state; after creation only its progress thread touches
-/// `comm` and `broken`.
+/// A communicator's state; after creation only its progress thread changes
+/// `comm` and `broken` (`brokenStatus` is written before `broken` is set,
+/// and read after it is seen set: a send or receive may start on the
+/// caller's thread).
 struct CommState {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
   LinkEmulation link;
   double timeoutSeconds = 60;
-  bool broken = false;
+  std::atomic<bool> broken{false};
   Status brokenStatus;
   /// When the emulated link is free again (progress thread only).
   Clock::time_point linkFreeAt;
@@ -186,8 +193,32 @@ struct Op {
   Clock::time_point readyAt;
   bool transferred = false;
   bool failed = false;
+  /// Started on the posting thread (startOp ran there).
+  bool startedByCaller = false;
   Status status;
 };
+
+/// Starts `op`'s nonblocking MPI call (on its progress thread, or on the
+/// posting thread for sends and receives under MPI_THREAD_MULTIPLE).
+void startOp(Op &op) {
+  op.started = Clock::now();
+  if (gFinalized) {
+    op.failed = true;
+    op.status = Status::failure(op.name + ": MPI was already finalized");
+    return;
+  }
+  if (op.state->broken.load(std::memory_order_acquire)) {
+    op.failed = true;
+    op.status = op.state->brokenStatus;
+    return;
+  }
+  int rc = op.start(&op.request);
+  if (rc != MPI_SUCCESS) {
+    op.failed = true;
+    op.status = Status::failure("rank " + std::to_string(op.state->rank) +
+                                ": " + op.name + ": " + mpiError(rc));
+  }
+}
 
 /// A thread that runs MPI operations (posted, started at once, polled and
 /// completed in order) and synchronous tasks (run once no operation is in
@@ -242,26 +273,6 @@ private:
     std::function<void()> task;
   };
 
-  static void startOp(Op &op) {
-    op.started = Clock::now();
-    if (gFinalized) {
-      op.failed = true;
-      op.status = Status::failure(op.name + ": MPI was already finalized");
-      return;
-    }
-    if (op.state->broken) {
-      op.failed = true;
-      op.status = op.state->brokenStatus;
-      return;
-    }
-    int rc = op.start(&op.request);
-    if (rc != MPI_SUCCESS) {
-      op.failed = true;
-      op.status = Status::failure("rank " + std::to_string(op.state->rank) +
-                                  ": " + op.name + ": " + mpiError(rc));
-    }
-  }
-
   /// Operations of one communicator share its emulated link: each holds it
   /// for latency + bytes / bandwidth from its start call or from when the
   /// previous one released it, whichever is later.
@@ -309,8 +320,8 @@ private:
       MPI_Cancel(&op.request);
       MPI_Wait(&op.request, MPI_STATUS_IGNORE);
     } else {
-      op.state->broken = true;
       op.state->brokenStatus = op.status;
+      op.state->broken.store(true, std::memory_order_release);
       gNeedAbort = true;
     }
     return true;
@@ -345,7 +356,8 @@ private:
           item.task();
           continue;
         }
-        startOp(*item.op);
+        if (!item.op->startedByCaller)
+          startOp(*item.op);
         inflight.push_back(std::move(item.op));
       }
 
@@ -484,6 +496,7 @@ public:
     if (engine.provided == MPI_THREAD_MULTIPLE) {
       own_ = std::make_unique<ProgressThread>();
       thread_ = own_.get();
+      startPointToPointHere_ = std::getenv("STRATA_MPI_SERIAL") == nullptr;
     } else {
       thread_ = &engine.thread;
     }
@@ -715,6 +728,10 @@ private:
 
   std::unique_ptr<Request> submit(std::unique_ptr<Op> op) {
     auto request = std::make_unique<AsyncRequest>(op->completion);
+    if (startPointToPointHere_ && op->pointToPoint) {
+      startOp(*op);
+      op->startedByCaller = true;
+    }
     thread_->post(std::move(op));
     return request;
   }
@@ -759,6 +776,9 @@ private:
   std::shared_ptr<CommState> state_;
   std::unique_ptr<ProgressThread> own_;
   ProgressThread *thread_ = nullptr;
+  /// Sends and receives start on the calling thread (MPI_THREAD_MULTIPLE,
+  /// unless STRATA_MPI_SERIAL is set).
+  bool startPointToPointHere_ = false;
 };
 
 } // namespace
