@@ -124,6 +124,11 @@ namespace {
 
 constexpr double kUnknown = -1;
 
+/// The number traces and messages give instruction `index`, `inst`.
+int64_t labelOf(const Instruction &inst, size_t index) {
+  return inst.label >= 0 ? inst.label : static_cast<int64_t>(index);
+}
+
 /// A collective one rank started and that has not begun yet.
 struct PendingCollective {
   int64_t rank;
@@ -185,9 +190,9 @@ private:
   void emit(int64_t rank, size_t index, Stream stream, double start,
             double end) {
     const Instruction &inst = schedule.ranks[rank][index];
-    int64_t label = inst.label >= 0 ? inst.label : static_cast<int64_t>(index);
-    result.events.push_back({rank, static_cast<int64_t>(index), label, stream,
-                             start, end, inst.name, inst.category});
+    result.events.push_back({rank, static_cast<int64_t>(index),
+                             labelOf(inst, index), stream, start, end,
+                             inst.name, inst.category});
   }
 };
 
@@ -195,9 +200,8 @@ private:
 
 std::string Simulator::where(int64_t rank, size_t index) const {
   const Instruction &inst = schedule.ranks[rank][index];
-  int64_t label = inst.label >= 0 ? inst.label : static_cast<int64_t>(index);
   return "rank " + std::to_string(rank) + " instruction #" +
-         std::to_string(label) + " (" + inst.name + ")";
+         std::to_string(labelOf(inst, index)) + " (" + inst.name + ")";
 }
 
 std::string Simulator::validate() const {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Calibrate.h"
+#include "PlanSchedule.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -95,12 +96,8 @@ static std::pair<double, int64_t>
 bucketOf(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
          int64_t bucket) {
   for (const rt::Instruction &inst : program)
-    if (inst.op == rt::OpCode::AllReduceStart && inst.attrs.bucket == bucket) {
-      double bytes = 0;
-      for (int64_t id : inst.in)
-        bytes += static_cast<double>(plan.buffers[id].bytes);
-      return {bytes, groupSize(plan, inst)};
-    }
+    if (inst.op == rt::OpCode::AllReduceStart && inst.attrs.bucket == bucket)
+      return {inputBytes(plan, inst), groupSize(plan, inst)};
   return {0, 0};
 }
 
@@ -178,8 +175,7 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
     // buckets' sums: no copy sample.
     if (*name == "all_reduce_start" && inProgram &&
         !program[*index].attrs.host) {
-      for (int64_t id : program[*index].in)
-        copies.bytes += static_cast<double>(plan.buffers[id].bytes);
+      copies.bytes += inputBytes(plan, program[*index]);
       copies.seconds += *dur * 1e-6;
       ++copies.count;
       continue;

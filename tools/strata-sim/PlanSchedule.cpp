@@ -50,6 +50,13 @@ bool isCommunication(const rt::Instruction &inst) {
 
 } // namespace
 
+double sim::inputBytes(const rt::Plan &plan, const rt::Instruction &inst) {
+  double bytes = 0;
+  for (int64_t id : inst.in)
+    bytes += static_cast<double>(plan.buffers[id].bytes);
+  return bytes;
+}
+
 Work sim::getWork(const rt::Plan &plan, const rt::Instruction &inst) {
   Work work;
   if (isCommunication(inst))
@@ -143,9 +150,7 @@ static timeline::Instruction communication(const rt::Plan &plan, int64_t rank,
                                            const rt::Instruction &inst) {
   using TI = timeline::Instruction;
   const rt::OpAttrs &a = inst.attrs;
-  double inBytes = 0;
-  for (int64_t id : inst.in)
-    inBytes += static_cast<double>(plan.buffers[id].bytes);
+  double inBytes = inputBytes(plan, inst);
   int64_t replica = plan.ranks[rank].replica;
   switch (inst.op) {
   case rt::OpCode::Send:
@@ -180,15 +185,12 @@ static timeline::Instruction hostCopy(const rt::Plan &plan,
                                       const rt::Instruction &inst, size_t index,
                                       const char *what,
                                       const CostOptions &options) {
-  double bytes = 0;
-  for (int64_t id : inst.in)
-    bytes += static_cast<double>(plan.buffers[id].bytes);
   double rate = options.hostCopyBytesPerSecond > 0
                     ? options.hostCopyBytesPerSecond
                     : options.memoryBandwidth / 2;
   timeline::Instruction copy = timeline::Instruction::compute(
       std::string(what) + " bucket " + std::to_string(inst.attrs.bucket),
-      bytes / rate);
+      inputBytes(plan, inst) / rate);
   copy.category = "comm";
   copy.label = static_cast<int64_t>(index);
   return copy;

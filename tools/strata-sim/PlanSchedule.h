@@ -29,6 +29,10 @@ struct Work {
   double bytes = 0;
 };
 
+/// The bytes of `inst`'s inputs (a bucket's tensors, a send's tensor).
+double inputBytes(const ::strata::rt::Plan &plan,
+                  const ::strata::rt::Instruction &inst);
+
 /// FLOPs and bytes of `inst` (zero for communication and copies).
 Work getWork(const ::strata::rt::Plan &plan,
              const ::strata::rt::Instruction &inst);

@@ -18,10 +18,11 @@
 // started on the calling thread before they are posted to it (the progress
 // thread shares the cores with the ranks' compute threads and can take
 // milliseconds to get to a new operation: a 2-stage GPipe step of an 8-layer
-// MLP ran 29 ms with every start on the progress thread, 24 ms so; set
-// STRATA_MPI_SERIAL=1 to start everything on the progress thread); with less,
-// every MPI call of the process goes through the engine thread (the one that
-// called MPI_Init_thread), so FUNNELED and SERIALIZED are honoured.
+// MLP ran 30.0 ms with every start on the progress thread, 23.8 ms so,
+// bench/p2p-start.md; STRATA_MPI_SERIAL=1 starts everything on the
+// progress thread); with less, every MPI call of the process goes through
+// the engine thread (the one that called MPI_Init_thread), so FUNNELED and
+// SERIALIZED are honoured.
 //
 // Timeouts: an operation that has not completed `timeoutSeconds` after it
 // started fails with "rank R: no answer from the other ranks within T s (a

@@ -527,17 +527,6 @@ std::string verifyFlatten(const Descs &inputs, const Descs &outputs,
   return verifyCopyLike(inputs, outputs, attrs, true);
 }
 
-/// copy_into: a weight version kept for the asynchronous pipeline
-/// schedules; the output is the buffer of input 1 (the state), overwritten
-/// by input 0 (runCopy).
-std::string verifyCopyInto(const Descs &inputs, const Descs &outputs,
-                           const Attrs &attrs) {
-  Verifier v(inputs, outputs, attrs);
-  v.counts(2, 1) && v.dtypes() && v.sameShape(in(1), in(0)) &&
-      v.sameShape(out(0), in(0));
-  return v.error();
-}
-
 void runCopy(KernelContext &ctx, const Tensors &inputs, const Tensors &outputs,
              const OpAttrs &) {
   const char *src = static_cast<const char *>(inputs[0].data);
@@ -738,7 +727,10 @@ void appendDenseKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::BiasAddGrad, verifyBiasAddGrad, runBiasAddGrad});
   kernels.push_back({OpCode::Reshape, verifyReshape, runCopy});
   kernels.push_back({OpCode::Flatten, verifyFlatten, runCopy});
-  kernels.push_back({OpCode::CopyInto, verifyCopyInto, runCopy});
+  // copy_into: a weight version kept for the asynchronous pipeline
+  // schedules; its output is the buffer of input 1 (the state), overwritten
+  // by input 0: two inputs and an output of one shape (verifyBinary).
+  kernels.push_back({OpCode::CopyInto, verifyBinary, runCopy});
   kernels.push_back({OpCode::Transpose, verifyTranspose, runTranspose});
   kernels.push_back({OpCode::Fill, verifyFill, runFill});
   kernels.push_back({OpCode::Scale, verifyScale, runScale});
