@@ -6,15 +6,19 @@ The PyTorch model mirrors `strata-model gpt --preset gpt2-small` op for op:
 pre-LN blocks, separate q/k/v projections with bias, an explicit causal
 softmax (no fused attention: eager PyTorch on the same ops), the tanh GELU,
 learned positions, tied embeddings, cross-entropy over every position, AdamW.
-Both run in FP32 with TF32 off (strata's CUDA kernels are FP32 throughout),
-unless --tf32 is given (then cuBLAS may use TF32 tensor cores on both sides).
+Modes: fp32 (TF32 off on both sides), tf32 (cuBLAS may use TF32 tensor
+cores on both sides: strata-run --tf32, torch allow_tf32), bf16 (Strata: the
+plan with --strata-mixed-precision, bf16 matmuls with f32 accumulation;
+PyTorch: autocast to bfloat16). Device memory: Strata's arena beside
+torch.cuda.max_memory_allocated().
 
 Model FLOP utilisation uses the standard count 6 N T + 12 L H S T per step
 (N parameters, T tokens, L layers, H hidden, S sequence) against the
-device's peak (FP32: H100 SXM 67 TFLOP/s, H200 67; TF32 dense 495).
+device's dense peak (FP32 67, TF32 495, BF16 990 TFLOP/s on H100/H200 SXM).
 
-    python3 bench/gpu_train_step.py [--build build] [--batch 8] [--seq 1024]
-        [--steps 20] [--warmup 3] [--tf32] [--out bench/gpu-train-step.md]
+    python3 bench/gpu_train_step.py [--build build | --strata-run BIN
+        --plan P --bf16-plan P] [--batch 8] [--seq 1024] [--steps 20]
+        [--modes fp32,tf32,bf16] [--strata-gemm] [--out bench/gpu-train-step.md]
 
 Needs a CUDA GPU, PyTorch with CUDA, and a build with the CUDA backend.
 """
@@ -34,23 +38,29 @@ PEAK_TFLOPS = {  # dense FP32 / TF32 tensor-core peaks
 }
 
 
-def strata_step_ms(args, plan):
-    gemm = "--gemm=strata" if args.strata_gemm else ""
-    out = sh(f"{args.build}/bin/strata-run {plan} --device=cuda --steps "
-             f"{args.steps} --seed 1 --log-every {args.steps} {gemm}")
-    # Mean over all steps but the first (strata-run's summary).
+def strata_step_ms(args, plan, mode, strata_gemm=False):
+    """(mean ms excluding the first step, final loss, device arena bytes)."""
+    flags = " --gemm=strata" if strata_gemm else ""
+    flags += " --tf32" if mode == "tf32" else ""
+    out = sh(f"{args.strata_run} {plan} --device=cuda --steps {args.steps} "
+             f"--seed 1 --log-every {args.steps}{flags}")
     m = re.search(r"mean ms ([0-9.]+)", out)
     loss = re.search(r"final loss ([0-9.eE+-]+)", out)
-    return float(m.group(1)), float(loss.group(1)), out
+    arena = re.search(r"arena (\d+) bytes", out)
+    return (float(m.group(1)), float(loss.group(1)),
+            int(arena.group(1)) if arena else None)
 
 
-def torch_step_ms(args):
+def torch_step_ms(args, mode):
+    """(median ms, parameters, device name, max_memory_allocated bytes)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
-    torch.backends.cudnn.allow_tf32 = args.tf32
+    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+    torch.backends.cudnn.allow_tf32 = mode == "tf32"
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
     dev = torch.device("cuda")
     L, H, heads, V, P = 12, 768, 12, 50257, 1024
     B, S = args.batch, args.seq
@@ -101,7 +111,9 @@ def torch_step_ms(args):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = model(tokens, targets)
+        with torch.autocast("cuda", dtype=torch.bfloat16,
+                            enabled=mode == "bf16"):
+            loss = model(tokens, targets)
         loss.backward()
         opt.step()
         return loss
@@ -116,71 +128,100 @@ def torch_step_ms(args):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
-    return times[len(times) // 2], params, torch.cuda.get_device_name(0)
+    peak = torch.cuda.max_memory_allocated()
+    del model, opt
+    return (times[len(times) // 2], params, torch.cuda.get_device_name(0),
+            peak)
+
+
+def plan_for(args, mode):
+    """The plan of a mode: given (--plan, --bf16-plan) or compiled here."""
+    given = args.bf16_plan if mode == "bf16" else args.plan
+    if given:
+        return given
+    suffix = "-bf16" if mode == "bf16" else ""
+    plan = f"/tmp/strata-gpt2-small-b{args.batch}-s{args.seq}{suffix}.json"
+    mixed = " --strata-mixed-precision" if mode == "bf16" else ""
+    sh(f"{args.build}/bin/strata-model gpt --preset gpt2-small --batch "
+       f"{args.batch} --seq {args.seq} | {args.build}/bin/strata-opt "
+       f"--strata-autodiff='optimizer=adamw lr=0.0003 weight-decay=0.01'"
+       f"{mixed} | {args.build}/bin/strata-translate --export-plan -o {plan}")
+    return plan
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default="build")
+    p.add_argument("--strata-run", default=None,
+                   help="the strata-run binary (default BUILD/bin/strata-run)")
+    p.add_argument("--plan", default=None,
+                   help="a gpt2-small plan compiled elsewhere (FP32)")
+    p.add_argument("--bf16-plan", default=None,
+                   help="the same with --strata-mixed-precision")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--tf32", action="store_true")
+    p.add_argument("--modes", default="fp32,tf32,bf16",
+                   help="fp32 (TF32 off), tf32, bf16 (Strata: a "
+                   "--strata-mixed-precision plan; PyTorch: autocast)")
     p.add_argument("--strata-gemm", action="store_true",
-                   help="Strata's own CUDA GEMM instead of cuBLAS")
+                   help="also time Strata's own CUDA GEMM in fp32")
     p.add_argument("--out", default="bench/gpu-train-step.md")
     args = p.parse_args()
-
-    plan = f"/tmp/strata-gpt2-small-b{args.batch}-s{args.seq}.json"
-    sh(f"{args.build}/bin/strata-model gpt --preset gpt2-small --batch "
-       f"{args.batch} --seq {args.seq} | {args.build}/bin/strata-opt "
-       f"--strata-autodiff='optimizer=adamw lr=0.0003 weight-decay=0.01' | "
-       f"{args.build}/bin/strata-translate --export-plan -o {plan}")
-    strata_ms, strata_loss, _ = strata_step_ms(args, plan)
-    torch_ms, params, device = torch_step_ms(args)
+    args.strata_run = args.strata_run or f"{args.build}/bin/strata-run"
 
     L, H, S, T = 12, 768, args.seq, args.batch * args.seq
+    rows, device, params = [], None, None
+    for mode in args.modes.split(","):
+        plan = plan_for(args, mode)
+        runs = [("Strata", False)]
+        if args.strata_gemm and mode == "fp32":
+            runs.append(("Strata --gemm=strata", True))
+        for name, own in runs:
+            ms, loss, arena = strata_step_ms(args, plan, mode, own)
+            rows.append((mode, name, ms, loss, arena))
+        ms, params, device, peak = torch_step_ms(args, mode)
+        rows.append((mode, "PyTorch eager", ms, None, peak))
     flops = 6 * params * T + 12 * L * H * S * T
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in device), None)
-    peak_tflops = None if peak is None else peak[1 if args.tf32 else 0]
 
-    def mfu(ms):
-        if peak_tflops is None:
+    def mfu(mode, ms):
+        if peak is None:
             return "n/a"
-        return f"{flops / (ms * 1e-3) / (peak_tflops * 1e12):.3f}"
+        tflops = peak[0] if mode == "fp32" else peak[1] * (2 if mode == "bf16"
+                                                           else 1)
+        return f"{flops / (ms * 1e-3) / (tflops * 1e12):.3f}"
 
-    rows = [
-        ("Strata (strata-run --device=cuda" +
-         (", --gemm=strata" if args.strata_gemm else "") + ")", strata_ms),
-        ("PyTorch eager", torch_ms),
-    ]
     command = "python3 bench/gpu_train_step.py " + " ".join(sys.argv[1:])
     lines = [
         "# GPT-2 small training step on one GPU: Strata beside PyTorch eager",
         "",
         f"Device: {device}. Model: gpt2-small ({params:,} parameters), batch "
-        f"{args.batch}, sequence {args.seq} ({T} tokens/step), AdamW, "
-        f"{'TF32' if args.tf32 else 'FP32 (TF32 off)'}. Median of "
-        f"{args.steps} steps after warm-up (Strata: mean excluding the "
-        "first step).",
+        f"{args.batch}, sequence {args.seq} ({T} tokens/step), AdamW. "
+        f"Median of {args.steps} steps after {args.warmup} warm-ups "
+        "(PyTorch) / mean of the steps after the first (Strata). Memory: "
+        "Strata's device arena (every buffer of the plan), PyTorch's "
+        "torch.cuda.max_memory_allocated() over the same steps. MFU against "
+        "dense peaks (FP32 67, TF32 495, BF16 990 TFLOP/s).",
         "",
-        "| engine | ms/step | tokens/s | MFU |",
-        "| --- | --- | --- | --- |",
+        "| mode | engine | ms/step | tokens/s | MFU | final loss | "
+        "device memory MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, ms in rows:
-        lines.append(f"| {name} | {ms:.1f} | {T / (ms * 1e-3):,.0f} | "
-                     f"{mfu(ms)} |")
-    lines += [
-        "",
-        f"Throughput ratio Strata / PyTorch: **{torch_ms / strata_ms:.3f}** "
-        "(goal >= 0.9).",
-        f"Strata's final loss after {args.steps} steps on synthetic tokens: "
-        f"{strata_loss:.4f}.",
-        "",
-        f"Command: `{command}`",
-        "",
-    ]
+    for mode, name, ms, loss, mem in rows:
+        loss_text = "" if loss is None else f"{loss:.4f}"
+        mem_text = "" if mem is None else f"{mem / 2**20:,.0f}"
+        lines.append(f"| {mode} | {name} | {ms:.1f} | {T / (ms * 1e-3):,.0f} "
+                     f"| {mfu(mode, ms)} | {loss_text} | {mem_text} |")
+    lines.append("")
+    for mode in args.modes.split(","):
+        strata = next(r[2] for r in rows if r[0] == mode and r[1] == "Strata")
+        torch_ms = next(r[2] for r in rows
+                        if r[0] == mode and r[1] == "PyTorch eager")
+        lines.append(f"- {mode}: throughput Strata / PyTorch eager = "
+                     f"**{torch_ms / strata:.3f}** (goal >= 1.0)")
+    lines += ["", f"Command: `{command}`", ""]
     text = "\n".join(lines)
     print(text)
     with open(args.out, "w") as f:

@@ -103,6 +103,7 @@ Status chooseDevice(const TrainOptions &options, const Plan &plan, int64_t rank,
   kind = plan.ranks[rank].device;
   device = DeviceOptions();
   device.strataGemm = options.strataGemm;
+  device.allowTf32 = options.allowTf32;
   const std::string &text = options.device;
   if (text.empty()) {
   } else if (text == "cpu") {
@@ -123,6 +124,9 @@ Status chooseDevice(const TrainOptions &options, const Plan &plan, int64_t rank,
     return Status::usage("--device must be cpu, cuda or cuda:N, got '" + text +
                          "'");
   }
+  if (kind == DeviceKind::Cpu && options.allowTf32)
+    return Status::usage("--tf32 selects a GPU math mode; it needs a CUDA "
+                         "device");
   if (kind == DeviceKind::Cpu && options.strataGemm)
     return Status::usage("--gemm=strata selects a GPU GEMM; it needs a CUDA "
                          "device");

@@ -122,6 +122,8 @@ options:
                     (default: what the plan says, normally cpu)
   --gemm E          GPU matmuls: cublas (default) or strata (Strata's own
                     tiled CUDA GEMM)
+  --tf32            GPU matmuls through cuBLAS may use TF32 tensor cores
+                    (default: full FP32)
   --devices         list the devices this runtime can use and exit
   --help            print this help
 
@@ -237,6 +239,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--emulate-compute", &emulateCompute},
       {"--device", &o.device},
       {"--gemm", &gemm},
+      {"--tf32", nullptr},
       {"--straggler", &o.straggler},
       {"--lr-schedule", &o.lrSchedule},
       {"--log-json", &o.logJsonPath},
@@ -288,6 +291,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
         cl.devices = true;
       else if (name == "--infer")
         infer = true;
+      else if (name == "--tf32")
+        o.allowTf32 = true;
       else if (name == "--save-all-ranks")
         o.saveAllRanks = true;
       else if (name == "--check-bf16-forward")

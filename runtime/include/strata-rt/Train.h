@@ -77,6 +77,8 @@ struct TrainOptions {
   std::string device;
   /// On a GPU, matmuls through Strata's own CUDA GEMM instead of cuBLAS.
   bool strataGemm = false;
+  /// On a GPU, let cuBLAS use TF32 tensor cores for FP32 matmuls.
+  bool allowTf32 = false;
   /// "rank=R,delay-ms=D[,every=K]": an injected straggler (see Straggler;
   /// "" for none).
   std::string straggler;

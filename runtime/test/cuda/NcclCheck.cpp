@@ -94,8 +94,14 @@ int main() {
     std::printf("nccl-check: skipped: %s\n", why.c_str());
     return 77;
   }
+  // Without a launcher, one rank: a local communicator bootstraps a
+  // single-rank NCCL communicator (one GPU cannot host two NCCL ranks).
   std::unique_ptr<Communicator> mpi;
-  Status status = createMpiCommunicator(LinkEmulation(), 60, mpi);
+  Status status = Status::success();
+  if (launchedByMpi())
+    status = createMpiCommunicator(LinkEmulation(), 60, mpi);
+  else
+    mpi = createLocalCommunicator();
   if (!status.ok()) {
     std::fprintf(stderr, "nccl-check: %s\n", status.message().c_str());
     return 1;
