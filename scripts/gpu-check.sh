@@ -156,8 +156,12 @@ if want train; then
   for opt in sgd adam adamw; do
     losses "mlp-$opt" "$P/mlp-$opt.json" 20
     losses "gpt-$opt" "$P/gpt-$opt.json" 20
-    losses "cnn-$opt" "$P/cnn-$opt.json" 10
   done
+  # ResNet-18: SGD at batch 2; Adam and AdamW at batch 8 and lr 1e-4 (at
+  # batch 2 and lr 0.003 the run is chaotic: bench/gpu.md).
+  losses cnn-sgd "$P/cnn-sgd.json" 10
+  losses cnn8-adam "$P/cnn8-adam.json" 10
+  losses cnn8-adamw "$P/cnn8-adamw.json" 10
   losses gpt-fused "$P/gpt-fused.json" 20
   losses gpt-bf16 "$P/gpt-bf16.json" 20 1e-3
 fi

@@ -26,6 +26,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 namespace strata::rt::cuda {
@@ -190,6 +191,187 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 }
 
 //===----------------------------------------------------------------------===//
+// The vectorised kernel (aligned operands, register tiles of 4s)
+//===----------------------------------------------------------------------===//
+
+/// Loads 4 consecutive floats of `row` from `col`: one float4 when all four
+/// are below `limit`, else element by element (zero beyond it). `row` +
+/// `col` is 16-byte aligned whenever the whole float4 is in range (the
+/// caller checked the leading dimension and the base pointer).
+__device__ __forceinline__ float4 load4(const float *row, int col, int limit) {
+  if (col + 3 < limit)
+    return *reinterpret_cast<const float4 *>(row + col);
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (col < limit)
+    v.x = row[col];
+  if (col + 1 < limit)
+    v.y = row[col + 1];
+  if (col + 2 < limit)
+    v.z = row[col + 2];
+  return v;
+}
+
+/// Loads of one BK-deep slab of an operand, held in registers between the
+/// global load and the shared store. `Outer` is the operand's extent along
+/// the tile (m for A, n for B). A slab whose contiguous dimension is k
+/// (`kContiguous`: A not transposed, B transposed) is read as float4s along
+/// k and stored transposed (shared tiles are k-major); otherwise float4s
+/// along the tile dimension are stored as they are.
+template <int Outer, int BK, int NT, bool kContiguous> struct SlabLoader {
+  static constexpr int Vecs = Outer * BK / 4 / NT;
+  static_assert(Outer * BK % (4 * NT) == 0, "slab must split into float4s");
+  float4 reg[Vecs];
+
+  /// Element (o, kk) of the slab starting at k0 is src[o * ld + k0 + kk]
+  /// (kContiguous) or src[(k0 + kk) * ld + o]; `o0` is the tile's first
+  /// outer index, `outer` and `k` the operand's extents.
+  __device__ __forceinline__ void load(const float *src, int64_t ld, int o0,
+                                       int outer, int k0, int k, int tid) {
+#pragma unroll
+    for (int i = 0; i < Vecs; ++i) {
+      const int f = tid + i * NT;
+      if constexpr (kContiguous) {
+        const int o = f / (BK / 4), kq = (f % (BK / 4)) * 4;
+        reg[i] = o0 + o < outer
+                     ? load4(src + (int64_t)(o0 + o) * ld, k0 + kq, k)
+                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      } else {
+        const int kr = f / (Outer / 4), oq = (f % (Outer / 4)) * 4;
+        reg[i] = k0 + kr < k
+                     ? load4(src + (int64_t)(k0 + kr) * ld, o0 + oq, outer)
+                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    }
+  }
+
+  /// Into the k-major shared slab `dst` (rows of Outer + kPad floats).
+  __device__ __forceinline__ void store(float (*dst)[Outer + kPad], int tid) {
+#pragma unroll
+    for (int i = 0; i < Vecs; ++i) {
+      const int f = tid + i * NT;
+      if constexpr (kContiguous) {
+        const int o = f / (BK / 4), kq = (f % (BK / 4)) * 4;
+        dst[kq + 0][o] = reg[i].x;
+        dst[kq + 1][o] = reg[i].y;
+        dst[kq + 2][o] = reg[i].z;
+        dst[kq + 3][o] = reg[i].w;
+      } else {
+        const int kr = f / (Outer / 4), oq = (f % (Outer / 4)) * 4;
+        *reinterpret_cast<float4 *>(&dst[kr][oq]) = reg[i];
+      }
+    }
+  }
+};
+
+/// C = alpha op(A) op(B) + beta C for operands whose leading dimensions,
+/// batch strides and base pointers are multiples of 4 floats (16 bytes):
+/// float4 global loads, BK-deep double-buffered k-major shared slabs, a
+/// TM x TN register tile per thread as groups of 4 x 4 (as gemmKernel's),
+/// float4 stores of C where `vectorC`. Each element of C is
+/// accumulated by one thread in k order, as in gemmKernel.
+template <int BM, int BN, int BK, int TM, int TN, bool TA, bool TB>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
+    gemmKernelVec(int m, int n, int k, float alpha, const float *__restrict__ A,
+                  int64_t lda, int64_t strideA, const float *__restrict__ B,
+                  int64_t ldb, int64_t strideB, float beta,
+                  float *__restrict__ C, int64_t ldc, int64_t strideC,
+                  int64_t batch, bool vectorC) {
+  constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
+  static_assert(TM % 4 == 0 && TN % 4 == 0, "float4 register groups");
+  __shared__ __align__(16) float As[2][BK][BM + kPad];
+  __shared__ __align__(16) float Bs[2][BK][BN + kPad];
+  SlabLoader<BM, BK, NT, !TA> loadA;
+  SlabLoader<BN, BK, NT, TB> loadB;
+
+  const int tid = threadIdx.x;
+  const int tx = tid % TX, ty = tid / TX;
+  const int row0 = blockIdx.x * BM, col0 = blockIdx.y * BN;
+  const int numTiles = (k + BK - 1) / BK;
+
+  for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+    const float *Az = A + z * strideA;
+    const float *Bz = B + z * strideB;
+    float *Cz = C + z * strideC;
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j)
+        acc[i][j] = 0.0f;
+
+    if (numTiles > 0) {
+      loadA.load(Az, lda, row0, m, 0, k, tid);
+      loadB.load(Bz, ldb, col0, n, 0, k, tid);
+      loadA.store(As[0], tid);
+      loadB.store(Bs[0], tid);
+      __syncthreads();
+    }
+    for (int t = 0; t < numTiles; ++t) {
+      const int cur = t & 1;
+      const bool more = t + 1 < numTiles;
+      if (more) { // global loads in flight during the multiply
+        loadA.load(Az, lda, row0, m, (t + 1) * BK, k, tid);
+        loadB.load(Bz, ldb, col0, n, (t + 1) * BK, k, tid);
+      }
+#pragma unroll
+      for (int kk = 0; kk < BK; ++kk) {
+        float a[TM], b[TN];
+        readFragment<TM, TY>(As[cur][kk], ty, a);
+        readFragment<TN, TX>(Bs[cur][kk], tx, b);
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j)
+            acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+      if (more) {
+        loadA.store(As[cur ^ 1], tid);
+        loadB.store(Bs[cur ^ 1], tid);
+      }
+      __syncthreads();
+    }
+
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int gm = row0 + tileIndex<TM, TY>(ty, i);
+      if (gm >= m)
+        continue;
+      float *crow = Cz + (int64_t)gm * ldc;
+#pragma unroll
+      for (int g = 0; g < TN / 4; ++g) {
+        const int gn = col0 + tileIndex<TN, TX>(tx, g * 4);
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          v[j] = alpha * acc[i][g * 4 + j];
+        if (vectorC && gn + 3 < n) {
+          float4 *out = reinterpret_cast<float4 *>(crow + gn);
+          if (beta != 0.0f) {
+            float4 old = *out;
+            v[0] = fmaf(beta, old.x, v[0]);
+            v[1] = fmaf(beta, old.y, v[1]);
+            v[2] = fmaf(beta, old.z, v[2]);
+            v[3] = fmaf(beta, old.w, v[3]);
+          }
+          *out = make_float4(v[0], v[1], v[2], v[3]);
+          continue;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (gn + j >= n)
+            continue;
+          float out = v[j];
+          if (beta != 0.0f)
+            out = fmaf(beta, crow[gn + j], out);
+          crow[gn + j] = out;
+        }
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Dispatch
 //===----------------------------------------------------------------------===//
 
@@ -221,8 +403,55 @@ void launchTiled(cudaStream_t stream, const GemmArgs &g) {
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
+/// Whether every A and B access of the product is 16-byte aligned when
+/// its float4 is in range (base pointers, leading dimensions and batch
+/// strides in whole float4s).
+bool alignedOperands(const GemmArgs &g) {
+  auto aligned = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
+  return aligned(g.a) && aligned(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+         g.strideA % 4 == 0 && g.strideB % 4 == 0;
+}
+
+template <int BM, int BN, int BK, int TM, int TN, bool TA, bool TB>
+void launchVec(cudaStream_t stream, const GemmArgs &g) {
+  constexpr int threads = (BM / TM) * (BN / TN);
+  int64_t tilesM = ceilDiv(g.m, BM), tilesN = ceilDiv(g.n, BN);
+  if (tilesN > 65535)
+    throw std::runtime_error("strataGemm: n = " + std::to_string(g.n) +
+                             " needs more than 65535 column tiles of " +
+                             std::to_string(BN));
+  bool vectorC = reinterpret_cast<uintptr_t>(g.c) % 16 == 0 && g.ldc % 4 == 0 &&
+                 g.strideC % 4 == 0;
+  dim3 grid((unsigned)tilesM, (unsigned)tilesN,
+            (unsigned)std::min<int64_t>(g.batch, 65535));
+  gemmKernelVec<BM, BN, BK, TM, TN, TA, TB><<<grid, threads, 0, stream>>>(
+      g.m, g.n, g.k, g.alpha, g.a, g.lda, g.strideA, g.b, g.ldb, g.strideB,
+      g.beta, g.c, g.ldc, g.strideC, g.batch, vectorC);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
 template <int BM, int BN, int BK, int TM, int TN>
 void launchTiling(cudaStream_t stream, bool ta, bool tb, const GemmArgs &g) {
+  constexpr int threads = (BM / TM) * (BN / TN);
+  if constexpr (TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0 &&
+                BM * BK % (4 * threads) == 0 && BN * BK % (4 * threads) == 0) {
+    // Aligned operands take the vectorised kernel (same tiles, same
+    // per-element k order, so the same bits) where its slabs split evenly
+    // into float4s per thread.
+    if (alignedOperands(g)) {
+      if (ta && tb)
+        launchVec<BM, BN, BK, TM, TN, true, true>(stream, g);
+      else if (ta)
+        launchVec<BM, BN, BK, TM, TN, true, false>(stream, g);
+      else if (tb)
+        launchVec<BM, BN, BK, TM, TN, false, true>(stream, g);
+      else
+        launchVec<BM, BN, BK, TM, TN, false, false>(stream, g);
+      return;
+    }
+  }
   if (ta && tb)
     launchTiled<BM, BN, BK, TM, TN, true, true>(stream, g);
   else if (ta)
@@ -242,6 +471,11 @@ struct Compiled {
 
 /// The instantiated tilings, in order of preference on ties.
 const Compiled kCompiled[] = {
+    {{128, 128, 16, 8, 8}, launchTiling<128, 128, 16, 8, 8>},
+    {{128, 64, 16, 8, 8}, launchTiling<128, 64, 16, 8, 8>},
+    {{64, 64, 16, 8, 8}, launchTiling<64, 64, 16, 8, 8>},
+    {{64, 64, 16, 4, 8}, launchTiling<64, 64, 16, 4, 8>},
+    {{64, 64, 16, 4, 4}, launchTiling<64, 64, 16, 4, 4>},
     {{128, 128, 8, 8, 8}, launchTiling<128, 128, 8, 8, 8>},
     {{128, 64, 8, 8, 8}, launchTiling<128, 64, 8, 8, 8>},
     {{64, 128, 8, 8, 8}, launchTiling<64, 128, 8, 8, 8>},

@@ -52,17 +52,22 @@ enum class GemmEngine {
 struct CudaGemmTiling {
   int blockM = 128;
   int blockN = 128;
-  int kStep = 8;
+  int kStep = 16;
   int threadM = 8;
   int threadN = 8;
 };
 /// Empty when `t` is legal, else why not.
 std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
 /// The compiled tiling that strataGemm runs for the legal tiling `t`. The
-/// kernel is instantiated for 128x128x8/8x8 (the default), 128x64x8/8x8,
-/// 64x128x8/8x8, 64x64x8/4x4 and 32x32x8/2x2; any other legal tiling runs the
-/// nearest of those (smallest sum over the five parameters of
-/// |log2(asked / compiled)|, ties to the earlier in that list).
+/// kernel is instantiated for 128x128x16/8x8 (the default), 128x64x16/8x8,
+/// 64x64x16/8x8, 64x64x16/4x8, 64x64x16/4x4, 128x128x8/8x8, 128x64x8/8x8,
+/// 64x128x8/8x8, 64x64x8/4x4 and 32x32x8/2x2; any other legal tiling runs
+/// the nearest of those (smallest sum over the five parameters of
+/// |log2(asked / compiled)|, ties to the earlier in that list). Register
+/// tiles in multiples of 4 take a vectorised kernel (float4 loads and
+/// stores) when the operands are 16-byte aligned with leading dimensions
+/// and batch strides in whole float4s (each element of C is still summed by
+/// one thread in k order).
 CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t);
 
 /// A host swap slot of activation swapping: pinned host memory of the

@@ -891,12 +891,14 @@ TEST(CudaGemmTilingTest, CompiledTilings) {
            a.threadM == b.threadM && a.threadN == b.threadN;
   };
   for (CudaGemmTiling t :
-       {CudaGemmTiling{128, 128, 8, 8, 8}, CudaGemmTiling{128, 64, 8, 8, 8},
-        CudaGemmTiling{64, 128, 8, 8, 8}, CudaGemmTiling{64, 64, 8, 4, 4},
-        CudaGemmTiling{32, 32, 8, 2, 2}})
+       {CudaGemmTiling{128, 128, 16, 8, 8}, CudaGemmTiling{128, 64, 16, 8, 8},
+        CudaGemmTiling{64, 64, 16, 8, 8}, CudaGemmTiling{64, 64, 16, 4, 8},
+        CudaGemmTiling{64, 64, 16, 4, 4}, CudaGemmTiling{128, 128, 8, 8, 8},
+        CudaGemmTiling{128, 64, 8, 8, 8}, CudaGemmTiling{64, 128, 8, 8, 8},
+        CudaGemmTiling{64, 64, 8, 4, 4}, CudaGemmTiling{32, 32, 8, 2, 2}})
     EXPECT_TRUE(same(compiledCudaGemmTiling(t), t));
-  EXPECT_TRUE(same(compiledCudaGemmTiling({64, 64, 16, 4, 4}),
-                   CudaGemmTiling{64, 64, 8, 4, 4}));
+  EXPECT_TRUE(same(compiledCudaGemmTiling({64, 64, 32, 4, 4}),
+                   CudaGemmTiling{64, 64, 16, 4, 4}));
   EXPECT_TRUE(same(compiledCudaGemmTiling({256, 128, 8, 8, 8}),
                    CudaGemmTiling{128, 128, 8, 8, 8}));
   EXPECT_TRUE(same(compiledCudaGemmTiling({32, 64, 8, 2, 2}),
@@ -1310,8 +1312,22 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       {40, 50, 60, 4, false, false, true, 1.0f, 0.0f},
       {17, 300, 9, 2, true, true, true, -2.0f, 0.5f},
       {257, 129, 100, 1, false, false, false, 1.0f, 0.0f},
+      // Aligned (leading dimensions in whole float4s): the vectorised
+      // kernel, with partial tiles in m, n and k, every transpose, batches,
+      // a broadcast B and beta.
+      {260, 132, 36, 1, false, false, false, 1.0f, 0.0f},
+      {132, 68, 44, 2, true, false, false, 1.0f, 0.5f},
+      {68, 260, 20, 2, false, true, false, -1.0f, 0.0f},
+      {196, 76, 52, 3, true, true, true, 0.5f, 1.0f},
+      {256, 256, 64, 1, false, false, false, 1.0f, 0.0f},
+      {8, 4, 4, 1, false, false, false, 1.0f, 0.0f},
   };
   std::vector<CudaGemmTiling> tilings = {
+      {128, 128, 16, 8, 8},
+      {128, 64, 16, 8, 8},
+      {64, 64, 16, 8, 8},
+      {64, 64, 16, 4, 8},
+      {64, 64, 16, 4, 4},
       {128, 128, 8, 8, 8},
       {128, 64, 8, 8, 8},
       {64, 128, 8, 8, 8},
