@@ -31,23 +31,37 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchutil import sh  # noqa: E402
 
-PEAK_TFLOPS = {  # dense FP32 / TF32 tensor-core peaks
-    "H100": (67.0, 494.7),
-    "H200": (67.0, 494.7),
-    "A100": (19.5, 156.0),
+PEAK_TFLOPS = {  # dense FP32 / TF32 / BF16 peaks, most specific name first
+    "H100 PCIe": (51.2, 378.0, 756.0),
+    "H100": (67.0, 494.7, 989.4),
+    "H200": (67.0, 494.7, 989.4),
+    "A100": (19.5, 156.0, 312.0),
 }
+MODES = ("fp32", "tf32", "bf16")
 
 
 def strata_step_ms(args, plan, mode, strata_gemm=False):
-    """(mean ms excluding the first step, final loss, device arena bytes)."""
+    """(median ms of the steps after the warm-ups, final loss, arena bytes).
+
+    Strata runs warmup + steps steps and the median is taken over the last
+    `steps`, as PyTorch's is."""
     flags = " --gemm=strata" if strata_gemm else ""
     flags += " --tf32" if mode == "tf32" else ""
-    out = sh(f"{args.strata_run} {plan} --device=cuda --steps {args.steps} "
-             f"--seed 1 --log-every {args.steps}{flags}")
-    m = re.search(r"mean ms ([0-9.]+)", out)
-    loss = re.search(r"final loss ([0-9.eE+-]+)", out)
+    total = args.warmup + args.steps
+    out = sh(f"{args.strata_run} {plan} --device=cuda --steps {total} "
+             f"--seed 1 --log-every 1{flags}")
+    steps = [(int(m.group(1)), m.group(2), float(m.group(3))) for m in
+             re.finditer(r"^step (\d+) loss (\S+) .* ms ([0-9.]+)$", out,
+                         re.M)]
+    if len(steps) != total:
+        sys.exit(f"gpu_train_step: strata-run logged {len(steps)} of {total} "
+                 f"steps:\n{out[-2000:]}")
+    loss = float(steps[-1][1])
+    if loss != loss or loss in (float("inf"), float("-inf")):
+        sys.exit(f"gpu_train_step: Strata's loss is {loss} ({mode})")
+    times = sorted(ms for _, _, ms in steps[args.warmup:])
     arena = re.search(r"arena (\d+) bytes", out)
-    return (float(m.group(1)), float(loss.group(1)),
+    return (times[len(times) // 2], loss,
             int(arena.group(1)) if arena else None)
 
 
@@ -142,10 +156,12 @@ def plan_for(args, mode):
     suffix = "-bf16" if mode == "bf16" else ""
     plan = f"/tmp/strata-gpt2-small-b{args.batch}-s{args.seq}{suffix}.json"
     mixed = " --strata-mixed-precision" if mode == "bf16" else ""
+    # As scripts/gpu-pack.sh compiles it: fused and buffer-planned.
     sh(f"{args.build}/bin/strata-model gpt --preset gpt2-small --batch "
        f"{args.batch} --seq {args.seq} | {args.build}/bin/strata-opt "
        f"--strata-autodiff='optimizer=adamw lr=0.0003 weight-decay=0.01'"
-       f"{mixed} | {args.build}/bin/strata-translate --export-plan -o {plan}")
+       f"{mixed} --strata-fuse --strata-plan-buffers 2>/dev/null | "
+       f"{args.build}/bin/strata-translate --export-plan -o {plan}")
     return plan
 
 
@@ -170,6 +186,11 @@ def main():
     p.add_argument("--out", default="bench/gpu-train-step.md")
     args = p.parse_args()
     args.strata_run = args.strata_run or f"{args.build}/bin/strata-run"
+    for mode in args.modes.split(","):
+        if mode not in MODES:
+            p.error(f"--modes: unknown mode '{mode}' (fp32, tf32, bf16)")
+    if args.steps < 1 or args.warmup < 0:
+        p.error("--steps must be at least 1 and --warmup at least 0")
 
     L, H, S, T = 12, 768, args.seq, args.batch * args.seq
     rows, device, params = [], None, None
@@ -189,8 +210,7 @@ def main():
     def mfu(mode, ms):
         if peak is None:
             return "n/a"
-        tflops = peak[0] if mode == "fp32" else peak[1] * (2 if mode == "bf16"
-                                                           else 1)
+        tflops = peak[MODES.index(mode)]
         return f"{flops / (ms * 1e-3) / (tflops * 1e12):.3f}"
 
     command = "python3 bench/gpu_train_step.py " + " ".join(sys.argv[1:])
@@ -199,14 +219,16 @@ def main():
         "",
         f"Device: {device}. Model: gpt2-small ({params:,} parameters), batch "
         f"{args.batch}, sequence {args.seq} ({T} tokens/step), AdamW. "
-        f"Median of {args.steps} steps after {args.warmup} warm-ups "
-        "(PyTorch) / mean of the steps after the first (Strata). Memory: "
-        "Strata's device arena (every buffer of the plan), PyTorch's "
-        "torch.cuda.max_memory_allocated() over the same steps. MFU against "
-        "dense peaks (FP32 67, TF32 495, BF16 990 TFLOP/s).",
+        f"Median of {args.steps} steps after {args.warmup} warm-ups, both "
+        "engines. Memory (not like for like): Strata's device arena (every "
+        "buffer of the plan; cuBLAS's workspace and kernel scratch are "
+        "outside it), PyTorch's torch.cuda.max_memory_allocated() over the "
+        "same steps (everything its allocator handed out). MFU against the "
+        "device's dense peaks (H100/H200 SXM: FP32 67, TF32 495, BF16 989 "
+        "TFLOP/s).",
         "",
         "| mode | engine | ms/step | tokens/s | MFU | final loss | "
-        "device memory MiB |",
+        "device memory MiB (arena / max allocated) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for mode, name, ms, loss, mem in rows:

@@ -29,11 +29,21 @@
 # those.
 set -uo pipefail
 PACK=$(realpath "${1:-gpu}")
+[[ -d $PACK/bin && -d $PACK/plans ]] || { echo "gpu-check: $PACK is not a pack of scripts/gpu-pack.sh" >&2; exit 2; }
 mkdir -p "${2:-gpu-out}"
 OUT=$(realpath "${2:-gpu-out}")
+# Nothing of an earlier run may pass for this one's.
+rm -f "$OUT"/{summary.md,gpu-check.log,kernels.log,build.log,gemm.md,gpu-train-step.md}
+rm -rf /tmp/gpu-check /tmp/strata-rt-build /tmp/gtest-build /tmp/gtest /tmp/build.log
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEADLINE=${GPU_CHECK_DEADLINE:-400}
 ONLY=${GPU_CHECK_STEPS:-}
+for step in $ONLY; do
+  case $step in
+  env | build | devices | kernels | train | resume | trace | nccl | gemm | step | sanitizer) ;;
+  *) echo "gpu-check: unknown step '$step' in GPU_CHECK_STEPS" >&2; exit 2 ;;
+  esac
+done
 START=$SECONDS
 LOG=$OUT/gpu-check.log
 SUMMARY=$OUT/summary.md
@@ -84,7 +94,8 @@ if [[ -n $site && -d $site/nvidia ]]; then
     find "$site/nvidia" \( -name 'libcublas.so.13' -o -name 'libcudart.so.13' \
       -o -name 'libnccl.so.2' -o -name 'libcublasLt.so.13' \) 2>/dev/null | sort -u)
 fi
-export LD_LIBRARY_PATH="$PACK/lib:$(IFS=:; echo "${libdirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cudapath=$(IFS=:; echo "${libdirs[*]}")
+export LD_LIBRARY_PATH="$PACK/lib${cudapath:+:$cudapath}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 NCCL_SO=$(for d in "${libdirs[@]}"; do ls "$d"/libnccl.so.2 2>/dev/null; done | head -1)
 NCCL_H=$(find /usr/local/cuda/include ${site:+"$site/nvidia"} -name nccl.h 2>/dev/null | head -1)
 
@@ -100,8 +111,12 @@ fi
 BUILD_PID=
 SB=/tmp/strata-rt-build
 if want build; then
-  (
+  if [[ -z $NCCL_SO || -z $NCCL_H ]]; then
+    result build FAIL "NCCL not found (libnccl.so.2: '$NCCL_SO', nccl.h: '$NCCL_H')"
+  else
+  setsid bash -c '
     set -e
+    PACK=$1 ROOT=$2 SB=$3 NCCL_SO=$4 NCCL_H=$5
     cmake -S "$PACK/deps/googletest" -B /tmp/gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_INSTALL_PREFIX=/tmp/gtest -DBUILD_GMOCK=OFF >/tmp/build.log 2>&1
     cmake --build /tmp/gtest-build --target install >>/tmp/build.log 2>&1
@@ -110,8 +125,9 @@ if want build; then
       -DCMAKE_PREFIX_PATH="/tmp/gtest;$PACK/deps/json" \
       -DSTRATA_NCCL_LIBRARY="$NCCL_SO" -DSTRATA_NCCL_INCLUDE_DIR="$(dirname "$NCCL_H")" >>/tmp/build.log 2>&1
     nice -n 10 cmake --build "$SB" -j 12 >>/tmp/build.log 2>&1
-  ) &
+  ' build "$PACK" "$ROOT" "$SB" "$NCCL_SO" "$NCCL_H" &
   BUILD_PID=$!
+  fi
 fi
 
 if want devices; then
@@ -136,14 +152,23 @@ mkdir -p "$W"
 # losses NAME PLAN STEPS: CPU vs CUDA (cuBLAS) vs CUDA (--gemm=strata).
 losses() {
   local name=$1 plan=$2 steps=$3 rtol=${4:-1e-4}
+  local cpu gpu sgemm
   timeout 120 "$BIN/strata-run" "$plan" --steps "$steps" --seed 3 --device=cpu >"$W/$name.cpu.log" 2>&1
+  cpu=$?
   timeout 120 "$BIN/strata-run" "$plan" --steps "$steps" --seed 3 --device=cuda >"$W/$name.gpu.log" 2>&1
+  gpu=$?
   timeout 120 "$BIN/strata-run" "$plan" --steps "$steps" --seed 3 --device=cuda --gemm=strata >"$W/$name.sgemm.log" 2>&1
+  sgemm=$?
   for v in gpu sgemm; do
     cat "$W/$name.$v.log" >>"$LOG"
-    local cmp
+    local cmp rc
     cmp=$(python3 "$CMP" "$W/$name.cpu.log" "$W/$name.$v.log" --rtol "$rtol" 2>&1)
-    local rc=$?
+    rc=$?
+    local exits="cpu exit $cpu, $v exit ${!v}"
+    if [[ $cpu != 0 || ${!v} != 0 ]]; then
+      rc=1
+      cmp="$exits"
+    fi
     result "train $name ($v vs cpu)" "$([[ $rc == 0 ]] && echo PASS || echo FAIL)" "$(echo "$cmp" | tail -1)"
     if [[ $rc != 0 ]]; then # the two loss columns, for the record
       log "step: cpu loss / $v loss"
@@ -169,16 +194,22 @@ fi
 if want resume; then
   plan=$P/mlp-adamw.json
   # 20 steps on the CPU is the reference for both directions.
-  "$BIN/strata-run" "$plan" --steps 20 --seed 3 --device=cpu >"$W/ref.log" 2>&1
-  "$BIN/strata-run" "$plan" --steps 10 --seed 3 --device=cuda --save "$W/g.safetensors" >>"$LOG" 2>&1
-  "$BIN/strata-run" "$plan" --steps 10 --resume "$W/g.safetensors" --device=cpu >"$W/g2c.log" 2>&1
-  cmp=$(python3 "$CMP" "$W/ref.log" "$W/g2c.log" --rtol 1e-4 --subset 2>&1)
-  result "resume gpu->cpu" "$([[ $? == 0 ]] && echo PASS || echo FAIL)" "$(echo "$cmp" | tail -1)"
-  "$BIN/strata-run" "$plan" --steps 10 --seed 3 --device=cpu --save "$W/c.safetensors" >>"$LOG" 2>&1
-  "$BIN/strata-run" "$plan" --steps 10 --resume "$W/c.safetensors" --device=cuda >"$W/c2g.log" 2>&1
-  cmp=$(python3 "$CMP" "$W/ref.log" "$W/c2g.log" --rtol 1e-4 --subset 2>&1)
-  result "resume cpu->gpu" "$([[ $? == 0 ]] && echo PASS || echo FAIL)" "$(echo "$cmp" | tail -1)"
-  cat "$W/g2c.log" "$W/c2g.log" >>"$LOG"
+  # resume NAME SAVE-DEVICE RESUME-DEVICE: 10 steps saved on one device,
+  # 10 more resumed on the other, against 20 steps on the CPU.
+  resume() {
+    local name=$1 from=$2 to=$3 rc=0 cmp
+    timeout 120 "$BIN/strata-run" "$plan" --steps 10 --seed 3 --device="$from" --save "$W/$name.safetensors" >>"$LOG" 2>&1 || rc=$?
+    timeout 120 "$BIN/strata-run" "$plan" --steps 10 --resume "$W/$name.safetensors" --device="$to" >"$W/$name.log" 2>&1 || rc=$?
+    cmp=$(python3 "$CMP" "$W/ref.log" "$W/$name.log" --rtol 1e-4 --subset 2>&1) || rc=$?
+    result "resume $from->$to" "$([[ $rc == 0 ]] && echo PASS || echo FAIL)" "$(echo "$cmp" | tail -1)"
+  }
+  if timeout 120 "$BIN/strata-run" "$plan" --steps 20 --seed 3 --device=cpu >"$W/ref.log" 2>&1; then
+    resume g2c cuda cpu
+    resume c2g cpu cuda
+  else
+    result resume FAIL "the 20-step CPU reference failed"
+  fi
+  cat "$W"/g2c.log "$W"/c2g.log >>"$LOG" 2>/dev/null
 fi
 
 if want trace; then
@@ -209,7 +240,8 @@ if [[ -n $BUILD_PID ]]; then
     sleep 5
   done
   if kill -0 "$BUILD_PID" 2>/dev/null; then
-    pkill -P "$BUILD_PID"; kill "$BUILD_PID" 2>/dev/null
+    kill -- -"$BUILD_PID" 2>/dev/null # the whole group: cmake, ninja, nvcc
+    wait "$BUILD_PID" 2>/dev/null
     result build FAIL "not done in time"
   else
     wait "$BUILD_PID"

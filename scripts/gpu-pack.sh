@@ -27,13 +27,18 @@ for tool in strata-run strata-nccl-check strata-cuda-gemm-bench strata-model \
 done
 [[ -x $BUILD/test/Unit/StrataCudaTests ]] || { echo "gpu-pack: StrataCudaTests missing" >&2; exit 1; }
 
+# Only an earlier pack (or a new folder) is replaced.
+if [[ -e $DIR && ! -d $DIR/plans && -n $(ls -A "$DIR" 2>/dev/null) ]]; then
+  echo "gpu-pack: $DIR exists and is not a pack; not replacing it" >&2
+  exit 1
+fi
 rm -rf "$DIR"
 mkdir -p "$DIR"/{bin,lib,plans,deps}
 cp "$B"/{strata-run,strata-nccl-check,strata-cuda-gemm-bench} "$BUILD/test/Unit/StrataCudaTests" "$DIR/bin/"
 # Shared libraries outside glibc, libstdc++ and CUDA (the GPU machine has
 # those; CUDA's come from its toolkit or PyTorch's wheels).
 ldd "$DIR"/bin/* | awk '/=> \// {print $1, $3}' | sort -u |
-  grep -Ev '^(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux)[.-]|libcu|libnccl' |
+  { grep -Ev '^(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux)[.-]|^lib(cudart|cublas|cublasLt|nccl)[.]' || true; } |
   while read -r name path; do cp -L "$path" "$DIR/lib/$name"; done
 
 P=$DIR/plans
@@ -41,8 +46,13 @@ model() { "$B/strata-model" "$@"; }
 compile() { # OUT AUTODIFF-OPTIONS [EXTRA strata-opt flags...]
   local out=$1 opts=$2
   shift 2
-  "$B/strata-opt" --strata-autodiff="$opts" "$@" 2>"$out.log" |
-    "$B/strata-translate" --export-plan -o "$out"
+  # strata-opt's remarks go to a log, shown when it fails.
+  if ! "$B/strata-opt" --strata-autodiff="$opts" "$@" 2>"$out.log" |
+    "$B/strata-translate" --export-plan -o "$out"; then
+    echo "gpu-pack: compiling $out failed:" >&2
+    head -20 "$out.log" >&2
+    exit 1
+  fi
   rm -f "$out.log"
 }
 for opt in sgd adam adamw; do

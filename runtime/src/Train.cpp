@@ -127,6 +127,9 @@ Status chooseDevice(const TrainOptions &options, const Plan &plan, int64_t rank,
   if (kind == DeviceKind::Cpu && options.allowTf32)
     return Status::usage("--tf32 selects a GPU math mode; it needs a CUDA "
                          "device");
+  if (options.allowTf32 && options.strataGemm)
+    return Status::usage("--tf32 applies to cuBLAS; Strata's GEMM "
+                         "(--gemm=strata) computes in FP32");
   if (kind == DeviceKind::Cpu && options.strataGemm)
     return Status::usage("--gemm=strata selects a GPU GEMM; it needs a CUDA "
                          "device");

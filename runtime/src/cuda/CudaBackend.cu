@@ -273,6 +273,7 @@ Status CudaBackend::prepare(const Plan &plan,
   context_.cublas = cublas_;
   context_.gemm = options_.strataGemm ? GemmEngine::Strata : GemmEngine::Cublas;
   context_.allowTf32 = options_.allowTf32;
+  context_.multiprocessors = smCount_;
   context_.scratch = scratch_;
   context_.scratchBytes = scratchBytes_;
   return waitFor(compute_, "zeroing the device arena");

@@ -10,15 +10,21 @@
 // other half of a double-buffered shared tile (one barrier per step). The
 // A slab is kept k-major (As[k][m]) so that a thread reads its TM rows as
 // float4s; rows are padded by 4 floats so that the transposing stores of a
-// non-transposed A do not conflict on banks. Each thread accumulates a
+// non-transposed A do not conflict on banks (at BK = 8; the vectorised
+// kernel's BK = 16 slabs of 128 rows meet 2-way conflicts on those stores,
+// which are 8 per thread per slab against 1024 FMAs). Each thread accumulates a
 // TM x TN register tile; with TM (TN) a multiple of 4 its rows (columns) are
 // TM/4 (TN/4) groups of 4 spread BM/(TM/4) apart, so that a quarter warp
 // reads 32 consecutive floats of a shared row (no bank conflicts) and writes
 // whole sectors of C. Bounds are checked on every load (zero fill) and
 // store, so any m, n, k works; beta == 0 never reads C.
 //
+// Operands 16-byte aligned, with leading dimensions and batch strides in
+// whole float4s, take gemmKernelVec (float4 global loads and C stores) for
+// register tiles in multiples of 4; the others take gemmKernel.
+//
 // Results are deterministic: each element of C is accumulated by one thread
-// in k order.
+// in k order, in either kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -543,6 +549,25 @@ CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t) {
   return nearestCompiled(t).tiling;
 }
 
+CudaGemmTiling cudaGemmTilingFor(const CudaGemmTiling &asked, int64_t m,
+                                 int64_t n, int64_t batch,
+                                 int multiprocessors) {
+  if (!sameTiling(asked, CudaGemmTiling{}) || multiprocessors <= 0)
+    return asked;
+  auto blocks = [&](int bm, int bn) {
+    return ceilDiv(m, bm) * ceilDiv(n, bn) * std::min<int64_t>(batch, 65535);
+  };
+  // A tiling is taken when its blocks fill three quarters of the SMs.
+  auto fills = [&](int bm, int bn) {
+    return 4 * blocks(bm, bn) >= 3 * (int64_t)multiprocessors;
+  };
+  if (fills(128, 128))
+    return asked;
+  if (fills(128, 64))
+    return {128, 64, 16, 8, 8};
+  return {64, 64, 16, 8, 8};
+}
+
 void strataGemm(cudaStream_t stream, const CudaGemmTiling &tiling, bool transA,
                 bool transB, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, int64_t strideA, const float *b,
@@ -555,8 +580,12 @@ void strataGemm(cudaStream_t stream, const CudaGemmTiling &tiling, bool transA,
     throw std::invalid_argument("strataGemm: negative size");
   if (m == 0 || n == 0 || batch == 0)
     return;
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-    throw std::invalid_argument("strataGemm: m, n and k must fit in 31 bits");
+  // Tile origins and the k loop's bound are int: keep them a tile below
+  // INT_MAX.
+  const int64_t limit = INT_MAX - 256;
+  if (m > limit || n > limit || k > limit)
+    throw std::invalid_argument("strataGemm: m, n and k must be below 2^31 - "
+                                "256");
   GemmArgs args{(int)m, (int)n,  (int)k, alpha, a,   lda,     strideA, b,
                 ldb,    strideB, beta,   c,     ldc, strideC, batch};
   nearestCompiled(tiling).launch(stream, transA, transB, args);

@@ -141,7 +141,9 @@ void gemm(CudaContext &ctx, bool transA, bool transB, int64_t m, int64_t n,
     return;
   }
   if (ctx.gemm == GemmEngine::Strata) {
-    strataGemm(ctx.stream, ctx.tiling, transA, transB, m, n, k, alpha, a, lda,
+    CudaGemmTiling tiling =
+        cudaGemmTilingFor(ctx.tiling, m, n, batch, ctx.multiprocessors);
+    strataGemm(ctx.stream, tiling, transA, transB, m, n, k, alpha, a, lda,
                strideA, b, ldb, strideB, beta, c, ldc, strideC, batch);
     return;
   }

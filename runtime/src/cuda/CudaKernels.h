@@ -69,6 +69,14 @@ std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
 /// and batch strides in whole float4s (each element of C is still summed by
 /// one thread in k order).
 CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t);
+/// The tiling strataGemm runs for an m x n product (`batch` of them) when
+/// `asked` is the default tiling on a device of `multiprocessors` SMs: the
+/// first of 128x128x16, 128x64x16 and 64x64x16 (8x8 register tiles) whose
+/// blocks fill three quarters of the SMs, else the last (on an H100 at
+/// 1024^3: 16.5 TFLOP/s with 128x128 tiles, 28.3 with 128x64, less with
+/// 64x64; bench/gpu.md). Any other `asked` tiling is kept.
+CudaGemmTiling cudaGemmTilingFor(const CudaGemmTiling &asked, int64_t m,
+                                 int64_t n, int64_t batch, int multiprocessors);
 
 /// A host swap slot of activation swapping: pinned host memory of the
 /// slot's swapped buffer, and the events that order its copies: `ready` is
@@ -90,6 +98,10 @@ struct CudaContext {
   cublasHandle_t cublas = nullptr;
   GemmEngine gemm = GemmEngine::Cublas;
   CudaGemmTiling tiling;
+  /// The device's SM count (0: unknown). With the default `tiling`, a
+  /// product whose 128x128 tiles would leave SMs idle runs smaller tiles
+  /// (cudaGemmTilingFor).
+  int multiprocessors = 0;
   bool allowTf32 = false;
   /// Device scratch of `scratchBytes` bytes that a kernel may use for the
   /// duration of its launch sequence (reductions, im2col, sorting);

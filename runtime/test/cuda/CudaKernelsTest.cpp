@@ -905,6 +905,27 @@ TEST(CudaGemmTilingTest, CompiledTilings) {
                    CudaGemmTiling{32, 32, 8, 2, 2}));
 }
 
+TEST(CudaGemmTilingTest, SmallProductsRunSmallerTiles) {
+  auto text = [](const CudaGemmTiling &t) {
+    return std::to_string(t.blockM) + "x" + std::to_string(t.blockN) + "x" +
+           std::to_string(t.kStep) + "/" + std::to_string(t.threadM) + "x" +
+           std::to_string(t.threadN);
+  };
+  CudaGemmTiling def;
+  // 132 SMs (99 is three quarters): 1024^2 has 64 tiles of 128x128 and 128
+  // of 128x64; 512x1024 has 32 and 64 of those and 128 of 64x64.
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 2048, 2048, 1, 132)), "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 2, 132)), "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 2048, 1, 132)), "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 1, 132)), "128x64x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 512, 1024, 1, 132)), "64x64x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 1, 132)), "64x64x16/8x8");
+  // Unknown SM count, or a tiling asked for: kept.
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 1, 0)), "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor({128, 128, 8, 8, 8}, 64, 64, 1, 132)),
+            "128x128x8/8x8");
+}
+
 TEST(CudaAllReduce, ReplicasMustMatchTheRun) {
   CudaKernelFn fn = lookupCudaKernel("all_reduce");
   ASSERT_NE(fn, nullptr);
@@ -1228,24 +1249,27 @@ struct GemmShape {
 };
 
 /// Runs C = alpha op(A) op(B) + beta C for one shape on the device with
-/// strataGemm (`tiling`) or cuBLAS (tiling == nullptr); returns C.
+/// strataGemm (`tiling`) or cuBLAS (tiling == nullptr); returns C. The
+/// operands start `offset` floats into their buffers (1: not 16-byte
+/// aligned, so strataGemm takes its scalar kernel).
 std::vector<float> deviceGemm(const GemmShape &s, const std::vector<float> &a,
                               const std::vector<float> &b,
                               const std::vector<float> &c,
-                              const CudaGemmTiling *tiling) {
-  DeviceBuffer da(a.size() * 4), db(b.size() * 4), dc(c.size() * 4);
-  check(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice),
+                              const CudaGemmTiling *tiling, int offset = 0) {
+  DeviceBuffer da((a.size() + offset) * 4), db((b.size() + offset) * 4),
+      dc((c.size() + offset) * 4);
+  float *pa = static_cast<float *>(da.get()) + offset;
+  float *pb = static_cast<float *>(db.get()) + offset;
+  float *pc = static_cast<float *>(dc.get()) + offset;
+  check(cudaMemcpy(pa, a.data(), a.size() * 4, cudaMemcpyHostToDevice),
         "cudaMemcpy");
-  check(cudaMemcpy(db.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice),
+  check(cudaMemcpy(pb, b.data(), b.size() * 4, cudaMemcpyHostToDevice),
         "cudaMemcpy");
-  check(cudaMemcpy(dc.get(), c.data(), c.size() * 4, cudaMemcpyHostToDevice),
+  check(cudaMemcpy(pc, c.data(), c.size() * 4, cudaMemcpyHostToDevice),
         "cudaMemcpy");
   int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n, ldc = s.n;
   int64_t strideA = s.m * s.k, strideB = s.broadcastB ? 0 : s.k * s.n,
           strideC = s.m * s.n;
-  const float *pa = static_cast<const float *>(da.get());
-  const float *pb = static_cast<const float *>(db.get());
-  float *pc = static_cast<float *>(dc.get());
   if (tiling) {
     strataGemm(gpu().stream, *tiling, s.ta, s.tb, s.m, s.n, s.k, s.alpha, pa,
                lda, strideA, pb, ldb, strideB, s.beta, pc, ldc, strideC,
@@ -1263,9 +1287,8 @@ std::vector<float> deviceGemm(const GemmShape &s, const std::vector<float> &a,
   }
   check(cudaStreamSynchronize(gpu().stream), "cudaStreamSynchronize");
   std::vector<float> result(c.size());
-  check(
-      cudaMemcpy(result.data(), dc.get(), c.size() * 4, cudaMemcpyDeviceToHost),
-      "cudaMemcpy");
+  check(cudaMemcpy(result.data(), pc, c.size() * 4, cudaMemcpyDeviceToHost),
+        "cudaMemcpy");
   return result;
 }
 
@@ -1374,6 +1397,42 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       EXPECT_EQ(bad, 0u) << what << ": first bad element " << worst << ": got "
                          << got[worst] << ", expected " << want[worst];
       EXPECT_EQ(badCublas, 0u) << what << ": differs from cuBLAS";
+    }
+  }
+}
+
+/// The vectorised kernel (aligned operands) and the scalar one (the same
+/// operands one float off alignment) sum every element in the same k order:
+/// the same bits, for every transpose, partial tiles, batches and beta.
+TEST(StrataGemm, VectorisedKernelEqualsScalarKernel) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<GemmShape> shapes = {
+      {260, 132, 36, 1, false, false, false, 1.0f, 0.0f},
+      {132, 68, 44, 2, true, false, false, 1.0f, 0.5f},
+      {68, 260, 20, 2, false, true, false, -1.0f, 0.0f},
+      {196, 76, 52, 3, true, true, true, 0.5f, 1.0f},
+  };
+  std::vector<CudaGemmTiling> tilings = {{128, 128, 16, 8, 8},
+                                         {128, 64, 16, 8, 8},
+                                         {64, 64, 16, 4, 8},
+                                         {64, 64, 16, 4, 4},
+                                         {128, 128, 8, 8, 8}};
+  Random rng(11);
+  for (const GemmShape &s : shapes) {
+    std::vector<float> a(s.batch * s.m * s.k),
+        b((s.broadcastB ? 1 : s.batch) * s.k * s.n), c(s.batch * s.m * s.n);
+    for (std::vector<float> *v : {&a, &b, &c})
+      for (float &x : *v)
+        x = rng.uniform(-1, 1);
+    for (const CudaGemmTiling &t : tilings) {
+      std::vector<float> vec = deviceGemm(s, a, b, c, &t, 0);
+      std::vector<float> scalar = deviceGemm(s, a, b, c, &t, 1);
+      size_t differ = 0;
+      for (size_t e = 0; e < vec.size(); ++e)
+        differ += std::memcmp(&vec[e], &scalar[e], 4) != 0;
+      EXPECT_EQ(differ, 0u)
+          << s.m << "x" << s.n << "x" << s.k << " tiling " << t.blockM << "x"
+          << t.blockN << "x" << t.kStep << "/" << t.threadM << "x" << t.threadN;
     }
   }
 }
