@@ -7,6 +7,8 @@
 #include "Calibrate.h"
 #include "PlanSchedule.h"
 
+#include "strata-rt/Trace.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -17,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <thread>
 #include <tuple>
 
 using namespace mlir::strata;
@@ -134,15 +137,56 @@ struct HostCopies {
   int64_t count = 0;
 };
 
+/// Gaps on the program thread that no instruction accounts for: between
+/// two consecutive kernels of a step (the executor's dispatch), and between
+/// one step's last instruction and the next step's first (loading the
+/// batch, reading the loss), in seconds.
+struct Gaps {
+  std::vector<double> dispatch, step;
+};
+
+/// One instruction's span on the program thread.
+struct ProgramSpan {
+  int64_t step, instruction;
+  double start, end;
+};
+
+static void addGaps(const rt::Plan &plan, int64_t rank,
+                    std::vector<ProgramSpan> spans, Gaps &gaps) {
+  const std::vector<rt::Instruction> &program = plan.programOf(rank);
+  std::sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) {
+    return std::tie(a.step, a.start) < std::tie(b.step, b.start);
+  });
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const ProgramSpan &prev = spans[i - 1], &next = spans[i];
+    double gap = std::max(0.0, next.start - prev.end);
+    if (next.step == prev.step + 1)
+      gaps.step.push_back(gap);
+    else if (next.step == prev.step &&
+             !isCommunication(program[prev.instruction]) &&
+             !isCommunication(program[next.instruction]))
+      gaps.dispatch.push_back(gap);
+  }
+}
+
+static double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2,
+                   values.end());
+  return values[values.size() / 2];
+}
+
 /// The all-reduces of rank `rank` in its trace (the first step left out):
 /// each blocking one (into `samples`), each busy period of the bucket
-/// transfers (into `bucketSamples`), and each bucket start, whose time on
-/// the compute thread is the copy that packs the bucket (into `copies`).
+/// transfers (into `bucketSamples`), each bucket start, whose time on the
+/// compute thread is the copy that packs the bucket (into `copies`), and the
+/// program thread's gaps (into `gaps`).
 static void collectSamples(const rt::Plan &plan, int64_t rank,
                            const llvm::json::Value &trace,
                            std::vector<CollectiveSample> &samples,
                            std::vector<CollectiveSample> &bucketSamples,
-                           HostCopies &copies) {
+                           HostCopies &copies, Gaps &gaps) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
   const llvm::json::Object *root = trace.getAsObject();
   const llvm::json::Array *events =
@@ -150,6 +194,7 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
   if (!events)
     return;
   std::vector<BucketSpan> spans;
+  std::vector<ProgramSpan> programSpans;
   for (const llvm::json::Value &value : *events) {
     const llvm::json::Object *e = value.getAsObject();
     if (!e || e->getString("ph") != "X")
@@ -165,6 +210,8 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
     std::optional<int64_t> index = args->getInteger("instruction");
     bool inProgram =
         index && *index >= 0 && *index < static_cast<int64_t>(program.size());
+    if (inProgram && e->getInteger("tid") == rt::kTraceProgramThread)
+      programSpans.push_back({*step, *index, *ts * 1e-6, (*ts + *dur) * 1e-6});
     if (*name == "all_reduce" && inProgram) {
       const rt::Instruction &inst = program[*index];
       samples.push_back({static_cast<double>(plan.buffers[inst.in[0]].bytes),
@@ -189,6 +236,7 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
       spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, bytes, ranks});
   }
   addBusyPeriods(std::move(spans), bucketSamples);
+  addGaps(plan, rank, std::move(programSpans), gaps);
 }
 
 std::string sim::calibrate(const rt::Plan &plan,
@@ -210,6 +258,7 @@ std::string sim::calibrate(const rt::Plan &plan,
   std::map<std::string, std::pair<double, int64_t>> kernels;
   std::vector<CollectiveSample> samples, bucketSamples;
   HostCopies copies;
+  Gaps gaps;
   llvm::json::Object root;
   for (int64_t rank = 0; rank < world; ++rank) {
     auto profile = readJson(rankFile(profileBase, rank));
@@ -234,7 +283,7 @@ std::string sim::calibrate(const rt::Plan &plan,
     auto trace = readJson(rankFile(traceBase, rank));
     if (!trace)
       return llvm::toString(trace.takeError());
-    collectSamples(plan, rank, *trace, samples, bucketSamples, copies);
+    collectSamples(plan, rank, *trace, samples, bucketSamples, copies, gaps);
   }
   llvm::json::Array merged;
   for (auto &[kernel, entry] : kernels)
@@ -274,6 +323,16 @@ std::string sim::calibrate(const rt::Plan &plan,
     root["host_copy"] = llvm::json::Object{
         {"bandwidth_gb_per_s", copies.bytes / copies.seconds * 1e-9},
         {"samples", copies.count}};
+  // Medians: a rank the shared machine preempts now and then should not
+  // charge every kernel for it.
+  if (!gaps.dispatch.empty())
+    root["kernel_overhead_us"] = median(gaps.dispatch) * 1e6;
+  if (!gaps.step.empty())
+    root["step_overhead_us"] = median(gaps.step) * 1e6;
+  // The cores the calibration's ranks shared: more ranks than cores
+  // time-share them (strata-sim stretches their kernels).
+  if (unsigned cores = std::thread::hardware_concurrency(); cores > 0)
+    root["host_cores"] = static_cast<int64_t>(cores);
   std::error_code ec;
   llvm::raw_fd_ostream os(options.out, ec, llvm::sys::fs::OF_Text);
   if (ec)

@@ -43,12 +43,12 @@ double convFlops(const rt::Plan &plan, int64_t activation, int64_t filter) {
   return 2.0 * numel(plan, activation) * perOutput;
 }
 
-bool isCommunication(const rt::Instruction &inst) {
+} // namespace
+
+bool sim::isCommunication(const rt::Instruction &inst) {
   return inst.has(rt::kCollective) || inst.has(rt::kPointToPoint) ||
          inst.has(rt::kCopyStart) || inst.has(rt::kCopyWait);
 }
-
-} // namespace
 
 double sim::inputBytes(const rt::Plan &plan, const rt::Instruction &inst) {
   double bytes = 0;
@@ -140,7 +140,7 @@ kernelSeconds(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
       continue;
     if (options.profile && !measured[i])
       seconds[i] *= ratio;
-    seconds[i] = (seconds[i] + options.kernelOverhead) * options.computeScale;
+    seconds[i] = seconds[i] * options.computeScale + options.kernelOverhead;
   }
   return seconds;
 }
@@ -222,6 +222,12 @@ timeline::Schedule sim::buildSchedule(const rt::Plan &plan,
       secondsOf[owner] = kernelSeconds(plan, program, options);
     const std::vector<double> &seconds = secondsOf[owner];
     std::vector<timeline::Instruction> list;
+    if (options.stepOverhead > 0) {
+      timeline::Instruction setup =
+          timeline::Instruction::compute("step setup", options.stepOverhead);
+      setup.category = "step";
+      list.push_back(std::move(setup));
+    }
     // The executor completes its sends before an in-place update.
     std::vector<int64_t> pendingSends;
     for (size_t i = 0; i < program.size(); ++i) {

@@ -29,6 +29,10 @@ struct Work {
   double bytes = 0;
 };
 
+/// Whether `inst` is communication (a collective, point-to-point, or a
+/// host copy's start or wait) rather than a kernel of the rank's thread.
+bool isCommunication(const ::strata::rt::Instruction &inst);
+
 /// The bytes of `inst`'s inputs (a bucket's tensors, a send's tensor).
 double inputBytes(const ::strata::rt::Plan &plan,
                   const ::strata::rt::Instruction &inst);
@@ -45,9 +49,16 @@ struct CostOptions {
   /// Roofline: FLOP/s and bytes/s of one device.
   double peakFlops = 1e12;
   double memoryBandwidth = 1e11;
-  /// Seconds every kernel costs on top of its roofline time (launch and
-  /// threading overhead; --calibrate measures it).
+  /// Seconds every kernel costs on top of its own time: the executor's
+  /// dispatch between kernels (or a launch). --calibrate measures it (the
+  /// median gap between consecutive kernels of the program thread);
+  /// --overhead-us sets it. Not scaled by what-if compute=...
   double kernelOverhead = 0;
+  /// Seconds each rank spends per step outside its instructions (loading
+  /// the batch, reading the loss); --calibrate measures it (the median gap
+  /// between one step's last instruction and the next step's first). A
+  /// "step setup" instruction at the start of every rank's program.
+  double stepOverhead = 0;
   /// Kernels take this many times as long (what-if compute=...).
   double computeScale = 1;
   /// Bytes per second of the host copies around a bucketed all-reduce: its

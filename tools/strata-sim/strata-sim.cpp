@@ -28,9 +28,11 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 using namespace mlir::strata;
@@ -54,13 +56,15 @@ options:
                     all-reduces, when they differ: --calibrate),
                     latency=2x, latency=50us, compute=0.5x (kernels take
                     twice as long), memory=2x (memory bandwidth), host=0.5x
-  --overhead-us U   add U microseconds to every kernel (launch cost)
+  --overhead-us U   add U microseconds to every kernel (launch or dispatch
+                    cost; default: a calibrated profile's, else 0)
   --calibrate OUT   first run PLAN on this machine (strata-run --profile
                     --trace, under mpirun for several ranks), write OUT (its
-                    kernel times and the link latency and bandwidth fitted
-                    to its all-reduces, and the speed of the host copies
-                    that pack and unpack all-reduce buckets) and predict
-                    with it (as --profile)
+                    kernel times, the link latency and bandwidth fitted to
+                    its all-reduces, the speed of the host copies that pack
+                    and unpack all-reduce buckets, and the median gaps
+                    between kernels and between steps) and predict with it
+                    (as --profile)
   --calibrate-steps N
                     steps of the calibration run (default 10)
   --calibrate-flags F
@@ -82,7 +86,8 @@ struct Options {
   std::string plan, target, profile, whatIf, trace, svg, calibrate;
   std::string calibrateFlags = "--threads 1";
   double calibrateSteps = 10;
-  double overheadUs = 0;
+  /// Negative: not given (a calibrated profile's, else 0).
+  double overheadUs = -1;
   bool json = false;
 };
 
@@ -148,8 +153,11 @@ Options parseCommandLine(int argc, char **argv) {
           o.calibrateSteps != std::floor(o.calibrateSteps))
         fail(2, "--calibrate-steps: an integer from 2, got '" + value + "'");
     } else if (name == "--overhead-us") {
-      if (!parseNumber(value, o.overheadUs) && value != "0")
-        fail(2, "--overhead-us: invalid number '" + value + "'");
+      if (value == "0")
+        o.overheadUs = 0;
+      else if (!parseNumber(value, o.overheadUs) || o.overheadUs > 1e9)
+        fail(2, "--overhead-us: a number of microseconds from 0, got '" +
+                    value + "'");
     } else
       fail(2, "unknown option '" + name.str() + "'");
   }
@@ -233,7 +241,9 @@ void applyWhatIf(llvm::StringRef spec, timeline::System &system,
 sim::KernelTimes loadProfile(const std::string &path,
                              std::optional<timeline::Link> &link,
                              std::optional<timeline::Link> &asyncLink,
-                             double &hostCopyBytesPerSecond) {
+                             double &hostCopyBytesPerSecond,
+                             std::optional<double> &kernelOverhead,
+                             double &stepOverhead, int64_t &hostCores) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     fail(3, path + ": " + buffer.getError().message());
@@ -279,6 +289,23 @@ sim::KernelTimes loadProfile(const std::string &path,
     if (!bandwidth || !(*bandwidth > 0) || !std::isfinite(*bandwidth))
       fail(3, path + ": \"host_copy\" needs \"bandwidth_gb_per_s\" > 0");
     hostCopyBytesPerSecond = *bandwidth * 1e9;
+  }
+  auto readMicroseconds = [&](const char *key) -> std::optional<double> {
+    const llvm::json::Value *v = root->get(key);
+    if (!v)
+      return std::nullopt;
+    std::optional<double> us = v->getAsNumber();
+    if (!us || !(*us >= 0) || !std::isfinite(*us) || *us > 1e9)
+      fail(3, path + ": \"" + key + "\" needs a number of microseconds >= 0");
+    return *us * 1e-6;
+  };
+  kernelOverhead = readMicroseconds("kernel_overhead_us");
+  stepOverhead = readMicroseconds("step_overhead_us").value_or(0);
+  if (const llvm::json::Value *v = root->get("host_cores")) {
+    std::optional<int64_t> cores = v->getAsInteger();
+    if (!cores || *cores < 1 || *cores > (1 << 20))
+      fail(3, path + ": \"host_cores\" needs an integer from 1");
+    hostCores = *cores;
   }
   return times;
 }
@@ -378,7 +405,7 @@ int main(int argc, char **argv) {
   sim::CostOptions cost;
   cost.peakFlops = target->peakFlops("f32");
   cost.memoryBandwidth = target->memoryBandwidth();
-  cost.kernelOverhead = o.overheadUs * 1e-6;
+  cost.kernelOverhead = std::max(o.overheadUs, 0.0) * 1e-6;
   if (!o.calibrate.empty()) {
     sim::CalibrateOptions calibration;
     calibration.out = o.calibrate;
@@ -392,8 +419,25 @@ int main(int argc, char **argv) {
   sim::KernelTimes profile;
   if (!o.profile.empty()) {
     std::optional<timeline::Link> link;
+    std::optional<double> kernelOverhead;
+    int64_t hostCores = 0;
     profile = loadProfile(o.profile, link, system.asyncCollectives,
-                          cost.hostCopyBytesPerSecond);
+                          cost.hostCopyBytesPerSecond, kernelOverhead,
+                          cost.stepOverhead, hostCores);
+    if (kernelOverhead && o.overheadUs < 0)
+      cost.kernelOverhead = *kernelOverhead;
+    // Ranks beyond the profile's host cores time-share them: a rank waiting
+    // in MPI spins, so every rank stays runnable and each gets cores /
+    // ranks of a core.
+    std::map<int64_t, int64_t> ranksOnNode;
+    for (int64_t node : system.nodeOfRank)
+      ++ranksOnNode[node];
+    int64_t busiest = 0;
+    for (auto [node, ranks] : ranksOnNode)
+      busiest = std::max(busiest, ranks);
+    if (hostCores > 0 && busiest > hostCores)
+      cost.computeScale *=
+          static_cast<double>(busiest) / static_cast<double>(hostCores);
     cost.profile = &profile;
     if (link)
       system.intraNode = system.interNode = *link;
