@@ -126,6 +126,8 @@ constexpr double kUnknown = -1;
 
 /// The number traces and messages give instruction `index`, `inst`.
 int64_t labelOf(const Instruction &inst, size_t index) {
+  if (inst.label == Instruction::kNotAnInstruction)
+    return -1;
   return inst.label >= 0 ? inst.label : static_cast<int64_t>(index);
 }
 

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <sched.h>
 #include <thread>
 #include <tuple>
 
@@ -137,12 +138,15 @@ struct HostCopies {
   int64_t count = 0;
 };
 
-/// Gaps on the program thread that no instruction accounts for: between
-/// two consecutive kernels of a step (the executor's dispatch), and between
-/// one step's last instruction and the next step's first (loading the
-/// batch, reading the loss), in seconds.
+/// Time inside a step that no instruction accounts for: the gaps between
+/// two consecutive kernels of a step on the program thread (the executor's
+/// dispatch), and per step of rank 0 its measured time (strata-run's "ms",
+/// the time of Executor::runStep) beyond the span from its first
+/// instruction's start to its last one's end, in seconds.
 struct Gaps {
   std::vector<double> dispatch, step;
+  /// Rank 0's first start and last end per step.
+  std::map<int64_t, std::pair<double, double>> spanOfStep;
 };
 
 /// One instruction's span on the program thread.
@@ -154,19 +158,61 @@ struct ProgramSpan {
 static void addGaps(const rt::Plan &plan, int64_t rank,
                     std::vector<ProgramSpan> spans, Gaps &gaps) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
+  // A multi-tensor group runs as one kernel, its members' spans laid end to
+  // end: no dispatch between them.
+  std::vector<size_t> runs = rt::multiTensorRuns(program);
   std::sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) {
     return std::tie(a.step, a.start) < std::tie(b.step, b.start);
   });
-  for (size_t i = 1; i < spans.size(); ++i) {
-    const ProgramSpan &prev = spans[i - 1], &next = spans[i];
-    double gap = std::max(0.0, next.start - prev.end);
-    if (next.step == prev.step + 1)
-      gaps.step.push_back(gap);
-    else if (next.step == prev.step &&
-             !isCommunication(program[prev.instruction]) &&
-             !isCommunication(program[next.instruction]))
-      gaps.dispatch.push_back(gap);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const ProgramSpan &next = spans[i];
+    if (rank == 0) {
+      auto [it, fresh] = gaps.spanOfStep.try_emplace(
+          next.step, std::make_pair(next.start, next.end));
+      if (!fresh)
+        it->second.second = std::max(it->second.second, next.end);
+    }
+    if (i == 0)
+      continue;
+    const ProgramSpan &prev = spans[i - 1];
+    if (next.step == prev.step && runs[next.instruction] != 0 &&
+        !isCommunication(program[prev.instruction]) &&
+        !isCommunication(program[next.instruction]))
+      gaps.dispatch.push_back(std::max(0.0, next.start - prev.end));
   }
+}
+
+/// Rank 0's step times (milliseconds) from strata-run's log: "step N loss L
+/// samples/s S ms M" lines.
+static std::map<int64_t, double> stepTimes(const std::string &log) {
+  std::map<int64_t, double> times;
+  auto buffer = llvm::MemoryBuffer::getFile(log);
+  if (!buffer)
+    return times;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef> words;
+    line.split(words, ' ', -1, false);
+    int64_t step = 0;
+    double ms = 0;
+    if (words.size() < 8 || words[0] != "step" || words[2] != "loss" ||
+        words[6] != "ms" || words[1].getAsInteger(10, step) ||
+        words[7].getAsDouble(ms))
+      continue;
+    times[step] = ms;
+  }
+  return times;
+}
+
+/// The cores this process may run on (its affinity mask), else the
+/// hardware threads.
+static int64_t usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return CPU_COUNT(&set);
+  return static_cast<int64_t>(std::thread::hardware_concurrency());
 }
 
 static double median(std::vector<double> values) {
@@ -210,7 +256,11 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
     std::optional<int64_t> index = args->getInteger("instruction");
     bool inProgram =
         index && *index >= 0 && *index < static_cast<int64_t>(program.size());
-    if (inProgram && e->getInteger("tid") == rt::kTraceProgramThread)
+    // Recomputed instructions run on the program thread too (their own
+    // track in the trace).
+    std::optional<int64_t> tid = e->getInteger("tid");
+    if (inProgram &&
+        (tid == rt::kTraceProgramThread || tid == rt::kTraceRecomputeThread))
       programSpans.push_back({*step, *index, *ts * 1e-6, (*ts + *dur) * 1e-6});
     if (*name == "all_reduce" && inProgram) {
       const rt::Instruction &inst = program[*index];
@@ -323,16 +373,23 @@ std::string sim::calibrate(const rt::Plan &plan,
     root["host_copy"] = llvm::json::Object{
         {"bandwidth_gb_per_s", copies.bytes / copies.seconds * 1e-9},
         {"samples", copies.count}};
+  // Rank 0's time inside each step beyond its instructions' span (the
+  // steps the trace has: the first left out).
+  std::map<int64_t, double> measured = stepTimes(log);
+  for (auto [step, span] : gaps.spanOfStep)
+    if (auto it = measured.find(step); it != measured.end())
+      gaps.step.push_back(
+          std::max(0.0, it->second * 1e-3 - (span.second - span.first)));
   // Medians: a rank the shared machine preempts now and then should not
   // charge every kernel for it.
   if (!gaps.dispatch.empty())
     root["kernel_overhead_us"] = median(gaps.dispatch) * 1e6;
   if (!gaps.step.empty())
     root["step_overhead_us"] = median(gaps.step) * 1e6;
-  // The cores the calibration's ranks shared: more ranks than cores
-  // time-share them (strata-sim stretches their kernels).
-  if (unsigned cores = std::thread::hardware_concurrency(); cores > 0)
-    root["host_cores"] = static_cast<int64_t>(cores);
+  // The cores the calibration's ranks could use (their CPU affinity):
+  // more ranks than cores time-share them (strata-sim stretches kernels).
+  if (int64_t cores = usableCores(); cores > 0)
+    root["host_cores"] = cores;
   std::error_code ec;
   llvm::raw_fd_ostream os(options.out, ec, llvm::sys::fs::OF_Text);
   if (ec)

@@ -135,12 +135,15 @@ kernelSeconds(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
     measured[i] = true;
   }
   double ratio = rooflineSum > 0 ? measuredSum / rooflineSum : 1;
+  // A multi-tensor group is one kernel: one dispatch, on its first member.
+  std::vector<size_t> runs = rt::multiTensorRuns(program);
   for (size_t i = 0; i < program.size(); ++i) {
     if (isCommunication(program[i]))
       continue;
     if (options.profile && !measured[i])
       seconds[i] *= ratio;
-    seconds[i] = seconds[i] * options.computeScale + options.kernelOverhead;
+    seconds[i] = seconds[i] * options.computeScale +
+                 (runs[i] != 0 ? options.kernelOverhead : 0);
   }
   return seconds;
 }
@@ -226,6 +229,7 @@ timeline::Schedule sim::buildSchedule(const rt::Plan &plan,
       timeline::Instruction setup =
           timeline::Instruction::compute("step setup", options.stepOverhead);
       setup.category = "step";
+      setup.label = timeline::Instruction::kNotAnInstruction;
       list.push_back(std::move(setup));
     }
     // The executor completes its sends before an in-place update.

@@ -49,15 +49,17 @@ struct CostOptions {
   /// Roofline: FLOP/s and bytes/s of one device.
   double peakFlops = 1e12;
   double memoryBandwidth = 1e11;
-  /// Seconds every kernel costs on top of its own time: the executor's
-  /// dispatch between kernels (or a launch). --calibrate measures it (the
-  /// median gap between consecutive kernels of the program thread);
-  /// --overhead-us sets it. Not scaled by what-if compute=...
+  /// Seconds every kernel (a multi-tensor group: once) costs on top of its
+  /// own time: the executor's dispatch between kernels (or a launch).
+  /// --calibrate measures it (the median gap between consecutive kernels of
+  /// the program thread); --overhead-us sets it. Not scaled by what-if
+  /// compute=...
   double kernelOverhead = 0;
-  /// Seconds each rank spends per step outside its instructions (loading
-  /// the batch, reading the loss); --calibrate measures it (the median gap
-  /// between one step's last instruction and the next step's first). A
-  /// "step setup" instruction at the start of every rank's program.
+  /// Seconds of each rank's step outside its instructions' span (the
+  /// executor's work before the first and after the last);
+  /// --calibrate measures it (the median over steps of rank 0's measured
+  /// step time minus that span). A "step setup" instruction at the start of
+  /// every rank's program.
   double stepOverhead = 0;
   /// Kernels take this many times as long (what-if compute=...).
   double computeScale = 1;

@@ -153,9 +153,11 @@ Options parseCommandLine(int argc, char **argv) {
           o.calibrateSteps != std::floor(o.calibrateSteps))
         fail(2, "--calibrate-steps: an integer from 2, got '" + value + "'");
     } else if (name == "--overhead-us") {
-      if (value == "0")
-        o.overheadUs = 0;
-      else if (!parseNumber(value, o.overheadUs) || o.overheadUs > 1e9)
+      char *end = nullptr;
+      std::string text = value;
+      o.overheadUs = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(o.overheadUs >= 0) ||
+          o.overheadUs > 1e9)
         fail(2, "--overhead-us: a number of microseconds from 0, got '" +
                     value + "'");
     } else
@@ -426,16 +428,17 @@ int main(int argc, char **argv) {
                           cost.stepOverhead, hostCores);
     if (kernelOverhead && o.overheadUs < 0)
       cost.kernelOverhead = *kernelOverhead;
-    // Ranks beyond the profile's host cores time-share them: a rank waiting
-    // in MPI spins, so every rank stays runnable and each gets cores /
-    // ranks of a core.
+    // On a CPU target, ranks beyond the profile's host cores time-share
+    // them: a rank waiting in MPI spins, so every rank stays runnable and
+    // each gets cores / ranks of a core (one kernel thread per rank, as
+    // --calibrate runs them by default).
     std::map<int64_t, int64_t> ranksOnNode;
     for (int64_t node : system.nodeOfRank)
       ++ranksOnNode[node];
     int64_t busiest = 0;
     for (auto [node, ranks] : ranksOnNode)
       busiest = std::max(busiest, ranks);
-    if (hostCores > 0 && busiest > hostCores)
+    if (target->device.kind == "cpu" && hostCores > 0 && busiest > hostCores)
       cost.computeScale *=
           static_cast<double>(busiest) / static_cast<double>(hostCores);
     cost.profile = &profile;

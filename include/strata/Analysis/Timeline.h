@@ -121,8 +121,10 @@ struct Instruction {
   std::string category;
   /// The number traces and messages give it (an instruction of a plan's
   /// program that the schedule splits keeps its number); -1: its index in
-  /// the rank's list.
+  /// the rank's list; kNotAnInstruction: none of the plan's (traces give
+  /// -1, as the runtime's do for work outside its instructions).
   int64_t label = -1;
+  static constexpr int64_t kNotAnInstruction = -2;
 
   static Instruction compute(std::string name, double seconds);
   static Instruction send(int64_t peer, int64_t tag, double bytes);

@@ -28,6 +28,8 @@ for rank in plan["ranks"]:
         if e.get("ph") != "X" or e.get("pid") != pid:
             continue
         i = e["args"]["instruction"]
+        if i < 0:  # not one of the plan's instructions ("step setup")
+            continue
         if program[i]["op"] == "send":
             ends[i] = max(ends.get(i, 0), e["ts"] + e["dur"])
         elif i in updates and e.get("tid") == 0:
