@@ -139,12 +139,12 @@ struct HostCopies {
   int64_t count = 0;
 };
 
-/// Time inside a step that no instruction accounts for: the gaps between
-/// two consecutive kernels of a step on the program thread (the executor's
+/// What the program threads' spans give (seconds): the kernels' times, the
+/// gaps between two consecutive kernels of a step (the executor's
 /// dispatch), and per step of rank 0 its measured time (strata-run's "ms",
 /// the time of Executor::runStep) beyond the span from its first
-/// instruction's start to its last one's end, in seconds.
-struct Gaps {
+/// instruction's start to its last one's end.
+struct ProgramTimes {
   std::vector<double> dispatch, step;
   /// Per kernel signature: the seconds of its instructions' spans over the
   /// traced steps, and how many spans.
@@ -159,9 +159,15 @@ struct ProgramSpan {
   double start, end;
 };
 
-static void addGaps(const rt::Plan &plan, int64_t rank,
-                    std::vector<ProgramSpan> spans, Gaps &gaps) {
+static void addProgramSpans(const rt::Plan &plan, int64_t rank,
+                            std::vector<ProgramSpan> spans,
+                            ProgramTimes &times) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
+  // Each instruction's signature once (a span per step refers to it).
+  std::vector<std::string> signature(program.size());
+  for (size_t i = 0; i < program.size(); ++i)
+    if (!isCommunication(program[i]))
+      signature[i] = rt::kernelSignature(plan, program[i]);
   // A multi-tensor group runs as one kernel, its members' spans laid end to
   // end: no dispatch between them.
   std::vector<size_t> runs = rt::multiTensorRuns(program);
@@ -171,13 +177,12 @@ static void addGaps(const rt::Plan &plan, int64_t rank,
   for (size_t i = 0; i < spans.size(); ++i) {
     const ProgramSpan &next = spans[i];
     if (!isCommunication(program[next.instruction])) {
-      auto &entry =
-          gaps.kernelTime[rt::kernelSignature(plan, program[next.instruction])];
+      auto &entry = times.kernelTime[signature[next.instruction]];
       entry.first += next.end - next.start;
       ++entry.second;
     }
     if (rank == 0) {
-      auto [it, fresh] = gaps.spanOfStep.try_emplace(
+      auto [it, fresh] = times.spanOfStep.try_emplace(
           next.step, std::make_pair(next.start, next.end));
       if (!fresh)
         it->second.second = std::max(it->second.second, next.end);
@@ -188,7 +193,7 @@ static void addGaps(const rt::Plan &plan, int64_t rank,
     if (next.step == prev.step && runs[next.instruction] != 0 &&
         !isCommunication(program[prev.instruction]) &&
         !isCommunication(program[next.instruction]))
-      gaps.dispatch.push_back(std::max(0.0, next.start - prev.end));
+      times.dispatch.push_back(std::max(0.0, next.start - prev.end));
   }
 }
 
@@ -237,12 +242,12 @@ static double median(std::vector<double> values) {
 /// each blocking one (into `samples`), each busy period of the bucket
 /// transfers (into `bucketSamples`), each bucket start, whose time on the
 /// compute thread is the copy that packs the bucket (into `copies`), and the
-/// program thread's gaps (into `gaps`).
+/// program thread's kernel times and gaps (into `times`).
 static void collectSamples(const rt::Plan &plan, int64_t rank,
                            const llvm::json::Value &trace,
                            std::vector<CollectiveSample> &samples,
                            std::vector<CollectiveSample> &bucketSamples,
-                           HostCopies &copies, Gaps &gaps) {
+                           HostCopies &copies, ProgramTimes &times) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
   const llvm::json::Object *root = trace.getAsObject();
   const llvm::json::Array *events =
@@ -296,7 +301,7 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
       spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, bytes, ranks});
   }
   addBusyPeriods(std::move(spans), bucketSamples);
-  addGaps(plan, rank, std::move(programSpans), gaps);
+  addProgramSpans(plan, rank, std::move(programSpans), times);
 }
 
 std::string sim::calibrate(const rt::Plan &plan,
@@ -315,46 +320,30 @@ std::string sim::calibrate(const rt::Plan &plan,
   if (int status = std::system(command.c_str()); status != 0)
     return "the calibration run failed (exit status " + std::to_string(status) +
            "): " + command + " (output in " + log + ")";
-  std::map<std::string, std::pair<double, int64_t>> kernels;
   std::vector<CollectiveSample> samples, bucketSamples;
   HostCopies copies;
-  Gaps gaps;
-  llvm::json::Object root;
+  ProgramTimes times;
+  // Rank 0's profile is the file's base (its layers and edges); the kernel
+  // times come from the traces.
+  auto profile = readJson(profileBase);
+  if (!profile)
+    return llvm::toString(profile.takeError());
+  if (!profile->getAsObject())
+    return profileBase + ": not a JSON object";
+  llvm::json::Object root = *profile->getAsObject();
   for (int64_t rank = 0; rank < world; ++rank) {
-    auto profile = readJson(rankFile(profileBase, rank));
-    if (!profile)
-      return llvm::toString(profile.takeError());
-    const llvm::json::Object *object = profile->getAsObject();
-    const llvm::json::Array *list =
-        object ? object->getArray("kernels") : nullptr;
-    if (!list)
-      return rankFile(profileBase, rank) + ": no \"kernels\"";
-    for (const llvm::json::Value &v : *list) {
-      const llvm::json::Object *k = v.getAsObject();
-      if (!k || !k->getString("kernel") || !k->getNumber("seconds"))
-        continue;
-      double count = k->getNumber("count").value_or(1);
-      auto &entry = kernels[k->getString("kernel")->str()];
-      entry.first += *k->getNumber("seconds") * count;
-      entry.second += static_cast<int64_t>(count);
-    }
-    if (rank == 0)
-      root = *object;
     auto trace = readJson(rankFile(traceBase, rank));
     if (!trace)
       return llvm::toString(trace.takeError());
-    collectSamples(plan, rank, *trace, samples, bucketSamples, copies, gaps);
+    collectSamples(plan, rank, *trace, samples, bucketSamples, copies, times);
   }
   // Kernel times: the mean of every traced span of a signature (all ranks,
   // the first step left out). A step sums hundreds of kernels, so its
-  // typical time is the sum of their means; the profile's per-instruction
-  // medians (what a signature the trace lacks keeps) run a few percent
-  // short on a loaded machine.
-  for (auto &[kernel, entry] : gaps.kernelTime)
-    if (entry.second > 0)
-      kernels[kernel] = {entry.first, entry.second};
+  // typical time is the sum of their means; strata-run's profile keeps
+  // per-instruction medians, which run a few percent short on a loaded
+  // machine.
   llvm::json::Array merged;
-  for (auto &[kernel, entry] : kernels)
+  for (auto &[kernel, entry] : times.kernelTime)
     merged.push_back(llvm::json::Object{
         {"kernel", kernel},
         {"seconds", entry.first / static_cast<double>(entry.second)},
@@ -394,16 +383,16 @@ std::string sim::calibrate(const rt::Plan &plan,
   // Rank 0's time inside each step beyond its instructions' span (the
   // steps the trace has: the first left out).
   std::map<int64_t, double> measured = stepTimes(log);
-  for (auto [step, span] : gaps.spanOfStep)
+  for (auto [step, span] : times.spanOfStep)
     if (auto it = measured.find(step); it != measured.end())
-      gaps.step.push_back(
+      times.step.push_back(
           std::max(0.0, it->second * 1e-3 - (span.second - span.first)));
   // Medians: a rank the shared machine preempts now and then should not
   // charge every kernel for it.
-  if (!gaps.dispatch.empty())
-    root["kernel_overhead_us"] = median(gaps.dispatch) * 1e6;
-  if (!gaps.step.empty())
-    root["step_overhead_us"] = median(gaps.step) * 1e6;
+  if (!times.dispatch.empty())
+    root["kernel_overhead_us"] = median(times.dispatch) * 1e6;
+  if (!times.step.empty())
+    root["step_overhead_us"] = median(times.step) * 1e6;
   // The cores the calibration's ranks could use (their CPU affinity):
   // more ranks than cores time-share them (strata-sim stretches kernels).
   if (int64_t cores = usableCores(); cores > 0)

@@ -1321,6 +1321,33 @@ std::vector<double> referenceGemm(const GemmShape &s,
   return result;
 }
 
+/// Aligned shapes (leading dimensions in whole float4s): strataGemm's
+/// vectorised kernel, with partial tiles in m, n and k, every transpose,
+/// batches, a broadcast B and beta.
+std::vector<GemmShape> alignedGemmShapes() {
+  return {
+      {260, 132, 36, 1, false, false, false, 1.0f, 0.0f},
+      {132, 68, 44, 2, true, false, false, 1.0f, 0.5f},
+      {68, 260, 20, 2, false, true, false, -1.0f, 0.0f},
+      {196, 76, 52, 3, true, true, true, 0.5f, 1.0f},
+  };
+}
+
+struct GemmOperands {
+  std::vector<float> a, b, c;
+};
+
+/// A, B and C of shape `s`, uniform in [-1, 1].
+GemmOperands randomOperands(const GemmShape &s, Random &rng) {
+  GemmOperands o{std::vector<float>(s.batch * s.m * s.k),
+                 std::vector<float>((s.broadcastB ? 1 : s.batch) * s.k * s.n),
+                 std::vector<float>(s.batch * s.m * s.n)};
+  for (std::vector<float> *v : {&o.a, &o.b, &o.c})
+    for (float &x : *v)
+      x = rng.uniform(-1, 1);
+  return o;
+}
+
 TEST(StrataGemm, MatchesCublasAndReference) {
   SKIP_WITHOUT_DEVICE();
   std::vector<GemmShape> shapes = {
@@ -1335,13 +1362,7 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       {40, 50, 60, 4, false, false, true, 1.0f, 0.0f},
       {17, 300, 9, 2, true, true, true, -2.0f, 0.5f},
       {257, 129, 100, 1, false, false, false, 1.0f, 0.0f},
-      // Aligned (leading dimensions in whole float4s): the vectorised
-      // kernel, with partial tiles in m, n and k, every transpose, batches,
-      // a broadcast B and beta.
-      {260, 132, 36, 1, false, false, false, 1.0f, 0.0f},
-      {132, 68, 44, 2, true, false, false, 1.0f, 0.5f},
-      {68, 260, 20, 2, false, true, false, -1.0f, 0.0f},
-      {196, 76, 52, 3, true, true, true, 0.5f, 1.0f},
+      // Aligned (the vectorised kernel); alignedGemmShapes() too.
       {256, 256, 64, 1, false, false, false, 1.0f, 0.0f},
       {8, 4, 4, 1, false, false, false, 1.0f, 0.0f},
   };
@@ -1360,15 +1381,10 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       {64, 32, 8, 4, 2},
       {256, 128, 16, 16, 8}};
   Random rng(7);
+  for (const GemmShape &s : alignedGemmShapes())
+    shapes.push_back(s);
   for (const GemmShape &s : shapes) {
-    std::vector<float> a(s.batch * s.m * s.k),
-        b((s.broadcastB ? 1 : s.batch) * s.k * s.n), c(s.batch * s.m * s.n);
-    for (float &v : a)
-      v = rng.uniform(-1, 1);
-    for (float &v : b)
-      v = rng.uniform(-1, 1);
-    for (float &v : c)
-      v = rng.uniform(-1, 1);
+    auto [a, b, c] = randomOperands(s, rng);
     std::vector<double> magnitude;
     std::vector<double> want = referenceGemm(s, a, b, c, magnitude);
     std::vector<float> cublas = deviceGemm(s, a, b, c, nullptr);
@@ -1406,24 +1422,14 @@ TEST(StrataGemm, MatchesCublasAndReference) {
 /// the same bits, for every transpose, partial tiles, batches and beta.
 TEST(StrataGemm, VectorisedKernelEqualsScalarKernel) {
   SKIP_WITHOUT_DEVICE();
-  std::vector<GemmShape> shapes = {
-      {260, 132, 36, 1, false, false, false, 1.0f, 0.0f},
-      {132, 68, 44, 2, true, false, false, 1.0f, 0.5f},
-      {68, 260, 20, 2, false, true, false, -1.0f, 0.0f},
-      {196, 76, 52, 3, true, true, true, 0.5f, 1.0f},
-  };
   std::vector<CudaGemmTiling> tilings = {{128, 128, 16, 8, 8},
                                          {128, 64, 16, 8, 8},
                                          {64, 64, 16, 4, 8},
                                          {64, 64, 16, 4, 4},
                                          {128, 128, 8, 8, 8}};
   Random rng(11);
-  for (const GemmShape &s : shapes) {
-    std::vector<float> a(s.batch * s.m * s.k),
-        b((s.broadcastB ? 1 : s.batch) * s.k * s.n), c(s.batch * s.m * s.n);
-    for (std::vector<float> *v : {&a, &b, &c})
-      for (float &x : *v)
-        x = rng.uniform(-1, 1);
+  for (const GemmShape &s : alignedGemmShapes()) {
+    auto [a, b, c] = randomOperands(s, rng);
     for (const CudaGemmTiling &t : tilings) {
       std::vector<float> vec = deviceGemm(s, a, b, c, &t, 0);
       std::vector<float> scalar = deviceGemm(s, a, b, c, &t, 1);
