@@ -70,7 +70,9 @@ std::string TraceWriter::toJson() const {
                       {"instruction", e.instruction},
                       {"step", e.step}}}});
   }
-  json root = {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"}};
+  json root = {{"traceEvents", std::move(list)},
+               {"displayTimeUnit", "ms"},
+               {"otherData", {{"clock_origin_us", clockOriginUs}}}};
   return root.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -208,6 +208,7 @@ Status prepareState(const TrainOptions &options, Executor &executor,
 void recordTrace(const Executor &executor, int64_t step, TraceWriter &trace) {
   const std::vector<Instruction> &program = executor.getProgram();
   const std::vector<InstructionTime> &times = executor.getLastStepTimes();
+  trace.setClockOriginUs(executor.getClockOriginUs());
   for (size_t i = 0; i < program.size(); ++i) {
     TraceEvent event;
     event.name = program[i].name();

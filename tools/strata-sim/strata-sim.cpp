@@ -312,6 +312,55 @@ sim::KernelTimes loadProfile(const std::string &path,
   return times;
 }
 
+/// Replays `plan`; where `cores` > 0 (a CPU target calibrated on a host
+/// with that many cores) and a node holds more ranks than cores, the ranks
+/// time-share them. Each rank asks for a core while it runs a kernel or
+/// takes part in a collective (MPI moves and sums the bytes with the CPU
+/// on one machine); ranks waiting for a message or a peer yield theirs.
+/// The kernels stretch by s = max(1, demand / (cores x step)), the demand
+/// being the node's ranks' busy + collective time of the replay at that s
+/// (a fixed point, at most ranks / cores: every rank always asking); sets
+/// `stretch`.
+timeline::Result simulateSharingCores(const rt::Plan &plan,
+                                      const timeline::System &system,
+                                      sim::CostOptions cost, int64_t cores,
+                                      double &stretch) {
+  std::map<int64_t, int64_t> ranksOnNode;
+  for (int64_t node : system.nodeOfRank)
+    ++ranksOnNode[node];
+  int64_t busiest = 0;
+  for (auto [node, ranks] : ranksOnNode)
+    busiest = std::max(busiest, ranks);
+  double base = cost.computeScale;
+  timeline::Result result =
+      timeline::simulate(sim::buildSchedule(plan, cost), system);
+  if (cores <= 0 || busiest <= cores || !result.ok())
+    return result;
+  double most = static_cast<double>(busiest) / static_cast<double>(cores);
+  stretch = 1;
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    std::map<int64_t, double> demand;
+    for (size_t r = 0; r < result.ranks.size(); ++r)
+      demand[system.nodeOfRank[r]] +=
+          result.ranks[r].busy + result.ranks[r].commWait;
+    double wanted = 1;
+    for (auto [node, seconds] : demand)
+      wanted = std::max(
+          wanted, seconds / (static_cast<double>(cores) * result.stepSeconds));
+    // Halfway: the step grows with the stretch, so a full step can
+    // overshoot and oscillate (ranks that always ask take the bound).
+    double next = wanted >= most ? most : (stretch + wanted) / 2;
+    if (std::abs(next - stretch) < 1e-4)
+      break;
+    stretch = next;
+    cost.computeScale = base * stretch;
+    result = timeline::simulate(sim::buildSchedule(plan, cost), system);
+    if (!result.ok())
+      return result;
+  }
+  return result;
+}
+
 void writeOutput(const std::string &path, const std::string &text) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
@@ -321,7 +370,7 @@ void writeOutput(const std::string &path, const std::string &text) {
 }
 
 void printText(const rt::Plan &plan, const Options &o,
-               const timeline::Result &result) {
+               const timeline::Result &result, double stretch) {
   llvm::outs() << "strata-sim: " << plan.path << " on " << o.target << " ("
                << (o.profile.empty() ? "roofline costs"
                                      : "profile " + o.profile)
@@ -341,10 +390,14 @@ void printText(const rt::Plan &plan, const Options &o,
   }
   llvm::outs() << "peak arena: " << peak << " bytes (live lower bound "
                << plan.liveLowerBound << " bytes)\n";
+  if (stretch > 1)
+    llvm::outs() << llvm::formatv("cores: the ranks time-share the host's "
+                                  "cores, kernels x {0:F3}\n",
+                                  stretch);
 }
 
 void printJson(const rt::Plan &plan, const Options &o,
-               const timeline::Result &result) {
+               const timeline::Result &result, double stretch) {
   llvm::json::Array ranks;
   int64_t peak = 0;
   for (int64_t r = 0; r < plan.worldSize(); ++r) {
@@ -368,6 +421,7 @@ void printJson(const rt::Plan &plan, const Options &o,
                           {"step_seconds", result.stepSeconds},
                           {"peak_arena_bytes", peak},
                           {"live_lower_bound_bytes", plan.liveLowerBound},
+                          {"core_sharing_stretch", stretch},
                           {"ranks", std::move(ranks)}};
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
                << "\n";
@@ -419,6 +473,7 @@ int main(int argc, char **argv) {
     o.profile = o.calibrate;
   }
   sim::KernelTimes profile;
+  int64_t cores = 0;
   if (!o.profile.empty()) {
     std::optional<timeline::Link> link;
     std::optional<double> kernelOverhead;
@@ -428,26 +483,16 @@ int main(int argc, char **argv) {
                           cost.stepOverhead, hostCores);
     if (kernelOverhead && o.overheadUs < 0)
       cost.kernelOverhead = *kernelOverhead;
-    // On a CPU target, ranks beyond the profile's host cores time-share
-    // them: a rank waiting in MPI spins, so every rank stays runnable and
-    // each gets cores / ranks of a core (one kernel thread per rank, as
-    // --calibrate runs them by default).
-    std::map<int64_t, int64_t> ranksOnNode;
-    for (int64_t node : system.nodeOfRank)
-      ++ranksOnNode[node];
-    int64_t busiest = 0;
-    for (auto [node, ranks] : ranksOnNode)
-      busiest = std::max(busiest, ranks);
-    if (target->device.kind == "cpu" && hostCores > 0 && busiest > hostCores)
-      cost.computeScale *=
-          static_cast<double>(busiest) / static_cast<double>(hostCores);
+    if (target->device.kind == "cpu")
+      cores = hostCores;
     cost.profile = &profile;
     if (link)
       system.intraNode = system.interNode = *link;
   }
   applyWhatIf(o.whatIf, system, cost);
+  double stretch = 1;
   timeline::Result result =
-      timeline::simulate(sim::buildSchedule(plan, cost), system);
+      simulateSharingCores(plan, system, cost, cores, stretch);
   if (!result.ok())
     fail(1, plan.path + ": " + result.error);
   if (!o.trace.empty())
@@ -455,8 +500,8 @@ int main(int argc, char **argv) {
   if (!o.svg.empty())
     writeOutput(o.svg, timeline::toSvg(result, plan.path));
   if (o.json)
-    printJson(plan, o, result);
+    printJson(plan, o, result, stretch);
   else
-    printText(plan, o, result);
+    printText(plan, o, result, stretch);
   return 0;
 }

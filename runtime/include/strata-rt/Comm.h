@@ -33,14 +33,21 @@ constexpr int kAnySource = -1;
 /// take: a message of b bytes completes no sooner than latency + b /
 /// bandwidth after it starts. Zero bandwidth means no emulation.
 ///
-/// MPI engine model (GB = 1e9 bytes; one rank has no link, so no delay): an
-/// operation completes no sooner than latency + b / bandwidth after its
+/// MPI engine model (GB = 1e9 bytes; one rank has no link, so no delay): a
+/// collective completes no sooner than latency + b / bandwidth after its
 /// `start...` call, where b is what this rank moves over its link for n
 /// bytes of payload: all-reduce 2(p-1)/p * n (a ring), reduce-scatter and
-/// all-gather (p-1) * n with n the per-rank block, reduce, broadcast, send
-/// and recv n, barrier 0 (latency only). Operations of one communicator that
-/// are in flight together take the link one after another (an operation's
-/// latency + b / bandwidth starts when the previous one's ended).
+/// all-gather (p-1) * n with n the per-rank block, reduce, broadcast n,
+/// barrier 0 (latency only). A send of n bytes takes the sender's link for
+/// latency + n / bandwidth from its `startSend` call and completes no sooner;
+/// where every rank runs on one machine (one monotonic clock), it tells the
+/// receiver when the message leaves the emulated link, and the receive
+/// completes no sooner than that (a receive posted after it completes at
+/// once: it does not pay for the link again); across machines a receive
+/// takes latency + n / bandwidth from its own `startRecv` call. Operations
+/// of one communicator that are in flight together take the link one after
+/// another (an operation's latency + b / bandwidth starts when the previous
+/// one's ended; receives that a send's time covers do not take it).
 struct LinkEmulation {
   double bandwidthGBps = 0;
   double latencyUs = 0;
@@ -57,6 +64,10 @@ public:
   virtual Status wait() = 0;
   /// True once wait() would not block.
   virtual bool test() = 0;
+  /// When the transfer completed, in nanoseconds of std::chrono::
+  /// steady_clock, once test() or wait() saw it complete; 0 where the engine
+  /// does not record it (the caller's own first sight is the best it has).
+  virtual int64_t completedNs() const { return 0; }
 };
 
 class Communicator {

@@ -159,11 +159,16 @@ public:
   const std::vector<InstructionTime> &getLastStepTimes() const {
     return lastStepTimes;
   }
+  /// The origin of those times in microseconds of std::chrono::steady_clock
+  /// (CLOCK_MONOTONIC on Linux: one clock for all processes of a machine,
+  /// so the ranks' traces can be aligned).
+  double getClockOriginUs() const { return originNs * 1e-3; }
 
   /// An asynchronous bucket all-reduce of the last runStep (CPU): from its
-  /// `all_reduce_start` until it was first seen complete (the executor
-  /// tests transfers in flight after every instruction), in the clock of
-  /// getLastStepTimes.
+  /// `all_reduce_start` until it completed (the communicator's completion
+  /// time, Request::completedNs; where it records none, when the executor
+  /// first saw it complete: it tests transfers in flight after every
+  /// instruction), in the clock of getLastStepTimes.
   struct TransferTime {
     int64_t bucket = 0;
     int64_t bytes = 0;

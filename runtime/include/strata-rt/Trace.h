@@ -54,10 +54,13 @@ class TraceWriter {
 public:
   void add(TraceEvent event) { events.push_back(std::move(event)); }
   const std::vector<TraceEvent> &getEvents() const { return events; }
+  /// Where the events' clock starts, in microseconds of the machine's
+  /// monotonic clock (written as "otherData": {"clock_origin_us": ...}).
+  void setClockOriginUs(double us) { clockOriginUs = us; }
 
   /// The trace as JSON text: process/thread name metadata events, then one
   /// "X" event per recorded event (pid = rank, tid = thread, args {layer,
-  /// instruction, step}).
+  /// instruction, step}), and the clock origin.
   std::string toJson() const;
 
   /// Writes toJson() to `path` atomically.
@@ -65,6 +68,7 @@ public:
 
 private:
   std::vector<TraceEvent> events;
+  double clockOriginUs = 0;
 };
 
 } // namespace strata::rt

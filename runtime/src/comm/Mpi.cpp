@@ -36,7 +36,12 @@
 // real transfer completed, the operation completes no sooner than latency +
 // bytes / bandwidth after its `start...` call, or after the previous
 // operation of the communicator released the emulated link (operations in
-// flight together share it one after another).
+// flight together share it one after another). A send's emulated arrival
+// is the sender's: where all ranks share one monotonic clock (one machine),
+// each send carries that time point in a small stamp message (tag + 32768)
+// and the receive completes no sooner than it, so a receive posted after
+// the message came through the emulated link does not pay for the link a
+// second time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +69,7 @@ Status createMpiCommunicator(const LinkEmulation &, double,
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -75,6 +81,7 @@ Status createMpiCommunicator(const LinkEmulation &, double,
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -85,6 +92,12 @@ bool haveMpi() { return true; }
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
 
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -112,16 +125,22 @@ struct Completion {
   std::condition_variable cv;
   bool done = false;
   Status status;
+  /// When complete() ran (steady_clock nanoseconds).
+  int64_t doneNs = 0;
 
   void complete(Status result) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       status = std::move(result);
       done = true;
+      doneNs = nowNs();
     }
     cv.notify_all();
   }
 };
+
+/// How long a thread waiting for a transfer spins before it sleeps.
+constexpr std::chrono::milliseconds kSpinBeforeSleep(5);
 
 class AsyncRequest final : public Request {
 public:
@@ -130,6 +149,11 @@ public:
   /// The transfer uses the caller's buffers: it must end before they may go.
   ~AsyncRequest() override { wait(); }
   Status wait() override {
+    // Spin first (yielding the core): a thread woken from a condition
+    // variable runs 50-100 us late on a busy machine.
+    Clock::time_point begin = Clock::now();
+    while (!test() && Clock::now() - begin < kSpinBeforeSleep)
+      std::this_thread::yield();
     std::unique_lock<std::mutex> lock(completion_->mutex);
     completion_->cv.wait(lock, [&] { return completion_->done; });
     return completion_->status;
@@ -137,6 +161,10 @@ public:
   bool test() override {
     std::lock_guard<std::mutex> lock(completion_->mutex);
     return completion_->done;
+  }
+  int64_t completedNs() const override {
+    std::lock_guard<std::mutex> lock(completion_->mutex);
+    return completion_->doneNs;
   }
 
 private:
@@ -165,9 +193,37 @@ struct CommState {
   double timeoutSeconds = 60;
   std::atomic<bool> broken{false};
   Status brokenStatus;
-  /// When the emulated link is free again (progress thread only).
+  /// When the emulated link is free again (under linkMutex: the progress
+  /// thread's collectives and the callers' sends take it).
   Clock::time_point linkFreeAt;
+  std::mutex linkMutex;
+  /// Sends stamp their emulated arrival time (steady_clock) for the
+  /// receiver: every rank runs on this machine and the tag space has room.
+  bool stampSends = false;
 };
+
+/// How long before an emulated transfer's end its waiting thread stops
+/// sleeping and spins.
+constexpr std::chrono::microseconds kEmulationSpin(300);
+
+/// Sends and receives of stamps use the message's tag plus this.
+constexpr int kStampTagOffset = 32768;
+
+/// When a transfer of `op`'s size issued at `issued` leaves the emulated
+/// link (latency + bytes / bandwidth after `issued` or after the previous
+/// transfer released the link, whichever is later).
+Clock::time_point takeLink(CommState &s, double bytes,
+                           Clock::time_point issued) {
+  if (!s.link.enabled() || s.size <= 1)
+    return issued;
+  double seconds =
+      s.link.latencyUs * 1e-6 + bytes / (s.link.bandwidthGBps * 1e9);
+  std::lock_guard<std::mutex> lock(s.linkMutex);
+  s.linkFreeAt = std::max(issued, s.linkFreeAt) +
+                 std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>(seconds));
+  return s.linkFreeAt;
+}
 
 /// One MPI operation, owned by a progress thread once posted.
 struct Op {
@@ -183,24 +239,34 @@ struct Op {
   bool cancellable = false;
   /// A send or receive: completes as soon as it is done, not in issue order.
   bool pointToPoint = false;
+  /// A stamped send or receive (CommState::stampSends): the emulated
+  /// arrival, in steady_clock nanoseconds, sent beside the message.
+  bool stamped = false;
+  bool sendsStamp = false;
+  /// A receive from any rank: its stamp is received from the sender once
+  /// the message came.
+  bool stampFromSender = false;
+  int stampPeer = 0;
+  int stampTag = 0;
+  int64_t stampNs = 0;
   std::shared_ptr<Completion> completion;
 
   /// When `start...` was called: the emulated link starts then.
   Clock::time_point issued = Clock::now();
 
   // Progress-thread bookkeeping.
-  MPI_Request request = MPI_REQUEST_NULL;
+  /// The message's request and the stamp's.
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   Clock::time_point started;
   Clock::time_point readyAt;
   bool transferred = false;
   bool failed = false;
-  /// Started on the posting thread (startOp ran there).
-  bool startedByCaller = false;
   Status status;
 };
 
-/// Starts `op`'s nonblocking MPI call (on its progress thread, or on the
-/// posting thread for sends and receives under MPI_THREAD_MULTIPLE).
+/// Starts `op`'s nonblocking MPI calls (on its progress thread, or on the
+/// caller's thread for sends and receives under MPI_THREAD_MULTIPLE, which
+/// then tests them itself: CallerRequest).
 void startOp(Op &op) {
   op.started = Clock::now();
   if (gFinalized) {
@@ -213,13 +279,123 @@ void startOp(Op &op) {
     op.status = op.state->brokenStatus;
     return;
   }
-  int rc = op.start(&op.request);
+  int rc = op.start(&op.requests[0]);
+  if (rc == MPI_SUCCESS && op.stamped)
+    rc = op.sendsStamp
+             ? MPI_Isend(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
+                         op.state->comm, &op.requests[1])
+             : MPI_Irecv(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
+                         op.state->comm, &op.requests[1]);
   if (rc != MPI_SUCCESS) {
     op.failed = true;
     op.status = Status::failure("rank " + std::to_string(op.state->rank) +
                                 ": " + op.name + ": " + mpiError(rc));
   }
 }
+
+/// Operations of one communicator share its emulated link: each holds it
+/// for latency + bytes / bandwidth from its start call or from when the
+/// previous one released it, whichever is later.
+Clock::time_point emulatedEnd(const Op &op) {
+  // A stamped message arrives when its sender's link carried it.
+  if (op.stamped)
+    return std::max(op.issued, Clock::time_point(Clock::duration(
+                                   std::chrono::nanoseconds(op.stampNs))));
+  return takeLink(*op.state, op.bytes, op.issued);
+}
+
+/// Tests one in-flight operation; returns whether its state changed.
+bool poll(Op &op, Clock::time_point now) {
+  if (op.transferred || op.failed)
+    return false;
+  int flag = 0;
+  MPI_Status statuses[2];
+  int rc = MPI_Testall(2, op.requests, &flag, statuses);
+  if (rc == MPI_SUCCESS && flag && op.stampFromSender) {
+    op.stampFromSender = false;
+    op.stamped = true;
+    op.stampPeer = statuses[0].MPI_SOURCE;
+    rc = MPI_Irecv(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
+                   op.state->comm, &op.requests[1]);
+    flag = 0;
+  }
+  if (rc != MPI_SUCCESS) {
+    op.failed = true;
+    op.status = Status::failure("rank " + std::to_string(op.state->rank) +
+                                ": " + op.name + ": " + mpiError(rc));
+    return true;
+  }
+  if (flag) {
+    op.transferred = true;
+    if (op.finish)
+      op.finish();
+    op.readyAt = emulatedEnd(op);
+    return true;
+  }
+  double waited = std::chrono::duration<double>(now - op.started).count();
+  if (waited < op.state->timeoutSeconds)
+    return false;
+  op.failed = true;
+  op.status =
+      Status::failure("rank " + std::to_string(op.state->rank) +
+                      ": no answer from the other ranks within " +
+                      formatSeconds(op.state->timeoutSeconds) +
+                      " s (a rank may have died) while waiting for " + op.name);
+  if (op.cancellable) {
+    for (MPI_Request &request : op.requests)
+      if (request != MPI_REQUEST_NULL) {
+        MPI_Cancel(&request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+      }
+  } else {
+    op.state->brokenStatus = op.status;
+    op.state->broken.store(true, std::memory_order_release);
+    gNeedAbort = true;
+  }
+  return true;
+}
+
+/// A send or receive started on the caller's thread (MPI_THREAD_MULTIPLE):
+/// the caller tests it itself, so a message that already arrived completes
+/// at once, not once the progress thread noticed it and woke the caller (40
+/// us on a busy core). Waits spin (yielding the core) for 5 ms, then nap.
+class CallerRequest final : public Request {
+public:
+  explicit CallerRequest(std::unique_ptr<Op> op) : op_(std::move(op)) {}
+  /// The transfer uses the caller's buffers: it must end before they may go.
+  ~CallerRequest() override { wait(); }
+  Status wait() override {
+    Clock::time_point begin = Clock::now();
+    while (!test()) {
+      if (Clock::now() - begin < kSpinBeforeSleep)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return op_->status;
+  }
+  bool test() override {
+    Op &op = *op_;
+    if (done_)
+      return true;
+    if (gFinalized && !op.transferred && !op.failed) {
+      op.failed = true;
+      op.status = Status::failure(op.name + ": MPI was already finalized");
+    }
+    Clock::time_point now = Clock::now();
+    poll(op, now);
+    done_ = op.failed || (op.transferred && now >= op.readyAt);
+    if (done_)
+      doneNs_ = nowNs();
+    return done_;
+  }
+  int64_t completedNs() const override { return doneNs_; }
+
+private:
+  std::unique_ptr<Op> op_;
+  bool done_ = false;
+  int64_t doneNs_ = 0;
+};
 
 /// A thread that runs MPI operations (posted, started at once, polled and
 /// completed in order) and synchronous tasks (run once no operation is in
@@ -274,60 +450,6 @@ private:
     std::function<void()> task;
   };
 
-  /// Operations of one communicator share its emulated link: each holds it
-  /// for latency + bytes / bandwidth from its start call or from when the
-  /// previous one released it, whichever is later.
-  static Clock::time_point emulatedEnd(const Op &op) {
-    CommState &s = *op.state;
-    if (!s.link.enabled() || s.size <= 1)
-      return op.issued;
-    double seconds =
-        s.link.latencyUs * 1e-6 + op.bytes / (s.link.bandwidthGBps * 1e9);
-    s.linkFreeAt = std::max(op.issued, s.linkFreeAt) +
-                   std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(seconds));
-    return s.linkFreeAt;
-  }
-
-  /// Tests one in-flight operation; returns whether its state changed.
-  static bool poll(Op &op, Clock::time_point now) {
-    if (op.transferred || op.failed)
-      return false;
-    int flag = 0;
-    int rc = MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      op.failed = true;
-      op.status = Status::failure("rank " + std::to_string(op.state->rank) +
-                                  ": " + op.name + ": " + mpiError(rc));
-      return true;
-    }
-    if (flag) {
-      op.transferred = true;
-      if (op.finish)
-        op.finish();
-      op.readyAt = emulatedEnd(op);
-      return true;
-    }
-    double waited = std::chrono::duration<double>(now - op.started).count();
-    if (waited < op.state->timeoutSeconds)
-      return false;
-    op.failed = true;
-    op.status = Status::failure("rank " + std::to_string(op.state->rank) +
-                                ": no answer from the other ranks within " +
-                                formatSeconds(op.state->timeoutSeconds) +
-                                " s (a rank may have died) while waiting for " +
-                                op.name);
-    if (op.cancellable) {
-      MPI_Cancel(&op.request);
-      MPI_Wait(&op.request, MPI_STATUS_IGNORE);
-    } else {
-      op.state->brokenStatus = op.status;
-      op.state->broken.store(true, std::memory_order_release);
-      gNeedAbort = true;
-    }
-    return true;
-  }
-
   void loop() {
     std::deque<std::unique_ptr<Op>> inflight;
     Clock::time_point lastProgress = Clock::now();
@@ -357,8 +479,7 @@ private:
           item.task();
           continue;
         }
-        if (!item.op->startedByCaller)
-          startOp(*item.op);
+        startOp(*item.op);
         inflight.push_back(std::move(item.op));
       }
 
@@ -401,7 +522,16 @@ private:
         Clock::time_point first = inflight.front()->readyAt;
         for (auto &op : inflight)
           first = std::min(first, op->readyAt);
-        cv_.wait_until(lock, first, [&] { return !queue_.empty(); });
+        // Sleep until shortly before, then spin (yielding the core): a
+        // sleeping thread wakes 50-200 us late on a busy machine, which an
+        // emulated link would add to every transfer.
+        if (first - now > kEmulationSpin)
+          cv_.wait_until(lock, first - kEmulationSpin,
+                         [&] { return !queue_.empty(); });
+        else {
+          lock.unlock();
+          std::this_thread::yield();
+        }
         continue;
       }
       auto idle = now - lastProgress;
@@ -565,6 +695,14 @@ public:
                std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
     o->bytes = 4.0 * count;
     o->pointToPoint = true;
+    if (state->stampSends && state->link.enabled()) {
+      o->stamped = o->sendsStamp = true;
+      o->stampPeer = peer;
+      o->stampTag = tag + kStampTagOffset;
+      o->stampNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       takeLink(*state, o->bytes, o->issued).time_since_epoch())
+                       .count();
+    }
     o->start = [state, data, n, peer, tag](MPI_Request *r) {
       return MPI_Isend(const_cast<float *>(data), n, MPI_FLOAT, peer, tag,
                        state->comm, r);
@@ -591,6 +729,12 @@ public:
     o->cancellable = true;
     o->pointToPoint = true;
     int source = peer == kAnySource ? MPI_ANY_SOURCE : peer;
+    if (state->stampSends && state->link.enabled()) {
+      o->stamped = peer != kAnySource;
+      o->stampFromSender = peer == kAnySource;
+      o->stampPeer = peer;
+      o->stampTag = tag + kStampTagOffset;
+    }
     o->start = [state, data, n, source, tag](MPI_Request *r) {
       return MPI_Irecv(data, n, MPI_FLOAT, source, tag, state->comm, r);
     };
@@ -699,6 +843,7 @@ public:
     auto sub = std::make_shared<CommState>();
     sub->timeoutSeconds = state_->timeoutSeconds;
     sub->link = state_->link;
+    sub->stampSends = state_->stampSends;
     std::shared_ptr<CommState> state = state_;
     int rc = MPI_SUCCESS;
     thread_->runSync([&] {
@@ -728,11 +873,11 @@ private:
   }
 
   std::unique_ptr<Request> submit(std::unique_ptr<Op> op) {
-    auto request = std::make_unique<AsyncRequest>(op->completion);
     if (startPointToPointHere_ && op->pointToPoint) {
       startOp(*op);
-      op->startedByCaller = true;
+      return std::make_unique<CallerRequest>(std::move(op));
     }
+    auto request = std::make_unique<AsyncRequest>(op->completion);
     thread_->post(std::move(op));
     return request;
   }
@@ -784,6 +929,38 @@ private:
 
 } // namespace
 
+/// Sets state->stampSends where every rank of state->comm runs on this
+/// machine (one steady_clock) and the tag space holds the stamps' tags.
+static Status checkSharedClock(Engine &engine,
+                               const std::shared_ptr<CommState> &state) {
+  // Every rank gets the largest hash of a host name and the largest
+  // complement: one host when they are each other's complements.
+  auto values = std::make_shared<std::array<uint64_t, 2>>();
+  auto op = std::make_unique<Op>();
+  op->name = "link emulation set-up (MPI_Iallreduce)";
+  op->state = state;
+  op->completion = std::make_shared<Completion>();
+  op->start = [state, values](MPI_Request *r) {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    uint64_t hash = std::hash<std::string>()(std::string(name, length));
+    *values = {hash, ~hash};
+    return MPI_Iallreduce(MPI_IN_PLACE, values->data(), 2, MPI_UINT64_T,
+                          MPI_MAX, state->comm, r);
+  };
+  op->finish = [state, values] {
+    void *value = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &value, &found);
+    bool roomy = found && *static_cast<int *>(value) >= kStampTagOffset + 32767;
+    state->stampSends = roomy && (*values)[0] == ~(*values)[1];
+  };
+  AsyncRequest request(op->completion);
+  engine.thread.post(std::move(op));
+  return request.wait();
+}
+
 Status createMpiCommunicator(const LinkEmulation &link, double timeoutSeconds,
                              std::unique_ptr<Communicator> &comm) {
   comm.reset();
@@ -819,6 +996,9 @@ Status createMpiCommunicator(const LinkEmulation &link, double timeoutSeconds,
   if (Status s = request.wait(); !s.ok())
     return s;
   state->link = link;
+  if (link.enabled() && state->size > 1)
+    if (Status s = checkSharedClock(*engine, state); !s.ok())
+      return s;
   comm = std::make_unique<MpiCommunicator>(std::move(state), *engine);
   return Status::success();
 }

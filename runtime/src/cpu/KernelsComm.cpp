@@ -227,6 +227,10 @@ void runAllReduceWait(KernelContext &ctx, const Tensors &,
   transfer.inFlight = false;
   if (transfer.request) {
     Status status = transfer.request->wait();
+    // The engine's completion time, where it records one (the executor
+    // only sees a completion between instructions).
+    if (int64_t done = transfer.request->completedNs(); done > 0)
+      transfer.doneNs = done;
     transfer.request.reset();
     if (!status.ok())
       throw std::runtime_error(status.message());

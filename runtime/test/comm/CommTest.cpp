@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 using namespace strata::rt;
@@ -232,6 +233,82 @@ TEST_F(MpiTest, LinkEmulationDelaysTransfers) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   EXPECT_GE(took, 0.02);
+}
+
+/// Seconds since `start`.
+static double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Under link emulation a message leaves the emulated link latency + bytes /
+// bandwidth after its send started: a receive posted after that completes at
+// once (it was charged the whole link again before), one posted at once waits
+// for it, and the send itself completes no sooner.
+TEST_F(MpiTest, LinkEmulationCountsFromTheSend) {
+  if (comm->size() < 2)
+    GTEST_SKIP() << "one rank has no link to emulate";
+  LinkEmulation link;
+  ASSERT_TRUE(LinkEmulation::parse("bandwidth=1,latency=30000", link).ok());
+  std::unique_ptr<Communicator> slow;
+  ASSERT_TRUE(createMpiCommunicator(link, 30, slow).ok());
+  float x = 3;
+  // A receive posted 90 ms after the send (60 ms after the message arrived).
+  ASSERT_TRUE(comm->barrier().ok());
+  if (slow->rank() == 0) {
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(slow->startSend(&x, 1, 1, 7)->wait().ok());
+    EXPECT_GE(since(start), 0.03);
+  } else if (slow->rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(90));
+    float y = 0;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(slow->startRecv(&y, 1, 0, 7)->wait().ok());
+    EXPECT_LT(since(start), 0.02);
+    EXPECT_EQ(y, 3);
+  }
+  // A receive posted at once waits for the emulated link (the barriers are
+  // the unemulated communicator's: the ranks part by well under the 30 ms
+  // latency).
+  ASSERT_TRUE(comm->barrier().ok());
+  if (slow->rank() == 0) {
+    ASSERT_TRUE(slow->startSend(&x, 1, 1, 8)->wait().ok());
+  } else if (slow->rank() == 1) {
+    float y = 0;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(slow->startRecv(&y, 1, 0, 8)->wait().ok());
+    EXPECT_GE(since(start), 0.02);
+    EXPECT_EQ(y, 3);
+  }
+  // From any rank too (the stamp follows from the rank the message came
+  // from).
+  ASSERT_TRUE(comm->barrier().ok());
+  if (slow->rank() == 0) {
+    ASSERT_TRUE(slow->startSend(&x, 1, 1, 9)->wait().ok());
+  } else if (slow->rank() == 1) {
+    float y = 0;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(slow->startRecv(&y, 1, kAnySource, 9)->wait().ok());
+    EXPECT_GE(since(start), 0.02);
+    EXPECT_EQ(y, 3);
+  }
+  EXPECT_TRUE(comm->barrier().ok());
+}
+
+// A request records when its transfer completed, at or before the caller saw
+// it.
+TEST_F(MpiTest, RequestsRecordWhenTheyCompleted) {
+  float x = 1;
+  auto before = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  std::unique_ptr<Request> r = comm->startAllReduce(&x, 1, ReduceOp::Sum);
+  ASSERT_TRUE(r->wait().ok());
+  auto after = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+                   .count();
+  EXPECT_GE(r->completedNs(), before);
+  EXPECT_LE(r->completedNs(), after);
 }
 
 } // namespace
