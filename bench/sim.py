@@ -21,9 +21,9 @@ both ways: an overlapped data-parallel run 18% faster than every other).
 """
 import argparse
 import json
-import statistics
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -282,9 +282,10 @@ def main():
                 bw, lat = cal[2] or cal[1]
                 flags = (f" --emulate-link=bandwidth={bw / 2:g},"
                          f"latency={lat:g}")
-                at_half = statistics.median(measure_flags(b, plans[index], ranks, flags,
-                                            args.steps, tmp)[0]
-                              for _ in range(args.repeats))
+                at_half = statistics.median(
+                    measure_flags(b, plans[index], ranks, flags, args.steps,
+                                  tmp)[0]
+                    for _ in range(args.repeats))
                 what_if = (pred, half, at_half, bw)
         links = (cal2[1][0], cal2[1][1]) + (cal2[2] or (0, 0))
     load_end = os.getloadavg()

@@ -314,9 +314,10 @@ sim::KernelTimes loadProfile(const std::string &path,
 
 /// Replays `plan`; where `cores` > 0 (a CPU target calibrated on a host
 /// with that many cores) and a node holds more ranks than cores, the ranks
-/// time-share them. Each rank asks for a core while it runs a kernel or
-/// takes part in a collective (MPI moves and sums the bytes with the CPU
-/// on one machine); ranks waiting for a message or a peer yield theirs.
+/// time-share them. Each rank asks for a core while it runs a kernel or is
+/// in a collective (MPI moves and sums the bytes with the CPU on one
+/// machine; a collective's wait for a late peer counts too, an
+/// approximation); ranks waiting for a message yield theirs.
 /// The kernels stretch by s = max(1, demand / (cores x step)), the demand
 /// being the node's ranks' busy + collective time of the replay at that s
 /// (a fixed point, at most ranks / cores: every rank always asking); sets
@@ -338,7 +339,8 @@ timeline::Result simulateSharingCores(const rt::Plan &plan,
     return result;
   double most = static_cast<double>(busiest) / static_cast<double>(cores);
   stretch = 1;
-  for (int iteration = 0; iteration < 50; ++iteration) {
+  for (int iteration = 0; iteration < 50 && result.stepSeconds > 0;
+       ++iteration) {
     std::map<int64_t, double> demand;
     for (size_t r = 0; r < result.ranks.size(); ++r)
       demand[system.nodeOfRank[r]] +=

@@ -35,19 +35,22 @@ constexpr int kAnySource = -1;
 ///
 /// MPI engine model (GB = 1e9 bytes; one rank has no link, so no delay): a
 /// collective completes no sooner than latency + b / bandwidth after its
-/// `start...` call, where b is what this rank moves over its link for n
-/// bytes of payload: all-reduce 2(p-1)/p * n (a ring), reduce-scatter and
-/// all-gather (p-1) * n with n the per-rank block, reduce, broadcast n,
-/// barrier 0 (latency only). A send of n bytes takes the sender's link for
-/// latency + n / bandwidth from its `startSend` call and completes no sooner;
-/// where every rank runs on one machine (one monotonic clock), it tells the
-/// receiver when the message leaves the emulated link, and the receive
-/// completes no sooner than that (a receive posted after it completes at
-/// once: it does not pay for the link again); across machines a receive
-/// takes latency + n / bandwidth from its own `startRecv` call. Operations
-/// of one communicator that are in flight together take the link one after
-/// another (an operation's latency + b / bandwidth starts when the previous
-/// one's ended; receives that a send's time covers do not take it).
+/// `start...` call (with every rank on one machine, see below: after the
+/// last rank's call, as a real transfer cannot begin before), where b is what
+/// this rank moves over its link for n bytes of payload: all-reduce 2(p-1)/p *
+/// n (a ring), reduce-scatter and all-gather (p-1) * n with n the per-rank
+/// block, reduce, broadcast n, barrier 0 (latency only). A send of n bytes
+/// takes the sender's link for latency + n / bandwidth from its `startSend`
+/// call and completes no sooner; where every rank of the communicator emulates
+/// a link and runs on one machine (one monotonic clock; and MPI_TAG_UB >=
+/// 65535), it tells the receiver when the message leaves the emulated link, and
+/// the receive completes no sooner than that (a receive posted after it
+/// completes at once: it does not pay for the link again); otherwise a receive
+/// takes latency + n / bandwidth from its own `startRecv` call. Operations of
+/// one communicator that are in flight together take the link one after another
+/// (an operation's latency + b / bandwidth starts when the previous one's
+/// ended; a send takes it when it starts, a collective when its transfer
+/// completed; stamped receives do not take it).
 struct LinkEmulation {
   double bandwidthGBps = 0;
   double latencyUs = 0;
@@ -81,6 +84,13 @@ public:
   /// In place over `count` floats; Mean divides the sum by size().
   virtual std::unique_ptr<Request> startAllReduce(float *data, int64_t count,
                                                   ReduceOp op) = 0;
+  /// `input`'s `count` floats reduced into `output` (the same buffer, or one
+  /// that does not overlap it). The default copies host memory, then
+  /// reduces in place; the MPI engine reduces out of place (no copy).
+  virtual std::unique_ptr<Request> startAllReduceInto(const float *input,
+                                                      float *output,
+                                                      int64_t count,
+                                                      ReduceOp op);
   /// In place over `count` floats: `root` receives the sum (Mean: divided
   /// by size()) of every rank's data; other ranks' buffers are left as they
   /// were. The default says the engine cannot.

@@ -42,6 +42,15 @@ private:
 };
 } // namespace
 
+std::unique_ptr<Request> Communicator::startAllReduceInto(const float *input,
+                                                          float *output,
+                                                          int64_t count,
+                                                          ReduceOp op) {
+  if (count > 0 && input && output && input != output)
+    std::memcpy(output, input, static_cast<size_t>(count) * sizeof(float));
+  return startAllReduce(output, count, op);
+}
+
 std::unique_ptr<Request> Communicator::startReduce(float *, int64_t, ReduceOp,
                                                    int) {
   return std::make_unique<FailedRequest>(

@@ -14,15 +14,18 @@
 // started in issue order; collectives complete in issue order (a collective's
 // Request completes only after every earlier collective of that thread),
 // sends and receives as soon as they are done. With MPI_THREAD_MULTIPLE each
-// communicator has its own progress thread, and sends and receives are
-// started on the calling thread before they are posted to it (the progress
-// thread shares the cores with the ranks' compute threads and can take
-// milliseconds to get to a new operation: a 2-stage GPipe step of an 8-layer
-// MLP ran 30.0 ms with every start on the progress thread, 23.8 ms so,
-// bench/p2p-start.md; STRATA_MPI_SERIAL=1 starts everything on the
-// progress thread); with less, every MPI call of the process goes through
-// the engine thread (the one that called MPI_Init_thread), so FUNNELED and
-// SERIALIZED are honoured.
+// communicator has its own progress thread, and sends and receives start on
+// the calling thread, which also tests them (CallerRequest; while any is in
+// flight, an idle progress thread calls MPI_Iprobe every 200 us so that MPI
+// keeps progressing them). The progress thread shares the cores with the
+// ranks' compute threads and can take milliseconds to get to a new
+// operation, and wakes its caller 40-150 us after a transfer ends: a
+// 2-stage GPipe step of an 8-layer MLP ran 30.0 ms with every start on the
+// progress thread, 23.6 ms with sends and receives started on the caller,
+// 22.9 ms tested there too (bench/p2p-start.md; STRATA_MPI_SERIAL=1 runs
+// everything on the progress thread); with less, every MPI call of the process
+// goes through the engine thread (the one that called MPI_Init_thread), so
+// FUNNELED and SERIALIZED are honoured.
 //
 // Timeouts: an operation that has not completed `timeoutSeconds` after it
 // started fails with "rank R: no answer from the other ranks within T s (a
@@ -36,12 +39,23 @@
 // real transfer completed, the operation completes no sooner than latency +
 // bytes / bandwidth after its `start...` call, or after the previous
 // operation of the communicator released the emulated link (operations in
-// flight together share it one after another). A send's emulated arrival
-// is the sender's: where all ranks share one monotonic clock (one machine),
-// each send carries that time point in a small stamp message (tag + 32768)
-// and the receive completes no sooner than it, so a receive posted after
-// the message came through the emulated link does not pay for the link a
-// second time.
+// flight together share it one after another). On one machine a collective
+// counts from the last rank's call (an MPI_MAX all-reduce of the calls'
+// times beside it): counted from each rank's own call, a rank that arrived
+// first also left first, and the ranks stayed apart for good (150 us on
+// average per all-reduce of a data-parallel step at 1 GB/s). A send's emulated
+// arrival is the sender's: where all ranks share one monotonic clock (one
+// machine), each send carries that time point in a small stamp message (tag +
+// 32768; every rank of the communicator stamps or none does, agreed at
+// creation) and the receive completes no sooner than it, so a receive posted
+// after the message came through the emulated link does not pay for the link a
+// second time. (Carrying the stamp in the message itself, as an MPI struct
+// type over the data and the stamp, made Open MPI pack the message instead
+// of its single-copy path: a 32 KiB activation took 270 instead of 30 us.)
+// Stamps pair with messages in order per peer and tag: a receive cancelled
+// after its message matched, or a receive from any rank overtaken by one
+// from its sender with the same tag, would shift them (emulation only; the
+// runtime's pipelines do neither).
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +132,12 @@ std::atomic<bool> gFinalized{false};
 /// Set when an operation timed out and left an MPI request behind: the
 /// process aborts MPI at exit instead of finalizing it (which could hang).
 std::atomic<bool> gNeedAbort{false};
+/// Sends and receives that callers test themselves (CallerRequest) and that
+/// have not completed: while there are any, idle progress threads still
+/// call into MPI now and then, so transfers whose protocol needs this
+/// rank's help (a large send without single-copy support) go on while its
+/// caller computes.
+std::atomic<int> gCallerOps{0};
 
 /// The completion shared by a Request and the progress thread.
 struct Completion {
@@ -182,9 +202,9 @@ private:
 };
 
 /// A communicator's state; after creation only its progress thread changes
-/// `comm` and `broken` (`brokenStatus` is written before `broken` is set,
-/// and read after it is seen set: a send or receive may start on the
-/// caller's thread).
+/// `comm`. `broken` is set once (markBroken: by the progress thread or by a
+/// thread testing its own send), `brokenStatus` written before it and read
+/// after it is seen set.
 struct CommState {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
@@ -198,13 +218,25 @@ struct CommState {
   Clock::time_point linkFreeAt;
   std::mutex linkMutex;
   /// Sends stamp their emulated arrival time (steady_clock) for the
-  /// receiver: every rank runs on this machine and the tag space has room.
+  /// receiver: every rank emulates the link and runs on this machine, and
+  /// the tag space has room for the stamps' tags.
   bool stampSends = false;
+  /// Set once by the first operation that breaks the communicator, which
+  /// then writes brokenStatus and sets `broken` (several threads poll).
+  std::atomic<bool> breaking{false};
 };
 
 /// How long before an emulated transfer's end its waiting thread stops
 /// sleeping and spins.
 constexpr std::chrono::microseconds kEmulationSpin(300);
+
+/// Marks `s` broken with `status` unless an earlier failure did.
+void markBroken(CommState &s, const Status &status) {
+  if (s.breaking.exchange(true))
+    return;
+  s.brokenStatus = status;
+  s.broken.store(true, std::memory_order_release);
+}
 
 /// Sends and receives of stamps use the message's tag plus this.
 constexpr int kStampTagOffset = 32768;
@@ -248,6 +280,10 @@ struct Op {
   bool stampFromSender = false;
   int stampPeer = 0;
   int stampTag = 0;
+  /// A stamped collective: the ranks' latest start (an MPI_MAX all-reduce
+  /// of their `issued` beside the collective), when its emulated transfer
+  /// begins (a real one cannot begin before every rank joined).
+  bool stampCollective = false;
   int64_t stampNs = 0;
   std::shared_ptr<Completion> completion;
 
@@ -255,7 +291,7 @@ struct Op {
   Clock::time_point issued = Clock::now();
 
   // Progress-thread bookkeeping.
-  /// The message's request and the stamp's.
+  /// The stamp's request and the message's.
   MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   Clock::time_point started;
   Clock::time_point readyAt;
@@ -279,13 +315,24 @@ void startOp(Op &op) {
     op.status = op.state->brokenStatus;
     return;
   }
-  int rc = op.start(&op.requests[0]);
-  if (rc == MPI_SUCCESS && op.stamped)
+  // The stamp first: if the message cannot start, nothing of it is left in
+  // flight but the stamp, which is cancelled.
+  int rc = MPI_SUCCESS;
+  if (op.stampCollective)
+    rc = MPI_Iallreduce(MPI_IN_PLACE, &op.stampNs, 1, MPI_INT64_T, MPI_MAX,
+                        op.state->comm, &op.requests[0]);
+  else if (op.stamped)
     rc = op.sendsStamp
              ? MPI_Isend(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
-                         op.state->comm, &op.requests[1])
+                         op.state->comm, &op.requests[0])
              : MPI_Irecv(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
-                         op.state->comm, &op.requests[1]);
+                         op.state->comm, &op.requests[0]);
+  if (rc == MPI_SUCCESS)
+    rc = op.start(&op.requests[1]);
+  if (rc != MPI_SUCCESS && op.requests[0] != MPI_REQUEST_NULL) {
+    MPI_Cancel(&op.requests[0]);
+    MPI_Wait(&op.requests[0], MPI_STATUS_IGNORE);
+  }
   if (rc != MPI_SUCCESS) {
     op.failed = true;
     op.status = Status::failure("rank " + std::to_string(op.state->rank) +
@@ -297,10 +344,14 @@ void startOp(Op &op) {
 /// for latency + bytes / bandwidth from its start call or from when the
 /// previous one released it, whichever is later.
 Clock::time_point emulatedEnd(const Op &op) {
+  Clock::time_point stamp{
+      Clock::duration(std::chrono::nanoseconds(op.stampNs))};
   // A stamped message arrives when its sender's link carried it.
   if (op.stamped)
-    return std::max(op.issued, Clock::time_point(Clock::duration(
-                                   std::chrono::nanoseconds(op.stampNs))));
+    return std::max(op.issued, stamp);
+  // A stamped collective takes the link from the last rank's start.
+  if (op.stampCollective)
+    return takeLink(*op.state, op.bytes, std::max(op.issued, stamp));
   return takeLink(*op.state, op.bytes, op.issued);
 }
 
@@ -312,11 +363,12 @@ bool poll(Op &op, Clock::time_point now) {
   MPI_Status statuses[2];
   int rc = MPI_Testall(2, op.requests, &flag, statuses);
   if (rc == MPI_SUCCESS && flag && op.stampFromSender) {
+    // A receive from any rank: the stamp follows from the sender found.
     op.stampFromSender = false;
     op.stamped = true;
-    op.stampPeer = statuses[0].MPI_SOURCE;
+    op.stampPeer = statuses[1].MPI_SOURCE;
     rc = MPI_Irecv(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
-                   op.state->comm, &op.requests[1]);
+                   op.state->comm, &op.requests[0]);
     flag = 0;
   }
   if (rc != MPI_SUCCESS) {
@@ -348,8 +400,7 @@ bool poll(Op &op, Clock::time_point now) {
         MPI_Wait(&request, MPI_STATUS_IGNORE);
       }
   } else {
-    op.state->brokenStatus = op.status;
-    op.state->broken.store(true, std::memory_order_release);
+    markBroken(*op.state, op.status);
     gNeedAbort = true;
   }
   return true;
@@ -361,7 +412,9 @@ bool poll(Op &op, Clock::time_point now) {
 /// us on a busy core). Waits spin (yielding the core) for 5 ms, then nap.
 class CallerRequest final : public Request {
 public:
-  explicit CallerRequest(std::unique_ptr<Op> op) : op_(std::move(op)) {}
+  explicit CallerRequest(std::unique_ptr<Op> op) : op_(std::move(op)) {
+    ++gCallerOps;
+  }
   /// The transfer uses the caller's buffers: it must end before they may go.
   ~CallerRequest() override { wait(); }
   Status wait() override {
@@ -385,8 +438,10 @@ public:
     Clock::time_point now = Clock::now();
     poll(op, now);
     done_ = op.failed || (op.transferred && now >= op.readyAt);
-    if (done_)
+    if (done_) {
       doneNs_ = nowNs();
+      --gCallerOps;
+    }
     return done_;
   }
   int64_t completedNs() const override { return doneNs_; }
@@ -460,7 +515,19 @@ private:
         if (queue_.empty() && inflight.empty()) {
           if (stopping_)
             return;
-          cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+          auto woken = [&] { return stopping_ || !queue_.empty(); };
+          if (gCallerOps.load() <= 0 || gFinalized) {
+            cv_.wait(lock, woken);
+            continue;
+          }
+          // Callers' own sends and receives in flight: progress them.
+          if (cv_.wait_for(lock, std::chrono::microseconds(200), woken))
+            continue;
+          lock.unlock();
+          int flag = 0;
+          if (!gFinalized)
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+                       MPI_STATUS_IGNORE);
           continue;
         }
         // Operations are taken at once; a task waits until nothing is in
@@ -663,6 +730,30 @@ public:
     return submit(std::move(o));
   }
 
+  std::unique_ptr<Request> startAllReduceInto(const float *input, float *output,
+                                              int64_t count,
+                                              ReduceOp op) override {
+    if (input == output)
+      return startAllReduce(output, count, op);
+    if (Status s = checkCount("all-reduce", count, input); !s.ok())
+      return done(s);
+    if (Status s = checkCount("all-reduce", count, output); !s.ok())
+      return done(s);
+    if (overlaps(input, count, output, count))
+      return done(Status::failure("mpi all-reduce: input and output overlap"));
+    int n = static_cast<int>(count);
+    std::shared_ptr<CommState> state = state_;
+    auto o = makeOp("all-reduce of " + std::to_string(count) + " floats");
+    o->bytes = 2.0 * (size() - 1) / size() * 4.0 * count;
+    o->start = [state, input, output, n](MPI_Request *r) {
+      return MPI_Iallreduce(input, output, n, MPI_FLOAT, MPI_SUM, state->comm,
+                            r);
+    };
+    if (op == ReduceOp::Mean)
+      o->finish = meanOf(output, count);
+    return submit(std::move(o));
+  }
+
   std::unique_ptr<Request> startBroadcast(float *data, int64_t count,
                                           int root) override {
     if (Status s = checkCount("broadcast", count, data); !s.ok())
@@ -695,7 +786,11 @@ public:
                std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
     o->bytes = 4.0 * count;
     o->pointToPoint = true;
-    if (state->stampSends && state->link.enabled()) {
+    o->start = [state, data, n, peer, tag](MPI_Request *r) {
+      return MPI_Isend(const_cast<float *>(data), n, MPI_FLOAT, peer, tag,
+                       state->comm, r);
+    };
+    if (state->stampSends) {
       o->stamped = o->sendsStamp = true;
       o->stampPeer = peer;
       o->stampTag = tag + kStampTagOffset;
@@ -703,10 +798,6 @@ public:
                        takeLink(*state, o->bytes, o->issued).time_since_epoch())
                        .count();
     }
-    o->start = [state, data, n, peer, tag](MPI_Request *r) {
-      return MPI_Isend(const_cast<float *>(data), n, MPI_FLOAT, peer, tag,
-                       state->comm, r);
-    };
     return submit(std::move(o));
   }
 
@@ -729,15 +820,15 @@ public:
     o->cancellable = true;
     o->pointToPoint = true;
     int source = peer == kAnySource ? MPI_ANY_SOURCE : peer;
-    if (state->stampSends && state->link.enabled()) {
+    o->start = [state, data, n, source, tag](MPI_Request *r) {
+      return MPI_Irecv(data, n, MPI_FLOAT, source, tag, state->comm, r);
+    };
+    if (state->stampSends) {
       o->stamped = peer != kAnySource;
       o->stampFromSender = peer == kAnySource;
       o->stampPeer = peer;
       o->stampTag = tag + kStampTagOffset;
     }
-    o->start = [state, data, n, source, tag](MPI_Request *r) {
-      return MPI_Irecv(data, n, MPI_FLOAT, source, tag, state->comm, r);
-    };
     return submit(std::move(o));
   }
 
@@ -873,6 +964,12 @@ private:
   }
 
   std::unique_ptr<Request> submit(std::unique_ptr<Op> op) {
+    if (state_->stampSends && !op->pointToPoint) {
+      op->stampCollective = true;
+      op->stampNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        op->issued.time_since_epoch())
+                        .count();
+    }
     if (startPointToPointHere_ && op->pointToPoint) {
       startOp(*op);
       return std::make_unique<CallerRequest>(std::move(op));
@@ -929,32 +1026,36 @@ private:
 
 } // namespace
 
-/// Sets state->stampSends where every rank of state->comm runs on this
-/// machine (one steady_clock) and the tag space holds the stamps' tags.
+/// Sets state->stampSends where every rank of state->comm emulates a link
+/// and runs on this machine (one steady_clock) and the tag space holds the
+/// stamps' tags. Every rank takes part (a collective), whatever its own
+/// --emulate-link.
 static Status checkSharedClock(Engine &engine,
                                const std::shared_ptr<CommState> &state) {
-  // Every rank gets the largest hash of a host name and the largest
-  // complement: one host when they are each other's complements.
-  auto values = std::make_shared<std::array<uint64_t, 2>>();
+  // The largest host-name hash, the largest complement (one host when they
+  // are each other's complements) and whether any rank does not emulate.
+  auto values = std::make_shared<std::array<uint64_t, 3>>();
   auto op = std::make_unique<Op>();
   op->name = "link emulation set-up (MPI_Iallreduce)";
   op->state = state;
   op->completion = std::make_shared<Completion>();
-  op->start = [state, values](MPI_Request *r) {
+  bool emulates = state->link.enabled();
+  op->start = [state, values, emulates](MPI_Request *r) {
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
     MPI_Get_processor_name(name, &length);
     uint64_t hash = std::hash<std::string>()(std::string(name, length));
-    *values = {hash, ~hash};
-    return MPI_Iallreduce(MPI_IN_PLACE, values->data(), 2, MPI_UINT64_T,
+    *values = {hash, ~hash, emulates ? 0u : 1u};
+    return MPI_Iallreduce(MPI_IN_PLACE, values->data(), 3, MPI_UINT64_T,
                           MPI_MAX, state->comm, r);
   };
   op->finish = [state, values] {
+    const std::array<uint64_t, 3> &v = *values;
     void *value = nullptr;
     int found = 0;
-    MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &value, &found);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
     bool roomy = found && *static_cast<int *>(value) >= kStampTagOffset + 32767;
-    state->stampSends = roomy && (*values)[0] == ~(*values)[1];
+    state->stampSends = roomy && v[0] == ~v[1] && v[2] == 0;
   };
   AsyncRequest request(op->completion);
   engine.thread.post(std::move(op));
@@ -996,7 +1097,7 @@ Status createMpiCommunicator(const LinkEmulation &link, double timeoutSeconds,
   if (Status s = request.wait(); !s.ok())
     return s;
   state->link = link;
-  if (link.enabled() && state->size > 1)
+  if (state->size > 1)
     if (Status s = checkSharedClock(*engine, state); !s.ok())
       return s;
   comm = std::make_unique<MpiCommunicator>(std::move(state), *engine);

@@ -45,15 +45,18 @@ std::string verifyAllReduce(const Descs &inputs, const Descs &outputs,
 void runAllReduce(KernelContext &ctx, const Tensors &inputs,
                   const Tensors &outputs, const OpAttrs &attrs) {
   const Tensor &in = inputs[0], &out = outputs[0];
-  if (in.data != out.data)
-    std::memcpy(out.data, in.data, static_cast<size_t>(in.desc.bytes()));
   Communicator *comm =
       resolveCollectiveGroup(ctx.comm, ctx.groups, attrs, "all_reduce");
   int size = comm ? comm->size() : 1;
-  if (size == 1 || ctx.deferCollectives)
+  if (size == 1 || ctx.deferCollectives) {
+    if (in.data != out.data)
+      std::memcpy(out.data, in.data, static_cast<size_t>(in.desc.bytes()));
     return;
+  }
   ReduceOp op = attrs.mean ? ReduceOp::Mean : ReduceOp::Sum;
-  Status status = comm->startAllReduce(out.f32(), out.numel(), op)->wait();
+  // Out of place: the engine reads the input (MPI: no copy first).
+  Status status =
+      comm->startAllReduceInto(in.f32(), out.f32(), out.numel(), op)->wait();
   if (!status.ok())
     throw std::runtime_error(status.message());
 }

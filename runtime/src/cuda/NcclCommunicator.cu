@@ -171,6 +171,15 @@ public:
                            op == ReduceOp::Mean ? ncclAvg : ncclSum, comm_, s);
     });
   }
+  /// Device buffers: NCCL reduces out of place itself.
+  std::unique_ptr<Request> startAllReduceInto(const float *input, float *output,
+                                              int64_t count,
+                                              ReduceOp op) override {
+    return run("all-reduce", device_.commStream(), [&](cudaStream_t s) {
+      return ncclAllReduce(input, output, count, ncclFloat,
+                           op == ReduceOp::Mean ? ncclAvg : ncclSum, comm_, s);
+    });
+  }
   std::unique_ptr<Request> startBroadcast(float *data, int64_t count,
                                           int root) override {
     if (root < 0 || root >= size_)

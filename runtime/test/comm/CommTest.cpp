@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -160,6 +161,34 @@ TEST_F(MpiTest, AllReduceSumAndMean) {
   }
 }
 
+// Out of place: the input stays as it was; in place through the same call;
+// overlapping buffers are refused.
+TEST_F(MpiTest, AllReduceInto) {
+  int p = comm->size(), me = comm->rank();
+  std::vector<float> in(300), out(300, -1.0f), same(300);
+  for (int i = 0; i < 300; ++i)
+    in[i] = same[i] = float(me + i);
+  ASSERT_TRUE(
+      comm->startAllReduceInto(in.data(), out.data(), 300, ReduceOp::Mean)
+          ->wait()
+          .ok());
+  ASSERT_TRUE(
+      comm->startAllReduceInto(same.data(), same.data(), 300, ReduceOp::Sum)
+          ->wait()
+          .ok());
+  float rankSum = p * (p - 1) / 2.0f;
+  for (int i = 0; i < 300; ++i) {
+    EXPECT_EQ(in[i], float(me + i));
+    EXPECT_FLOAT_EQ(out[i], rankSum / p + i);
+    EXPECT_FLOAT_EQ(same[i], rankSum + float(p) * i);
+  }
+  Status s =
+      comm->startAllReduceInto(in.data(), in.data() + 1, 10, ReduceOp::Sum)
+          ->wait();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("overlap"), std::string::npos) << s.message();
+}
+
 TEST_F(MpiTest, BroadcastGatherScatter) {
   int p = comm->size(), me = comm->rank();
   std::vector<float> b(10, float(me));
@@ -235,16 +264,20 @@ TEST_F(MpiTest, LinkEmulationDelaysTransfers) {
   EXPECT_GE(took, 0.02);
 }
 
-/// Seconds since `start`.
-static double since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+/// Nanoseconds of std::chrono::steady_clock (one clock for the processes of
+/// a machine).
+static int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 // Under link emulation a message leaves the emulated link latency + bytes /
 // bandwidth after its send started: a receive posted after that completes at
-// once (it was charged the whole link again before), one posted at once waits
-// for it, and the send itself completes no sooner.
+// once (it was charged the whole link again before), one posted at once ends
+// no sooner (checked against the sender's start time, which rank 0 sends
+// over the unemulated communicator), and the send itself completes no
+// sooner. Ranks 0 and 1 run on one machine here (one clock).
 TEST_F(MpiTest, LinkEmulationCountsFromTheSend) {
   if (comm->size() < 2)
     GTEST_SKIP() << "one rank has no link to emulate";
@@ -252,45 +285,42 @@ TEST_F(MpiTest, LinkEmulationCountsFromTheSend) {
   ASSERT_TRUE(LinkEmulation::parse("bandwidth=1,latency=30000", link).ok());
   std::unique_ptr<Communicator> slow;
   ASSERT_TRUE(createMpiCommunicator(link, 30, slow).ok());
+  constexpr int64_t kLatencyNs = 30'000'000;
   float x = 3;
-  // A receive posted 90 ms after the send (60 ms after the message arrived).
+  // A receive posted 90 ms after the send (60 ms after the message left the
+  // emulated link).
   ASSERT_TRUE(comm->barrier().ok());
   if (slow->rank() == 0) {
-    auto start = std::chrono::steady_clock::now();
+    int64_t start = steadyNs();
     ASSERT_TRUE(slow->startSend(&x, 1, 1, 7)->wait().ok());
-    EXPECT_GE(since(start), 0.03);
+    EXPECT_GE(steadyNs() - start, kLatencyNs);
   } else if (slow->rank() == 1) {
     std::this_thread::sleep_for(std::chrono::milliseconds(90));
     float y = 0;
-    auto start = std::chrono::steady_clock::now();
+    int64_t start = steadyNs();
     ASSERT_TRUE(slow->startRecv(&y, 1, 0, 7)->wait().ok());
-    EXPECT_LT(since(start), 0.02);
+    EXPECT_LT(steadyNs() - start, kLatencyNs / 2);
     EXPECT_EQ(y, 3);
   }
-  // A receive posted at once waits for the emulated link (the barriers are
-  // the unemulated communicator's: the ranks part by well under the 30 ms
-  // latency).
-  ASSERT_TRUE(comm->barrier().ok());
-  if (slow->rank() == 0) {
-    ASSERT_TRUE(slow->startSend(&x, 1, 1, 8)->wait().ok());
-  } else if (slow->rank() == 1) {
-    float y = 0;
-    auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(slow->startRecv(&y, 1, 0, 8)->wait().ok());
-    EXPECT_GE(since(start), 0.02);
-    EXPECT_EQ(y, 3);
-  }
-  // From any rank too (the stamp follows from the rank the message came
-  // from).
-  ASSERT_TRUE(comm->barrier().ok());
-  if (slow->rank() == 0) {
-    ASSERT_TRUE(slow->startSend(&x, 1, 1, 9)->wait().ok());
-  } else if (slow->rank() == 1) {
-    float y = 0;
-    auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(slow->startRecv(&y, 1, kAnySource, 9)->wait().ok());
-    EXPECT_GE(since(start), 0.02);
-    EXPECT_EQ(y, 3);
+  // Receives posted at once, from rank 0 and from any rank.
+  for (int tag : {8, 9}) {
+    ASSERT_TRUE(comm->barrier().ok());
+    if (slow->rank() == 0) {
+      int64_t start = steadyNs();
+      ASSERT_TRUE(slow->startSend(&x, 1, 1, tag)->wait().ok());
+      float bits[2];
+      std::memcpy(bits, &start, sizeof(start));
+      ASSERT_TRUE(comm->startSend(bits, 2, 1, tag)->wait().ok());
+    } else if (slow->rank() == 1) {
+      float y = 0, bits[2];
+      ASSERT_TRUE(
+          slow->startRecv(&y, 1, tag == 8 ? 0 : kAnySource, tag)->wait().ok());
+      int64_t end = steadyNs(), start = 0;
+      ASSERT_TRUE(comm->startRecv(bits, 2, 0, tag)->wait().ok());
+      std::memcpy(&start, bits, sizeof(start));
+      EXPECT_GE(end - start, kLatencyNs) << "tag " << tag;
+      EXPECT_EQ(y, 3);
+    }
   }
   EXPECT_TRUE(comm->barrier().ok());
 }
