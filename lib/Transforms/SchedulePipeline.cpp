@@ -251,6 +251,19 @@ LogicalResult Scheduler::classify() {
                  << getLayer(def).value_or(-1) << " (stage " << chunkOf[def]
                  << "); pipeline stages need the layers in forward order";
       }
+    // Gradients flow from later stages to earlier ones only (the backward
+    // pass runs the stages last to first).
+    if (kindOf[&op] == Action::B)
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && kindOf.count(def) && kindOf[def] == Action::B &&
+            chunkOf[def] < chunk)
+          return op.emitOpError()
+                 << "in layer " << *layer << " (stage " << chunk
+                 << ") reads a backward value of layer "
+                 << getLayer(def).value_or(-1) << " (stage " << chunkOf[def]
+                 << "); the backward pass runs the stages last to first";
+      }
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   loss = ret.getOperands().back();

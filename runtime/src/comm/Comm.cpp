@@ -46,8 +46,12 @@ std::unique_ptr<Request> Communicator::startAllReduceInto(const float *input,
                                                           float *output,
                                                           int64_t count,
                                                           ReduceOp op) {
-  if (count > 0 && input && output && input != output)
+  if (count > 0 && input && output && input != output) {
+    if (input < output + count && output < input + count)
+      return std::make_unique<FailedRequest>(
+          Status::failure("all-reduce: input and output overlap"));
     std::memcpy(output, input, static_cast<size_t>(count) * sizeof(float));
+  }
   return startAllReduce(output, count, op);
 }
 

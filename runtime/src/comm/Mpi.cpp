@@ -330,8 +330,17 @@ void startOp(Op &op) {
   if (rc == MPI_SUCCESS)
     rc = op.start(&op.requests[1]);
   if (rc != MPI_SUCCESS && op.requests[0] != MPI_REQUEST_NULL) {
-    MPI_Cancel(&op.requests[0]);
-    MPI_Wait(&op.requests[0], MPI_STATUS_IGNORE);
+    // A stamp receive can be cancelled; a stamp already sent or a stamp
+    // all-reduce cannot be taken back: the ranks' pairing is out of step.
+    if (op.stamped && !op.sendsStamp) {
+      MPI_Cancel(&op.requests[0]);
+      MPI_Wait(&op.requests[0], MPI_STATUS_IGNORE);
+    } else {
+      markBroken(*op.state,
+                 Status::failure("rank " + std::to_string(op.state->rank) +
+                                 ": " + op.name + ": " + mpiError(rc)));
+      gNeedAbort = true;
+    }
   }
   if (rc != MPI_SUCCESS) {
     op.failed = true;
@@ -369,7 +378,8 @@ bool poll(Op &op, Clock::time_point now) {
     op.stampPeer = statuses[1].MPI_SOURCE;
     rc = MPI_Irecv(&op.stampNs, 1, MPI_INT64_T, op.stampPeer, op.stampTag,
                    op.state->comm, &op.requests[0]);
-    flag = 0;
+    if (rc == MPI_SUCCESS)
+      return true; // Changed: test again at once (the stamp is likely in).
   }
   if (rc != MPI_SUCCESS) {
     op.failed = true;
@@ -488,6 +498,15 @@ public:
     future.wait();
   }
 
+  /// Wakes the thread if it waits idle (a caller's own send or receive
+  /// started: see gCallerOps).
+  void wake() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+    } // No lost wake-up.
+    cv_.notify_one();
+  }
+
   /// Lets the in-flight operations finish, then joins.
   void stop() {
     {
@@ -517,7 +536,9 @@ private:
             return;
           auto woken = [&] { return stopping_ || !queue_.empty(); };
           if (gCallerOps.load() <= 0 || gFinalized) {
-            cv_.wait(lock, woken);
+            cv_.wait(lock, [&] {
+              return woken() || (gCallerOps.load() > 0 && !gFinalized);
+            });
             continue;
           }
           // Callers' own sends and receives in flight: progress them.
@@ -972,7 +993,9 @@ private:
     }
     if (startPointToPointHere_ && op->pointToPoint) {
       startOp(*op);
-      return std::make_unique<CallerRequest>(std::move(op));
+      auto request = std::make_unique<CallerRequest>(std::move(op));
+      thread_->wake(); // It progresses the caller's transfers while idle.
+      return request;
     }
     auto request = std::make_unique<AsyncRequest>(op->completion);
     thread_->post(std::move(op));
@@ -1031,7 +1054,8 @@ private:
 /// stamps' tags. Every rank takes part (a collective), whatever its own
 /// --emulate-link.
 static Status checkSharedClock(Engine &engine,
-                               const std::shared_ptr<CommState> &state) {
+                               const std::shared_ptr<CommState> &state,
+                               bool emulates) {
   // The largest host-name hash, the largest complement (one host when they
   // are each other's complements) and whether any rank does not emulate.
   auto values = std::make_shared<std::array<uint64_t, 3>>();
@@ -1039,7 +1063,7 @@ static Status checkSharedClock(Engine &engine,
   op->name = "link emulation set-up (MPI_Iallreduce)";
   op->state = state;
   op->completion = std::make_shared<Completion>();
-  bool emulates = state->link.enabled();
+
   op->start = [state, values, emulates](MPI_Request *r) {
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
@@ -1096,10 +1120,11 @@ Status createMpiCommunicator(const LinkEmulation &link, double timeoutSeconds,
   engine->thread.post(std::move(op));
   if (Status s = request.wait(); !s.ok())
     return s;
-  state->link = link;
+  // The set-up runs unemulated (the link is set after it).
   if (state->size > 1)
-    if (Status s = checkSharedClock(*engine, state); !s.ok())
+    if (Status s = checkSharedClock(*engine, state, link.enabled()); !s.ok())
       return s;
+  state->link = link;
   comm = std::make_unique<MpiCommunicator>(std::move(state), *engine);
   return Status::success();
 }
