@@ -10,8 +10,10 @@ thread).
         [--baseline BIN --baseline-name NAME]
 
 Plans: the 8-layer MLP of bench/sim.py (hidden 512, batch 16, AdamW) as a
-2-stage GPipe and 1F1B pipeline (8 micro-batches) and as data parallelism
-with overlapped 1 MiB buckets (no point-to-point operations: the control).
+2-stage GPipe and 1F1B pipeline and an interleaved one (8 micro-batches),
+and as data parallelism with overlapped 1 MiB buckets and with blocking
+all-reduces (no point-to-point operations: the controls; the blocking
+all-reduce is also what the out-of-place all-reduce changed).
 Each round runs every plan in both modes one after the other; a cell is the
 median over rounds of strata-run's mean step (steps 2..N). Writes
 bench/p2p-start.md.
@@ -36,6 +38,8 @@ PLANS = [
      "schedule=interleaved'"),
     ("data parallel, overlapped buckets (no sends)",
      "--strata-insert-grad-sync='replicas=2 bucket-bytes=1048576'"),
+    ("data parallel, blocking all-reduces (no sends)",
+     "--strata-data-parallel=replicas=2"),
 ]
 MODES = [("progress thread (STRATA_MPI_SERIAL=1)", "-x STRATA_MPI_SERIAL=1"),
          ("calling thread (default)", "")]

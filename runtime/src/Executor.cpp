@@ -21,12 +21,6 @@
 
 namespace strata::rt {
 
-static int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Executor::Arena::~Arena() {
   if (base && pinnedBy)
     pinnedBy->freeHost(base);
@@ -40,7 +34,7 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
     : plan(std::move(planIn)), device(options.device), backend(options.backend),
       pool(new ThreadPool(options.threads)),
       context{*pool, options.gemm, options.comm, options.groups},
-      originNs(nowNs()), computeScale(options.computeScale) {
+      originNs(steadyNowNs()), computeScale(options.computeScale) {
   program = &plan.ranks[plan.ranks[options.rank].programOf].program;
   groupRuns = multiTensorRuns(*program);
   for (size_t i = 0; i < program->size(); ++i)
@@ -271,9 +265,9 @@ void Executor::runGroup(size_t first, size_t size) {
     total += weights[j];
   }
   const Instruction &inst = (*program)[first];
-  int64_t start = nowNs();
+  int64_t start = steadyNowNs();
   inst.kernel->runGroup(context, calls);
-  int64_t end = padKernel(inst, start, nowNs());
+  int64_t end = padKernel(inst, start, steadyNowNs());
   // The trace shows the members one after the other, each with its share.
   double at = (start - originNs) * 1e-3, span = (end - start) * 1e-3;
   for (size_t j = 0; j < size; ++j) {
@@ -300,10 +294,10 @@ int64_t Executor::padKernel(const Instruction &inst, int64_t startNs,
   // data-parallel step at compute 2x). A sleep wakes up late on a loaded
   // machine (milliseconds when other processes take the core meanwhile)
   // and measured slower still (18 ms).
-  int64_t now = nowNs();
+  int64_t now = steadyNowNs();
   while (now < deadline) {
     std::this_thread::yield();
-    now = nowNs();
+    now = steadyNowNs();
   }
   return now;
 }
@@ -409,7 +403,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       i += size - 1;
       continue;
     }
-    int64_t start = nowNs();
+    int64_t start = steadyNowNs();
     try {
       inst.kernel->run(context, inputs, outputs, inst.attrs);
     } catch (const std::exception &e) {
@@ -421,14 +415,14 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
                              ": instruction #" + std::to_string(i) + " (" +
                              inst.name() + "): the kernel failed");
     }
-    int64_t end = padKernel(inst, start, nowNs());
+    int64_t end = padKernel(inst, start, steadyNowNs());
     lastStepTimes[i] = {(start - originNs) * 1e-3, (end - start) * 1e-3};
     // Note when bucket transfers in flight complete (for traces).
     for (auto &[bucket, transfer] : context.buckets)
       if (transfer.inFlight && transfer.doneNs == 0 &&
           (!transfer.request || transfer.request->test())) {
         int64_t done = transfer.request ? transfer.request->completedNs() : 0;
-        transfer.doneNs = done > 0 ? done : nowNs();
+        transfer.doneNs = done > 0 ? done : steadyNowNs();
       }
   }
   if (Status sent = finishSends(); !sent.ok())

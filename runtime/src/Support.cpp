@@ -7,6 +7,7 @@
 #include "strata-rt/Support.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -21,6 +22,12 @@
 namespace strata::rt {
 
 static std::string errnoMessage() { return std::strerror(errno); }
+
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Status readFile(const std::string &path, std::string &contents) {
   return readFile(path, contents, UINT64_MAX);

@@ -110,9 +110,6 @@ struct KernelContext {
   bool evaluation = false;
 };
 
-/// Nanoseconds of the steady clock (the clock of BucketTransfer times).
-int64_t steadyNowNs();
-
 /// One instruction of a multi-tensor group (OpKernel::runGroup).
 struct KernelCall {
   std::vector<Tensor> inputs;

@@ -56,6 +56,11 @@ private:
   std::string message_;
 };
 
+/// Nanoseconds of std::chrono::steady_clock (CLOCK_MONOTONIC on Linux: one
+/// clock for the processes of a machine): the runtime's timestamps (traces,
+/// bucket transfers, request completions, emulated links).
+int64_t steadyNowNs();
+
 /// Reads a whole file. A file that cannot be opened or read is a `Failure`.
 Status readFile(const std::string &path, std::string &contents);
 /// As readFile, but a file longer than `maxBytes` (or a device or pipe that

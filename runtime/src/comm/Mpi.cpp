@@ -15,14 +15,15 @@
 // Request completes only after every earlier collective of that thread),
 // sends and receives as soon as they are done. With MPI_THREAD_MULTIPLE each
 // communicator has its own progress thread, and sends and receives start on
-// the calling thread, which also tests them (CallerRequest; while any is in
-// flight, an idle progress thread calls MPI_Iprobe every 200 us so that MPI
-// keeps progressing them). The progress thread shares the cores with the
-// ranks' compute threads and can take milliseconds to get to a new
+// the calling thread, which also tests them (CallerRequest; MPI progresses
+// them in that thread's later MPI calls and the progress thread's: an idle
+// progress thread probing every 200 us for them made a 1F1B step 24.5 ->
+// 30 ms on 2 cores and was removed). The progress thread shares the cores with
+// the ranks' compute threads and can take milliseconds to get to a new
 // operation, and wakes its caller 40-150 us after a transfer ends: a
-// 2-stage GPipe step of an 8-layer MLP ran 30.0 ms with every start on the
-// progress thread, 23.6 ms with sends and receives started on the caller,
-// 22.9 ms tested there too (bench/p2p-start.md; STRATA_MPI_SERIAL=1 runs
+// 2-stage GPipe step of an 8-layer MLP ran 30.5 ms with every start on the
+// progress thread, 26.6 ms with sends and receives started on the caller,
+// 25.3 ms tested there too (bench/p2p-start.md; STRATA_MPI_SERIAL=1 runs
 // everything on the progress thread); with less, every MPI call of the process
 // goes through the engine thread (the one that called MPI_Init_thread), so
 // FUNNELED and SERIALIZED are honoured.
@@ -107,9 +108,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t nowNs() {
+/// `at` in nanoseconds of Clock (steadyNowNs's clock).
+int64_t toNs(Clock::time_point at) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
+             at.time_since_epoch())
       .count();
 }
 
@@ -132,12 +134,6 @@ std::atomic<bool> gFinalized{false};
 /// Set when an operation timed out and left an MPI request behind: the
 /// process aborts MPI at exit instead of finalizing it (which could hang).
 std::atomic<bool> gNeedAbort{false};
-/// Sends and receives that callers test themselves (CallerRequest) and that
-/// have not completed: while there are any, idle progress threads still
-/// call into MPI now and then, so transfers whose protocol needs this
-/// rank's help (a large send without single-copy support) go on while its
-/// caller computes.
-std::atomic<int> gCallerOps{0};
 
 /// The completion shared by a Request and the progress thread.
 struct Completion {
@@ -153,7 +149,7 @@ struct Completion {
       std::lock_guard<std::mutex> lock(mutex);
       status = std::move(result);
       done = true;
-      doneNs = nowNs();
+      doneNs = steadyNowNs();
     }
     cv.notify_all();
   }
@@ -300,6 +296,12 @@ struct Op {
   Status status;
 };
 
+/// "rank R: OP: MPI's message for `rc`".
+Status mpiFailure(const Op &op, int rc) {
+  return Status::failure("rank " + std::to_string(op.state->rank) + ": " +
+                         op.name + ": " + mpiError(rc));
+}
+
 /// Starts `op`'s nonblocking MPI calls (on its progress thread, or on the
 /// caller's thread for sends and receives under MPI_THREAD_MULTIPLE, which
 /// then tests them itself: CallerRequest).
@@ -336,16 +338,13 @@ void startOp(Op &op) {
       MPI_Cancel(&op.requests[0]);
       MPI_Wait(&op.requests[0], MPI_STATUS_IGNORE);
     } else {
-      markBroken(*op.state,
-                 Status::failure("rank " + std::to_string(op.state->rank) +
-                                 ": " + op.name + ": " + mpiError(rc)));
+      markBroken(*op.state, mpiFailure(op, rc));
       gNeedAbort = true;
     }
   }
   if (rc != MPI_SUCCESS) {
     op.failed = true;
-    op.status = Status::failure("rank " + std::to_string(op.state->rank) +
-                                ": " + op.name + ": " + mpiError(rc));
+    op.status = mpiFailure(op, rc);
   }
 }
 
@@ -383,8 +382,7 @@ bool poll(Op &op, Clock::time_point now) {
   }
   if (rc != MPI_SUCCESS) {
     op.failed = true;
-    op.status = Status::failure("rank " + std::to_string(op.state->rank) +
-                                ": " + op.name + ": " + mpiError(rc));
+    op.status = mpiFailure(op, rc);
     return true;
   }
   if (flag) {
@@ -422,9 +420,7 @@ bool poll(Op &op, Clock::time_point now) {
 /// us on a busy core). Waits spin (yielding the core) for 5 ms, then nap.
 class CallerRequest final : public Request {
 public:
-  explicit CallerRequest(std::unique_ptr<Op> op) : op_(std::move(op)) {
-    ++gCallerOps;
-  }
+  explicit CallerRequest(std::unique_ptr<Op> op) : op_(std::move(op)) {}
   /// The transfer uses the caller's buffers: it must end before they may go.
   ~CallerRequest() override { wait(); }
   Status wait() override {
@@ -448,10 +444,8 @@ public:
     Clock::time_point now = Clock::now();
     poll(op, now);
     done_ = op.failed || (op.transferred && now >= op.readyAt);
-    if (done_) {
-      doneNs_ = nowNs();
-      --gCallerOps;
-    }
+    if (done_)
+      doneNs_ = steadyNowNs();
     return done_;
   }
   int64_t completedNs() const override { return doneNs_; }
@@ -498,15 +492,6 @@ public:
     future.wait();
   }
 
-  /// Wakes the thread if it waits idle (a caller's own send or receive
-  /// started: see gCallerOps).
-  void wake() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-    } // No lost wake-up.
-    cv_.notify_one();
-  }
-
   /// Lets the in-flight operations finish, then joins.
   void stop() {
     {
@@ -534,21 +519,7 @@ private:
         if (queue_.empty() && inflight.empty()) {
           if (stopping_)
             return;
-          auto woken = [&] { return stopping_ || !queue_.empty(); };
-          if (gCallerOps.load() <= 0 || gFinalized) {
-            cv_.wait(lock, [&] {
-              return woken() || (gCallerOps.load() > 0 && !gFinalized);
-            });
-            continue;
-          }
-          // Callers' own sends and receives in flight: progress them.
-          if (cv_.wait_for(lock, std::chrono::microseconds(200), woken))
-            continue;
-          lock.unlock();
-          int flag = 0;
-          if (!gFinalized)
-            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
-                       MPI_STATUS_IGNORE);
+          cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
           continue;
         }
         // Operations are taken at once; a task waits until nothing is in
@@ -815,9 +786,7 @@ public:
       o->stamped = o->sendsStamp = true;
       o->stampPeer = peer;
       o->stampTag = tag + kStampTagOffset;
-      o->stampNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       takeLink(*state, o->bytes, o->issued).time_since_epoch())
-                       .count();
+      o->stampNs = toNs(takeLink(*state, o->bytes, o->issued));
     }
     return submit(std::move(o));
   }
@@ -987,15 +956,11 @@ private:
   std::unique_ptr<Request> submit(std::unique_ptr<Op> op) {
     if (state_->stampSends && !op->pointToPoint) {
       op->stampCollective = true;
-      op->stampNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        op->issued.time_since_epoch())
-                        .count();
+      op->stampNs = toNs(op->issued);
     }
     if (startPointToPointHere_ && op->pointToPoint) {
       startOp(*op);
-      auto request = std::make_unique<CallerRequest>(std::move(op));
-      thread_->wake(); // It progresses the caller's transfers while idle.
-      return request;
+      return std::make_unique<CallerRequest>(std::move(op));
     }
     auto request = std::make_unique<AsyncRequest>(op->completion);
     thread_->post(std::move(op));
@@ -1063,7 +1028,6 @@ static Status checkSharedClock(Engine &engine,
   op->name = "link emulation set-up (MPI_Iallreduce)";
   op->state = state;
   op->completion = std::make_shared<Completion>();
-
   op->start = [state, values, emulates](MPI_Request *r) {
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;

@@ -354,9 +354,3 @@ strata::rt::resolveCollectiveGroup(Communicator *world,
         " replicas, but the run has " + std::to_string(size) + " ranks");
   return comm;
 }
-
-int64_t strata::rt::steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
