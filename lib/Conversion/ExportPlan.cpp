@@ -416,6 +416,20 @@ FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   if (failed(program))
     return failure();
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  // The runtime reports the last result as the step's loss.
+  if (ret.getNumOperands() == 0) {
+    ret.emitOpError() << "returns nothing, but a plan's loss (the step's last "
+                         "result) must be a scalar f32";
+    return failure();
+  }
+  auto lossType = dyn_cast<ShapedType>(ret.getOperands().back().getType());
+  if (!lossType || lossType.getRank() != 0 ||
+      !lossType.getElementType().isF32()) {
+    ret.emitOpError() << "returns " << ret.getOperands().back().getType()
+                      << " last, but a plan's loss (the step's last result) "
+                         "must be a scalar f32";
+    return failure();
+  }
   Value loss = ret.getOperands().back();
   llvm::json::Object plan{{"format", "strata-plan"},
                           {"version", kPlanFormatVersion},

@@ -46,3 +46,18 @@ func.func @planned_bf16(%arg0: tensor<4x8xbf16> {strata.buffer = #strata.buffer<
   %new_param, %new_velocity = strata.sgd_update %arg1, %4, %arg3 lr = 5.000000e-01 momentum = 0.000000e+00 weight_decay = 0.000000e+00 {strata.buffers = [#strata.buffer<id = 1, offset = 64, bytes = 48>, #strata.buffer<id = 3, offset = 192, bytes = 48>], strata.layer = 0 : i64, strata.phase = #strata<phase update>} : tensor<8x3xbf16>
   return %new_param, %new_velocity, %1 : tensor<8x3xbf16>, tensor<8x3xbf16>, tensor<f32>
 }
+
+// -----
+
+// A step whose last result is not a scalar f32 (found by fuzzing): the
+// runtime reports the last result as the loss and would refuse the plan.
+func.func @loss_not_scalar(%arg0: tensor<4x8xf32> {strata.input = #strata.input<name = "x", role = data>}, %arg1: tensor<8x3xf32> {strata.param = #strata.param<name = "w", layer = 0, init = xavier_uniform, scale = 1.000000e+00>}, %arg2: tensor<4xi32> {strata.input = #strata.input<name = "y", role = labels>}, %arg3: tensor<8x3xf32> {strata.state = #strata.state<name = "w.velocity", param = "w">}) -> (tensor<8x3xf32>, tensor<8x3xf32>, tensor<4x3xf32>) attributes {strata.train_step} {
+  %0 = strata.matmul %arg0, %arg1 {strata.layer = 0 : i64} : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %1 = strata.softmax_cross_entropy %0, %arg2 {strata.layer = 0 : i64} : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<f32>
+  %2 = strata.fill 1.000000e+00 {strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : tensor<f32>
+  %3 = strata.softmax_cross_entropy_grad %0, %arg2, %2 {strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : (tensor<4x3xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x3xf32>
+  %4 = strata.matmul %arg0, %3 transpose_a {strata.layer = 0 : i64, strata.phase = #strata<phase backward>} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %new_param, %new_velocity = strata.sgd_update %arg1, %4, %arg3 lr = 5.000000e-01 momentum = 0.000000e+00 weight_decay = 0.000000e+00 {strata.layer = 0 : i64, strata.phase = #strata<phase update>} : tensor<8x3xf32>
+  // expected-error @+1 {{'func.return' op returns 'tensor<4x3xf32>' last, but a plan's loss (the step's last result) must be a scalar f32}}
+  return %new_param, %new_velocity, %0 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<4x3xf32>
+}
