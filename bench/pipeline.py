@@ -79,6 +79,10 @@ ASYNC = [
     ("pipedream", "pipedream", "schedule=pipedream"),
     ("2bw (window 8)", "2bw", "schedule=2bw"),
     ("2bw (window 4)", "2bw", "schedule=2bw window=4"),
+    # The same, draining the pipeline at every step's end (the weights are
+    # the same bit for bit; only the time differs).
+    ("pipedream, drain=step", "pipedream", "schedule=pipedream drain=step"),
+    ("2bw (window 8), drain=step", "2bw", "schedule=2bw drain=step"),
 ]
 # Training comparison: model, strata-model arguments for one micro-batch,
 # the same model at the data-parallel replica batch, optimizer.
@@ -261,7 +265,10 @@ def async_lines(arows, train, args, load_before, load_after):
         f"alternate the schedules, {args.steps} steps each (load average "
         f"{load_before:.2f} before, {load_after:.2f} after). Predictions: "
         "`timeline`, the scheduler's timeline model replaying the plan's "
-        "own order (which drains the pipeline at every step's end); "
+        "own order (for pipedream and 2bw, which by default (`drain=run`) "
+        "carry micro-batches over from one step to the next, the steady "
+        "state: three steps in a row less two; `drain=step` drains the "
+        "pipeline at every step's end); "
         "`partitioner`, the partitioner pass's closed form with Strata's "
         "cost terms on the op cost model (PipeDream's steady state for "
         "pipedream and 2bw: no bubble); `profile strata` and `profile "
@@ -332,12 +339,14 @@ def async_lines(arows, train, args, load_before, load_after):
         f"question the schedule choice asks): the {names[best_rel]} "
         f"(rel err {errors[best_rel][1]:.2f}). In absolute time: the "
         f"{names[best_abs]} (abs err {errors[best_abs][0]:.2f}). "
-        "Strata runs pipedream and 2bw with PipeDream's weight versions "
-        "across steps but drains the pipeline at the end of every plan "
-        "step, so their steps keep 1F1B's warm-up and drain and add the "
-        "updates of every window and the copies into the kept versions; "
-        "the partitioner's pipedream and 2bw terms price PipeDream's steady "
-        "state without a flush, which these plans cannot reach. "
+        "Strata runs pipedream and 2bw with PipeDream's weight versions; "
+        "by default (`drain=run`) their steps run the previous step's last "
+        "backward passes between their own warm-up forwards, so the "
+        "pipeline drains once per run, as PipeDream's, and a step is its "
+        "steady state, which the partitioner's pipedream and 2bw terms "
+        "price (no bubble); with `drain=step` (the same weights bit for "
+        "bit) each step keeps 1F1B's warm-up and drain and adds the "
+        "updates of every window and the copies into the kept versions. "
         "Noise: 4 single-threaded ranks share 2 cores (a rank computes up to "
         "2x slower whenever the others compute too) with other users' jobs "
         "outside the lock possible; the runs column shows the spread "

@@ -96,6 +96,12 @@ static const Pipeline kPipelines[] = {
     {"strata-autodiff,strata-compress-activations{format=auto "
      "budget=0.05},strata-plan-buffers,strata-lower-to-plan",
      true},
+    // A pipeline that carries micro-batches over between steps.
+    {"strata-autodiff{optimizer=adam},strata-schedule-pipeline{stages=2 "
+     "micro-batches=2 schedule=pipedream},strata-plan-buffers,"
+     "strata-lower-to-plan",
+     true},
+    {"strata-schedule-pipeline{stages=2 micro-batches=2 schedule=2bw}", false},
 };
 static constexpr size_t kNumPipelines =
     sizeof(kPipelines) / sizeof(*kPipelines);

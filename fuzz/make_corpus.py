@@ -27,14 +27,16 @@ SCHEDULE_1F1B, SCHEDULE_GPIPE, SCHEDULE_ZB, SCHEDULE_INTERLEAVED = 13, 14, 15, 1
 TILE_GEMM, PRINT_COSTS, PRINT_SAVED = 17, 18, 19
 LOWER, COMPILE, COMPILE_DP, COMPILE_PIPELINE, COMPILE_TILED = 20, 21, 22, 23, 24
 COMPRESS, COMPILE_COMPRESSED = 25, 26
+COMPILE_CARRY_OVER, SCHEDULE_2BW = 27, 28
 
 FORWARD_PIPELINES = [VERIFY, COSTS_CPU, COSTS_H100, AUTODIFF, AUTODIFF_SGD,
                      AUTODIFF_ADAM, TILE_GEMM, PRINT_COSTS, PRINT_SAVED,
                      COMPILE, COMPILE_DP, COMPILE_PIPELINE, COMPILE_TILED,
-                     COMPILE_COMPRESSED]
+                     COMPILE_COMPRESSED, COMPILE_CARRY_OVER]
 STEP_PIPELINES = [VERIFY, DATA_PARALLEL, SYNC_TARGET, PARTITION,
                   PARTITION_BALANCE, SCHEDULE_1F1B, SCHEDULE_GPIPE,
-                  SCHEDULE_ZB, SCHEDULE_INTERLEAVED, LOWER, COMPRESS]
+                  SCHEDULE_ZB, SCHEDULE_INTERLEAVED, LOWER, COMPRESS,
+                  SCHEDULE_2BW]
 DP_PIPELINES = [SYNC_TARGET, SYNC_BUCKETS, SYNC_HOST, SYNC_STALE, LOWER]
 # lit test file name prefix -> the pipeline its cases exercise.
 TEST_PIPELINES = [
@@ -136,6 +138,13 @@ def main():
             lowered = opt(step, "--strata-lower-to-plan")
             plans[name] = export(lowered)
             corpus.add("plan", name + ".plan.json", plans[name])
+        if name == "mlp":
+            # A pipeline that carries micro-batches over between steps
+            # (previous_step instructions, carry states, local copies).
+            carry = opt(forward, "--strata-autodiff=optimizer=adam",
+                        "--strata-schedule-pipeline=stages=2 micro-batches=2 "
+                        "schedule=pipedream", "--strata-plan-buffers")
+            corpus.add("plan", "mlp-pipedream-carry.plan.json", export(carry))
             if name in RUN_MODELS:
                 corpus.add("plan", name + "-dp.plan.json",
                            export(opt(dp, "--strata-insert-grad-sync=bucket-bytes=256",

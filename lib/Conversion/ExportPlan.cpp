@@ -91,6 +91,14 @@ private:
   DenseMap<Operation *, int64_t> compressSites;
   /// Parameter argument -> the gradient operand of its update.
   DenseMap<Value, Value> gradOf;
+  /// The ops of the previous step's micro-batches (collectPreviousStep).
+  DenseSet<Operation *> previousStep;
+  /// The ops that work on micro-batches of the previous step: those marked
+  /// `strata.previous_step` and, so that an op a later pass made without
+  /// copying the mark still runs with them, every op reading a value they
+  /// compute (not through a parameter or state they update in place, which
+  /// the step reads on).
+  void collectPreviousStep();
   Operation *firstUpdate = nullptr;
 };
 
@@ -255,12 +263,17 @@ llvm::json::Array PlanWriter::buildStates() {
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto state = func.getArgAttrOfType<StateAttr>(
-            i, StrataDialect::getStateAttrName()))
-      array.push_back(
-          llvm::json::Object{{"name", state.getName()},
-                             {"buffer", getBuffer(arg).getId()},
-                             {"param", state.getParam()},
-                             {"init", stringifyStateInit(state.getInit())}});
+            i, StrataDialect::getStateAttrName())) {
+      llvm::json::Object entry{{"name", state.getName()},
+                               {"buffer", getBuffer(arg).getId()},
+                               {"param", state.getParam()},
+                               {"init", stringifyStateInit(state.getInit())}};
+      // A state of no parameter is a value the step carries over to the
+      // next (a pipeline that does not drain between steps).
+      if (state.getParam().empty())
+        entry["kind"] = "carry";
+      array.push_back(std::move(entry));
+    }
     // Running statistics are states the forward pass updates: weights
     // files carry them (strata-run --init loads them with the parameters).
     if (auto stat = func.getArgAttrOfType<RunningStatAttr>(
@@ -356,6 +369,23 @@ LogicalResult PlanWriter::addCompressionAttrs(Operation *op,
   return success();
 }
 
+void PlanWriter::collectPreviousStep() {
+  func.walk([&](Operation *op) {
+    bool previous = op->hasAttr(StrataDialect::getPreviousStepAttrName());
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (previous || !def || !previousStep.contains(def))
+        continue;
+      auto kind = buffers.find(getBuffer(operand).getId());
+      previous = kind != buffers.end() &&
+                 (StringRef(kind->second.second) == "activation" ||
+                  StringRef(kind->second.second) == "grad");
+    }
+    if (previous && !isa<func::ReturnOp>(op))
+      previousStep.insert(op);
+  });
+}
+
 FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
   llvm::json::Array program;
   for (Operation *opPtr : rankPrograms[std::max<int64_t>(device, 0)]) {
@@ -385,13 +415,16 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
     if (failed(addCompressionAttrs(&op, *attrs)))
       return failure();
     auto phase = op.getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
-    program.push_back(llvm::json::Object{
+    llvm::json::Object inst{
         {"op", op.getName().stripDialect()},
         {"in", std::move(in)},
         {"out", std::move(out)},
         {"attrs", std::move(*attrs)},
         {"layer", getLayer(&op).value_or(-1)},
-        {"phase", stringifyPhase(phase ? phase.getValue() : Phase::forward)}});
+        {"phase", stringifyPhase(phase ? phase.getValue() : Phase::forward)}};
+    if (previousStep.contains(&op))
+      inst["previous_step"] = true;
+    program.push_back(std::move(inst));
   }
   return program;
 }
@@ -399,6 +432,7 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
 FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
   if (failed(collect()))
     return failure();
+  collectPreviousStep();
   // The attribute's verifier guarantees at least one device.
   auto pipeline = func->getAttrOfType<PipelineScheduleAttr>(
       StrataDialect::getPipelineScheduleAttrName());

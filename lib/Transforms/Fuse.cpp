@@ -32,7 +32,8 @@ namespace {
 /// Whether `a` and `b` run on the same pipeline device and micro-batch.
 bool samePlacement(Operation *a, Operation *b) {
   for (StringRef name : {StrataDialect::getStageAttrName(),
-                         StrataDialect::getMicroBatchAttrName()})
+                         StrataDialect::getMicroBatchAttrName(),
+                         StrataDialect::getPreviousStepAttrName()})
     if (a->getAttr(name) != b->getAttr(name))
       return false;
   return true;

@@ -358,6 +358,9 @@ void InsertGradSyncPass::insertBuckets(
     if (stage >= 0)
       start->setAttr(StrataDialect::getStageAttrName(),
                      builder.getI64IntegerAttr(stage));
+    if (firstUser->hasAttr(StrataDialect::getPreviousStepAttrName()))
+      start->setAttr(StrataDialect::getPreviousStepAttrName(),
+                     builder.getUnitAttr());
     if (producer) {
       lastStartAfter[producer] = start;
       if (std::optional<int64_t> layer = getLayer(producer))
@@ -370,6 +373,9 @@ void InsertGradSyncPass::insertBuckets(
     if (stage >= 0)
       wait->setAttr(StrataDialect::getStageAttrName(),
                     builder.getI64IntegerAttr(stage));
+    if (firstUser->hasAttr(StrataDialect::getPreviousStepAttrName()))
+      wait->setAttr(StrataDialect::getPreviousStepAttrName(),
+                    builder.getUnitAttr());
     if (std::optional<int64_t> layer = getLayer(firstUser))
       setLayer(wait, *layer);
     for (auto [i, g] : llvm::enumerate(bucket.gradients))
@@ -426,17 +432,24 @@ InsertGradSyncPass::runOnStep(func::FuncOp func,
     return success();
 
   // A pipelined step syncs each stage's gradients among that stage's
-  // replicas: bucket every stage on its own.
-  std::map<int64_t, SmallVector<Gradient>> byStage;
-  for (auto &entry : byValue)
-    byStage[getStage(entry.second.users.front().first)].push_back(
-        std::move(entry.second));
-  if (staleness > 0 && (byStage.size() > 1 || byStage.begin()->first >= 0))
+  // replicas: bucket every stage on its own, and the gradients of the
+  // previous step's micro-batches (a pipeline that does not drain between
+  // steps runs them first) apart from the step's own.
+  std::map<std::pair<int64_t, bool>, SmallVector<Gradient>> byStage;
+  for (auto &entry : byValue) {
+    Operation *user = entry.second.users.front().first;
+    byStage[{getStage(user),
+             user->hasAttr(StrataDialect::getPreviousStepAttrName())}]
+        .push_back(std::move(entry.second));
+  }
+  if (staleness > 0 &&
+      (byStage.size() > 1 || byStage.begin()->first.first >= 0))
     return func.emitOpError()
            << "is a pipeline; lagging gradients (staleness > 0) need a "
               "data-parallel step without stages";
   int64_t nextBucket = 0;
-  for (auto &[stage, grads] : byStage) {
+  for (auto &[key, grads] : byStage) {
+    int64_t stage = key.first;
     llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
       return a.producedAt < b.producedAt;
     });

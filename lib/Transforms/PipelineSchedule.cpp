@@ -48,6 +48,19 @@ std::string mlir::strata::pipeline::checkShape(const ScheduleShape &shape) {
            std::to_string(shape.microBatches) +
            ") to be a multiple of the devices per pipeline (" +
            std::to_string(shape.devices) + ")";
+  if (shape.carryOver && !isAsynchronous(shape.kind))
+    return std::string("the ") + getScheduleName(shape.kind) +
+           " schedule drains the pipeline at every step (only pipedream and "
+           "2bw can carry micro-batches over to the next step)";
+  // Device 0 carries devices - 1 backward passes into the next step, each
+  // after a forward pass of the step: the step needs more micro-batches, so
+  // that a carried micro-batch's values are read before the step's own
+  // micro-batch of the same number overwrites them.
+  if (shape.carryOver && shape.microBatches < shape.devices)
+    return "a pipeline that does not drain between steps needs at least as "
+           "many micro-batches (" +
+           std::to_string(shape.microBatches) + ") as devices (" +
+           std::to_string(shape.devices) + ")";
   if (shape.kind != ScheduleKind::TwoBW)
     return "";
   int64_t window = updateWindow(shape);
@@ -86,8 +99,15 @@ int64_t mlir::strata::pipeline::weightVersion(const ScheduleShape &shape,
   switch (shape.kind) {
   case ScheduleKind::PipeDream:
     return micro - (shape.devices - device - 1);
-  case ScheduleKind::TwoBW:
-    return micro / updateWindow(shape) - 1;
+  case ScheduleKind::TwoBW: {
+    // Floor division: a carried micro-batch (negative) reads the version
+    // before its window's, counted from this step.
+    int64_t window = updateWindow(shape);
+    int64_t quotient = micro / window;
+    if (micro % window != 0 && micro < 0)
+      --quotient;
+    return quotient - 1;
+  }
   default:
     return 0;
   }
@@ -103,6 +123,23 @@ int64_t mlir::strata::pipeline::keptVersions(const ScheduleShape &shape,
   default:
     return 0;
   }
+}
+
+int64_t mlir::strata::pipeline::carriedMicroBatches(const ScheduleShape &shape,
+                                                    int64_t device) {
+  if (!shape.carryOver)
+    return 0;
+  return std::min(shape.devices - device - 1, shape.microBatches);
+}
+
+int64_t mlir::strata::pipeline::carriedUpdates(const ScheduleShape &shape,
+                                               int64_t device) {
+  int64_t carried = carriedMicroBatches(shape, device);
+  if (carried == 0)
+    return 0;
+  // The windows that the carried micro-batches M - carried .. M - 1 close.
+  int64_t window = updateWindow(shape);
+  return (carried + window - 1) / window;
 }
 
 /// Warm-up forwards, then one forward and one backward at a time, then the
@@ -137,10 +174,21 @@ mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
       for (int64_t i = 0; i < m; ++i)
         order.push_back({Action::B, d, i});
       break;
-    case ScheduleKind::OneFOneB:
-    case ScheduleKind::ZeroBubbleH1:
     case ScheduleKind::PipeDream:
     case ScheduleKind::TwoBW:
+      if (shape.carryOver) {
+        // The previous step's cool-down backward passes between this
+        // step's warm-up forwards: one forward, one backward throughout.
+        int64_t w = carriedMicroBatches(shape, d);
+        for (int64_t k = 0; k < m; ++k) {
+          order.push_back({Action::F, d, k});
+          order.push_back({Action::B, d, k - w});
+        }
+        break;
+      }
+      [[fallthrough]];
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZeroBubbleH1:
       order = oneForwardOneBackward(
           m, devices - d - 1,
           [&](int64_t k) { return Action{Action::F, d, k}; },
@@ -203,6 +251,10 @@ mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
 
 int64_t mlir::strata::pipeline::maxInFlight(const std::vector<Action> &order) {
   int64_t inFlight = 0, most = 0;
+  for (const Action &action : order)
+    if (action.kind == Action::B && action.microBatch < 0)
+      ++inFlight;
+  most = inFlight;
   for (const Action &action : order) {
     if (action.kind == Action::F)
       most = std::max(most, ++inFlight);

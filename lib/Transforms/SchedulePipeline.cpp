@@ -55,11 +55,15 @@ struct StageRange {
 };
 
 /// Identifies one action: (kind, chunk, micro-batch). Updates are kind U:
-/// with micro-batch -1 the end of a device's step (its updates, for the
-/// flushed schedules, and the loss), else the updates of the window that
-/// micro-batch closes (asynchronous schedules).
+/// with micro-batch kWholeStep the end of a device's step (its updates, for
+/// the flushed schedules, and the loss), else the updates of the window that
+/// micro-batch closes (asynchronous schedules). A negative micro-batch m is
+/// the previous step's micro-batch m + M, carried over (carryOver).
 using ActionKey = std::tuple<int, int64_t, int64_t>;
 constexpr int kUpdate = Action::U;
+/// The micro-batch of what runs once per step (parameters, the loss, the
+/// flushed schedules' updates).
+constexpr int64_t kWholeStep = std::numeric_limits<int64_t>::min();
 
 /// One cloned op of the predicted timeline.
 struct TimedAction {
@@ -107,13 +111,47 @@ private:
   Value resolve(Value value, int64_t micro, int64_t device, int64_t chunk,
                 Operation *user);
   void emitSends(Operation *original, Operation *clone, int64_t micro);
+  /// carryOver: keeps `copy` (the clone of `result`, micro-batch `micro`)
+  /// in a state and sends it to `device` at the start of the next step,
+  /// whose carried pass reads it.
+  void sendNextStep(Operation *original, Value result, Value copy,
+                    int64_t micro, int64_t device);
   void tag(Operation *op, int64_t chunk, int64_t micro);
   Value accumulate(Value acc, Value next, Operation *like, int64_t chunk,
                    int64_t micro, bool backward);
   /// Scales a sum of `count` micro-batches' values by 1/count and averages
-  /// it over the replicas.
+  /// it over the replicas (ops tagged with `micro`).
   Value average(Value value, Operation *like, int64_t chunk, bool backward,
-                int64_t count);
+                int64_t count, int64_t micro = kWholeStep);
+  /// carryOver: whether a carried micro-batch's pass on `chunk` reads
+  /// `value` (an op's operand) from a state filled by the previous step's
+  /// forward pass: an input, a forward value of the device, or a forward
+  /// value of another device that the chunk's forward pass received.
+  bool isCarried(Value value, int64_t chunk);
+  /// The state that carries `value` of micro-batch `micro` (0..M-1) on
+  /// `chunk` over to the next step; created on first use (`user`: the op
+  /// reading it), filled after the chunk's forward pass of `micro`.
+  Value carried(Value value, int64_t micro, int64_t chunk, Operation *user);
+  /// Fills the carries of `chunk`'s micro-batch `micro` (after its forward
+  /// pass), and, after its last backward pass that stays in the step, the
+  /// partial gradient sums of the window the carried passes close.
+  void fillCarries(int64_t chunk, int64_t micro, int kind);
+  /// The state carrying the partial sum of `grad` (an update's gradient
+  /// operand) on `chunk` over to the next step.
+  Value carriedSum(Value grad, int64_t chunk);
+  /// The micro-batch (0..M-1) that a micro-batch of the step or a carried
+  /// one (negative) stands for.
+  int64_t stepMicro(int64_t micro) const {
+    return micro < 0 ? micro + shape.microBatches : micro;
+  }
+  /// The action of `kind` on `chunk` for the step's micro-batch `micro`:
+  /// negative when carryOver moves it to the next step.
+  ActionKey keyOf(int kind, int64_t chunk, int64_t micro) const;
+  /// The tag of the transfer of `value` (micro-batch `micro`, either form)
+  /// to `device`: allocated by whichever side comes first, since a carried
+  /// receive may precede its send in the function (the send is the
+  /// previous step's).
+  int64_t tagOf(Value value, int64_t micro, int64_t device);
 
   func::FuncOp func;
   ScheduleShape shape;
@@ -175,6 +213,41 @@ private:
   llvm::MapVector<Value, Versions> versions;
   /// The newest value of every argument an update replaces.
   DenseMap<Value, Value> latest;
+  /// Per device, the last update action of its order (asynchronous
+  /// schedules): the one after which the kept versions take their places for
+  /// the next step.
+  DenseMap<int64_t, ActionKey> lastUpdateOf;
+
+  /// carryOver: the states carrying values over to the next step.
+  struct Carry {
+    /// The original value (an input or an op result) and the micro-batch.
+    Value value;
+    int64_t micro = 0, chunk = 0;
+    Operation *user = nullptr;
+    /// The state (argument) and its newest value.
+    BlockArgument state;
+    Value newest;
+    bool filled = false;
+    /// What it carries: values of a forward pass (filled after it), a
+    /// window's partial gradient sum (`value`: the gradient operand; filled
+    /// after the last backward pass that stays in the step), or a value
+    /// sent at the start of the next step (sendNextStep).
+    enum class Kind { Forward, Sum, Outgoing } kind = Kind::Forward;
+  };
+  std::vector<Carry> carries;
+  /// A new carried state (`pipeline.carryN.stageCHUNK` + `suffix`, a fresh
+  /// N) for `value` of `micro` on `chunk`, read by `user`.
+  Carry newCarry(Value value, int64_t micro, int64_t chunk, Operation *user,
+                 Carry::Kind kind, Type type, StringRef suffix);
+  /// The sends at the start of the step of values the previous step kept
+  /// (sendNextStep), in order.
+  SmallVector<SendOp> nextStepSends;
+  Operation *lastNextStepSend = nullptr;
+  DenseMap<std::tuple<Value, int64_t, int64_t>, size_t> carryIndex;
+  /// (gradient operand, chunk) -> the carry of its partial sum.
+  DenseMap<std::pair<Value, int64_t>, size_t> sumCarryIndex;
+  /// Names of the step's parameters and states (for unique state names).
+  llvm::StringSet<> stateNames;
 };
 
 /// Scheduler invariants: the linearization emits producers (and sends)
@@ -195,9 +268,12 @@ static auto lookupOrDie(const Map &map, const typename Map::key_type &key,
 void Scheduler::tag(Operation *op, int64_t chunk, int64_t micro) {
   op->setAttr(StrataDialect::getStageAttrName(),
               builder.getI64IntegerAttr(chunk));
-  if (micro >= 0)
+  if (micro != kWholeStep)
     op->setAttr(StrataDialect::getMicroBatchAttrName(),
-                builder.getI64IntegerAttr(micro));
+                builder.getI64IntegerAttr(stepMicro(micro)));
+  if (micro != kWholeStep && micro < 0)
+    op->setAttr(StrataDialect::getPreviousStepAttrName(),
+                builder.getUnitAttr());
   emitted[current].push_back(op);
 }
 
@@ -344,32 +420,58 @@ LogicalResult Scheduler::buildActions() {
   std::vector<std::vector<Action>> schedule = buildSchedule(shape);
   orders.assign(shape.devices, {});
   for (int64_t d = 0; d < shape.devices; ++d) {
-    for (const Action &action : schedule[d])
+    for (const Action &action : schedule[d]) {
       orders[d].push_back({action.kind, action.chunk, action.microBatch});
-    orders[d].push_back({kUpdate, d, -1});
+      if (action.kind == Action::U)
+        lastUpdateOf[d] = orders[d].back();
+    }
+    orders[d].push_back({kUpdate, d, kWholeStep});
   }
   // An action depends on the actions of other devices producing what it
-  // reads (same micro-batch; parameters are sent before anything runs).
-  auto actionOf = [&](Operation *op, int64_t micro) -> ActionKey {
-    return {kindOf[op], chunkOf[op], micro};
-  };
+  // reads (same micro-batch; parameters are sent before anything runs). A
+  // carried action reading what an action of the previous step produced
+  // depends on nothing of this step.
   for (auto &[kindChunk, list] : opsOf)
-    for (int64_t m = 0; m < shape.microBatches; ++m)
+    for (int64_t m = 0; m < shape.microBatches; ++m) {
+      ActionKey key = keyOf(kindChunk.first, kindChunk.second, m);
       for (Operation *op : list)
         for (Value operand : op->getOperands())
           if (Operation *def = operand.getDefiningOp()) {
-            if (deviceOf(chunkOf[def]) != deviceOf(chunkOf[op]))
-              deps[{kindChunk.first, kindChunk.second, m}].insert(
-                  actionOf(def, m));
+            if (deviceOf(chunkOf[def]) == deviceOf(chunkOf[op]))
+              continue;
+            ActionKey producer = keyOf(kindOf[def], chunkOf[def], m);
+            if (std::get<2>(key) >= 0 && std::get<2>(producer) < 0)
+              llvm::report_fatal_error(
+                  "--strata-schedule-pipeline: internal error: an action of "
+                  "the step reads one carried over to the next");
+            if ((std::get<2>(key) < 0) == (std::get<2>(producer) < 0))
+              deps[key].insert(producer);
           } else if (homeOf.count(operand) &&
-                     homeOf[operand] != deviceOf(chunkOf[op]))
-            deps[{kindChunk.first, kindChunk.second, m}].insert(
-                {Action::F, homeOf[operand], 0});
+                     homeOf[operand] != deviceOf(chunkOf[op])) {
+            deps[key].insert({Action::F, homeOf[operand], 0});
+          }
+    }
   // Device 0 reports the loss, which the loss's device sends at its end.
   int64_t lossDevice = deviceOf(lossChunk);
   if (lossDevice != 0)
-    deps[{kUpdate, 0, -1}].insert({kUpdate, lossDevice, -1});
+    deps[{kUpdate, 0, kWholeStep}].insert({kUpdate, lossDevice, kWholeStep});
   return success();
+}
+
+ActionKey Scheduler::keyOf(int kind, int64_t chunk, int64_t micro) const {
+  int64_t carried = carriedMicroBatches(shape, deviceOf(chunk));
+  if (kind != Action::F && micro >= shape.microBatches - carried)
+    return {kind, chunk, micro - shape.microBatches};
+  return {kind, chunk, micro};
+}
+
+int64_t Scheduler::tagOf(Value value, int64_t micro, int64_t device) {
+  std::tuple<Value, int64_t, int64_t> key{
+      value, micro == kWholeStep ? kWholeStep : stepMicro(micro), device};
+  auto [it, inserted] = tags.try_emplace(key, nextTag);
+  if (inserted)
+    ++nextTag;
+  return it->second;
 }
 
 LogicalResult Scheduler::linearize() {
@@ -417,12 +519,15 @@ LogicalResult Scheduler::linearize() {
 
 Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
                          int64_t chunk, Operation *user) {
+  // A carried micro-batch reads what the previous step's forward pass left.
+  if (micro != kWholeStep && micro < 0 && isCarried(value, chunk))
+    return carried(value, stepMicro(micro), chunk, user);
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     unsigned i = arg.getArgNumber();
     if (auto input = func.getArgAttrOfType<InputAttr>(
             i, StrataDialect::getInputAttrName())) {
       if (input.getRole() == InputRole::step || shape.microBatches == 1 ||
-          micro < 0)
+          micro == kWholeStep)
         return value;
       Value &slice = slices[{value, micro, device}];
       if (!slice) {
@@ -435,12 +540,12 @@ Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
       return slice;
     }
     // Asynchronous schedules: the weight version this micro-batch reads.
-    if (micro >= 0 && versions.count(value))
+    if (micro != kWholeStep && versions.count(value))
       return versionOf(value, weightVersion(shape, device, micro));
     auto it = remoteUsers.find(value);
     if (it == remoteUsers.end() || !llvm::is_contained(it->second, device))
       return value;
-    micro = -1; // A parameter travels once per step.
+    micro = kWholeStep; // A parameter travels once per step.
   } else if (deviceOf(chunkOf[value.getDefiningOp()]) == device) {
     return lookupOrDie(cloned, {value, micro}, "a value of the same device");
   }
@@ -449,9 +554,13 @@ Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
     int64_t from = isa<BlockArgument>(value)
                        ? homeOf.lookup(value)
                        : deviceOf(chunkOf[value.getDefiningOp()]);
-    auto op = RecvOp::create(
-        builder, value.getLoc(), value.getType(), from,
-        lookupOrDie(tags, {value, micro, device}, "the tag of a transfer"));
+    // A carried receive's send is the previous step's: later in the
+    // function, so the receive may allocate the tag.
+    int64_t t = micro != kWholeStep && micro < 0
+                    ? tagOf(value, micro, device)
+                    : lookupOrDie(tags, {value, micro, device},
+                                  "the tag of a transfer");
+    auto op = RecvOp::create(builder, value.getLoc(), value.getType(), from, t);
     setLayer(op, *getLayer(user));
     if (Attribute phase = user->getAttr(StrataDialect::getPhaseAttrName()))
       op->setAttr(StrataDialect::getPhaseAttrName(), phase);
@@ -459,6 +568,55 @@ Value Scheduler::resolve(Value value, int64_t micro, int64_t device,
     recv = op.getResult();
   }
   return recv;
+}
+
+/// A new state of `func` (an argument before the loss's result is
+/// returned), initially zeros, belonging to no parameter.
+static BlockArgument addCarryState(func::FuncOp func, OpBuilder &builder,
+                                   Type type, StringRef name, Location loc) {
+  auto state = StateAttr::get(func.getContext(), name, "", StateInit::zeros);
+  unsigned index = func.getNumArguments();
+  if (failed(func.insertArgument(index, type,
+                                 builder.getDictionaryAttr(builder.getNamedAttr(
+                                     StrataDialect::getStateAttrName(), state)),
+                                 loc)))
+    llvm::report_fatal_error("--strata-schedule-pipeline: cannot add a state");
+  return func.getArgument(index);
+}
+
+void Scheduler::sendNextStep(Operation *original, Value result, Value copy,
+                             int64_t micro, int64_t device) {
+  int64_t chunk = chunkOf[original];
+  Carry carry = newCarry(
+      result, micro, chunk, original, Carry::Kind::Outgoing, copy.getType(),
+      (".micro" + Twine(micro) + ".to" + Twine(device)).str());
+  auto fill =
+      CopyIntoOp::create(builder, original->getLoc(), copy, carry.state);
+  setLayer(fill, *getLayer(original));
+  fill->setAttr(StrataDialect::getPhaseAttrName(),
+                PhaseAttr::get(builder.getContext(), Phase::backward));
+  tag(fill, chunk, micro);
+  carry.newest = fill.getResult();
+  carry.filled = true;
+  carries.push_back(carry);
+  // The send, first in the step: the previous step's value.
+  OpBuilder::InsertionGuard guard(builder);
+  Block &body = func.getBody().front();
+  if (lastNextStepSend)
+    builder.setInsertionPointAfter(lastNextStepSend);
+  else
+    builder.setInsertionPointToStart(&body);
+  auto send = SendOp::create(builder, original->getLoc(), carry.state, device,
+                             tagOf(result, micro, device));
+  setLayer(send, *getLayer(original));
+  send->setAttr(StrataDialect::getPhaseAttrName(),
+                PhaseAttr::get(builder.getContext(), Phase::backward));
+  tag(send, chunk, micro - shape.microBatches);
+  // tag() files the send under the current action; it belongs to the start
+  // of the sender's step instead (predict).
+  emitted[current].pop_back();
+  nextStepSends.push_back(send);
+  lastNextStepSend = send;
 }
 
 void Scheduler::emitSends(Operation *original, Operation *clone,
@@ -469,8 +627,17 @@ void Scheduler::emitSends(Operation *original, Operation *clone,
     if (it == remoteUsers.end())
       continue;
     for (int64_t device : it->second) {
-      int64_t t = nextTag++;
-      tags[{result, micro, device}] = t;
+      // A backward value for a pass that runs in the next step (carryOver)
+      // waits in a state and leaves at the start of the next step: no
+      // message crosses a step boundary, so the states hold all a
+      // checkpoint needs of a pipeline in flight.
+      if (shape.carryOver && micro >= 0 &&
+          kindOf.lookup(original) != Action::F &&
+          micro >= shape.microBatches - carriedMicroBatches(shape, device)) {
+        sendNextStep(original, result, copy, micro, device);
+        continue;
+      }
+      int64_t t = tagOf(result, micro, device);
       auto send = SendOp::create(builder, original->getLoc(), copy, device, t);
       setLayer(send, *getLayer(original));
       if (Attribute phase =
@@ -499,7 +666,7 @@ void Scheduler::emitAction(const ActionKey &key) {
   auto [kind, chunk, micro] = key;
   int64_t device = deviceOf(chunk);
   if (kind == kUpdate) {
-    if (micro >= 0)
+    if (micro != kWholeStep)
       emitWindowUpdates(chunk, micro);
     else
       emitUpdates(chunk);
@@ -514,11 +681,10 @@ void Scheduler::emitAction(const ActionKey &key) {
           home->second != device)
         continue;
       for (int64_t to : it->second) {
-        int64_t t = nextTag++;
-        tags[{arg, -1, to}] = t;
+        int64_t t = tagOf(arg, kWholeStep, to);
         auto send = SendOp::create(builder, arg.getLoc(), arg, to, t);
         setLayer(send, stages[chunk].firstLayer);
-        tag(send, chunk, -1);
+        tag(send, chunk, kWholeStep);
       }
     }
   for (Operation *op : opsOf[{kind, chunk}]) {
@@ -546,32 +712,148 @@ void Scheduler::emitAction(const ActionKey &key) {
     emitSends(op, clone, micro);
     for (Value result : op->getResults()) {
       if (Operation *update = updateOfGrad.lookup(result)) {
-        gradAcc[result] =
-            accumulate(gradAcc.lookup(result), cloned[{result, micro}], update,
-                       chunk, micro, /*backward=*/true);
+        int64_t window = updateWindow(shape);
+        Value acc = gradAcc.lookup(result);
+        // The first carried micro-batch continues the sum of its window
+        // that the previous step began.
+        int64_t carried = carriedMicroBatches(shape, device);
+        if (!acc && micro == -carried && carried % window != 0)
+          acc = carriedSum(result, chunk);
+        gradAcc[result] = accumulate(acc, cloned[{result, micro}], update,
+                                     chunk, micro, /*backward=*/true);
         // After the last micro-batch of its window the gradient is final:
         // average it now, so that its all-reduce can overlap the rest of the
         // backward pass.
-        int64_t window = updateWindow(shape);
         if ((micro + 1) % window == 0)
-          gradAcc[result] = average(gradAcc[result], update, chunk,
-                                    /*backward=*/true, window);
+          gradAcc[result] =
+              average(gradAcc[result], update, chunk, /*backward=*/true, window,
+                      isAsynchronous(shape.kind) ? micro : kWholeStep);
       }
       if (result == loss)
         lossAcc = accumulate(lossAcc, cloned[{result, micro}], op, chunk, micro,
                              /*backward=*/false);
     }
   }
+  if (shape.carryOver && micro >= 0)
+    fillCarries(chunk, micro, kind);
+}
+
+bool Scheduler::isCarried(Value value, int64_t chunk) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto input = func.getArgAttrOfType<InputAttr>(
+        arg.getArgNumber(), StrataDialect::getInputAttrName());
+    return input && input.getRole() != InputRole::step;
+  }
+  Operation *def = value.getDefiningOp();
+  if (!def || !kindOf.count(def) || kindOf[def] != Action::F)
+    return false;
+  if (deviceOf(chunkOf[def]) == deviceOf(chunk))
+    return true;
+  // Another device's forward value: carried when this chunk's forward pass
+  // received it; else the carried pass receives it itself.
+  return llvm::any_of(opsOf[{Action::F, chunk}], [&](Operation *op) {
+    return llvm::is_contained(op->getOperands(), value);
+  });
+}
+
+Scheduler::Carry Scheduler::newCarry(Value value, int64_t micro, int64_t chunk,
+                                     Operation *user, Carry::Kind kind,
+                                     Type type, StringRef suffix) {
+  std::string name;
+  for (int64_t n = carries.size();; ++n) {
+    name =
+        ("pipeline.carry" + Twine(n) + ".stage" + Twine(chunk) + suffix).str();
+    if (stateNames.insert(name).second)
+      break;
+  }
+  Carry carry;
+  carry.value = value;
+  carry.micro = micro;
+  carry.chunk = chunk;
+  carry.user = user;
+  carry.kind = kind;
+  carry.state = addCarryState(func, builder, type, name, value.getLoc());
+  carry.newest = carry.state;
+  return carry;
+}
+
+Value Scheduler::carried(Value value, int64_t micro, int64_t chunk,
+                         Operation *user) {
+  auto [it, inserted] =
+      carryIndex.try_emplace({value, micro, chunk}, carries.size());
+  if (!inserted)
+    return carries[it->second].newest;
+  Type type = value.getType();
+  if (isa<BlockArgument>(value) && shape.microBatches > 1) {
+    // An input's micro-batch slice.
+    auto tensor = cast<RankedTensorType>(type);
+    SmallVector<int64_t> dims(tensor.getShape());
+    dims[0] /= shape.microBatches;
+    type = tensor.clone(dims);
+  }
+  carries.push_back(newCarry(value, micro, chunk, user, Carry::Kind::Forward,
+                             type, (".micro" + Twine(micro)).str()));
+  return carries.back().newest;
+}
+
+Value Scheduler::carriedSum(Value grad, int64_t chunk) {
+  auto [it, inserted] =
+      sumCarryIndex.try_emplace({grad, chunk}, carries.size());
+  if (!inserted)
+    return carries[it->second].newest;
+  carries.push_back(newCarry(grad, -1, chunk, updateOfGrad.lookup(grad),
+                             Carry::Kind::Sum, grad.getType(), ".sum"));
+  return carries.back().newest;
+}
+
+void Scheduler::fillCarries(int64_t chunk, int64_t micro, int kind) {
+  auto copyInto = [&](Carry &carry, Value source, int64_t at) {
+    auto op =
+        CopyIntoOp::create(builder, carry.value.getLoc(), source, carry.newest);
+    // Only this device's carried passes read it: no send waits on it.
+    op.setLocal(true);
+    setLayer(op, *getLayer(carry.user));
+    // Not forward: an evaluation (the forward pass alone) leaves the
+    // carried values of the training run alone.
+    op->setAttr(StrataDialect::getPhaseAttrName(),
+                PhaseAttr::get(builder.getContext(), Phase::backward));
+    tag(op, chunk, at);
+    carry.newest = op.getResult();
+    carry.filled = true;
+  };
+  int64_t device = deviceOf(chunk);
+  if (kind == Action::F) {
+    for (Carry &carry : carries)
+      if (carry.chunk == chunk && carry.micro == micro && !carry.filled &&
+          carry.kind == Carry::Kind::Forward)
+        copyInto(carry, resolve(carry.value, micro, device, chunk, carry.user),
+                 micro);
+    return;
+  }
+  // After the last backward pass that stays in the step: the partial sums
+  // of the window the carried passes finish.
+  int64_t carriedCount = carriedMicroBatches(shape, device);
+  if (kind != Action::B || carriedCount == 0 ||
+      micro != shape.microBatches - carriedCount - 1)
+    return;
+  for (Carry &carry : carries) {
+    if (carry.kind != Carry::Kind::Sum || carry.chunk != chunk || carry.filled)
+      continue;
+    copyInto(carry,
+             lookupOrDie(gradAcc, carry.value, "a window's partial gradient"),
+             micro);
+    gradAcc.erase(carry.value);
+  }
 }
 
 Value Scheduler::average(Value value, Operation *like, int64_t chunk,
-                         bool backward, int64_t count) {
+                         bool backward, int64_t count, int64_t micro) {
   auto finish = [&](Operation *op) {
     if (backward)
       op->setAttr(StrataDialect::getPhaseAttrName(),
                   PhaseAttr::get(builder.getContext(), Phase::backward));
     setLayer(op, *getLayer(like));
-    tag(op, chunk, -1);
+    tag(op, chunk, micro);
   };
   if (count > 1) {
     auto scale = ScaleOp::create(
@@ -600,15 +882,15 @@ void Scheduler::emitUpdates(int64_t device) {
     Value grad = gradAcc.lookup(gradOperand.get());
     IRMapping mapping;
     for (OpOperand &operand : update->getOpOperands())
-      mapping.map(operand.get(),
-                  &operand == &gradOperand
-                      ? grad
-                      : resolve(operand.get(), -1, device, chunk, update));
+      mapping.map(operand.get(), &operand == &gradOperand
+                                     ? grad
+                                     : resolve(operand.get(), kWholeStep,
+                                               device, chunk, update));
     Operation *clone = builder.clone(*update, mapping);
-    tag(clone, chunk, -1);
+    tag(clone, chunk, kWholeStep);
     for (auto [result, copy] :
          llvm::zip(update->getResults(), clone->getResults()))
-      cloned[{result, -1}] = copy;
+      cloned[{result, kWholeStep}] = copy;
   }
   Operation *lossOp = loss.getDefiningOp();
   int64_t lossDevice = deviceOf(lossChunk);
@@ -616,19 +898,18 @@ void Scheduler::emitUpdates(int64_t device) {
     finalLoss = average(lossAcc, lossOp, lossChunk, /*backward=*/false,
                         shape.microBatches);
     if (lossDevice != 0) {
-      int64_t t = nextTag++;
+      int64_t t = tagOf(loss, kWholeStep, 0);
       auto send = SendOp::create(builder, loss.getLoc(), finalLoss, 0, t);
       setLayer(send, *getLayer(lossOp));
-      tag(send, lossChunk, -1);
-      tags[{loss, -1, 0}] = t;
+      tag(send, lossChunk, kWholeStep);
     }
   }
   if (device == 0 && lossDevice != 0) {
-    auto recv =
-        RecvOp::create(builder, loss.getLoc(), loss.getType(), lossDevice,
-                       lookupOrDie(tags, {loss, -1, 0}, "the tag of the loss"));
+    auto recv = RecvOp::create(
+        builder, loss.getLoc(), loss.getType(), lossDevice,
+        lookupOrDie(tags, {loss, kWholeStep, 0}, "the tag of the loss"));
     setLayer(recv, *getLayer(lossOp));
-    tag(recv, 0, -1);
+    tag(recv, 0, kWholeStep);
     finalLoss = recv.getResult();
   }
 }
@@ -637,7 +918,7 @@ LogicalResult Scheduler::prepareVersions() {
   if (!isAsynchronous(shape.kind))
     return success();
   const char *name = getScheduleName(shape.kind);
-  llvm::StringSet<> names;
+  llvm::StringSet<> &names = stateNames;
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto p = func.getArgAttrOfType<ParamAttr>(
@@ -677,7 +958,12 @@ LogicalResult Scheduler::prepareVersions() {
     // kept - j updates older than the parameter (`PARAM.stash<kept - j>`).
     Versions &kept = versions[param];
     kept.param = param;
-    int64_t count = keptVersions(shape, deviceOf(chunkOf[update]));
+    int64_t device = deviceOf(chunkOf[update]);
+    int64_t count = keptVersions(shape, device);
+    // With carryOver the step starts before the previous step's last
+    // updates: its weights are version -carriedUpdates.
+    int64_t start = -carriedUpdates(shape, device);
+    kept.paramVersion = start;
     for (int64_t j = 0; j < count; ++j) {
       std::string stash = (attr.getName() + ".stash" + Twine(count - j)).str();
       if (!names.insert(stash).second)
@@ -695,7 +981,7 @@ LogicalResult Scheduler::prepareVersions() {
               param.getLoc())))
         return func.emitOpError() << "cannot add state '" << stash << "'";
       kept.slots.push_back(func.getArgument(index));
-      kept.slotVersion.push_back(j - count);
+      kept.slotVersion.push_back(start + j - count);
     }
   }
   return success();
@@ -754,8 +1040,9 @@ void Scheduler::keepVersions(Value param, Operation *like, int64_t chunk,
   // U + j - count for the next step; the versions it needs are the
   // parameter's and those of the other states. Move them with the free
   // state as the spare (cycles cost one extra copy each).
-  auto target = [&, updates = updatesPerStep(shape)](int64_t j) {
-    return updates + j - count;
+  auto target = [&, updates = updatesPerStep(shape),
+                 start = -carriedUpdates(shape, deviceOf(chunk))](int64_t j) {
+    return start + updates + j - count;
   };
   kept.slotVersion[hole] = kFree;
   for (;;) {
@@ -783,7 +1070,7 @@ void Scheduler::keepVersions(Value param, Operation *like, int64_t chunk,
 
 void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
   int64_t device = deviceOf(chunk);
-  bool last = micro == shape.microBatches - 1;
+  bool last = lastUpdateOf.lookup(device) == ActionKey{kUpdate, chunk, micro};
   for (Operation *update : updates) {
     if (chunkOf[update] != chunk)
       continue;
@@ -803,20 +1090,22 @@ void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
       else if (Value newest = latest.lookup(value))
         mapping.map(value, newest);
       else
-        mapping.map(value, resolve(value, -1, device, chunk, update));
+        mapping.map(value, resolve(value, kWholeStep, device, chunk, update));
     }
     Operation *clone = builder.clone(*update, mapping);
     tag(clone, chunk, micro);
     for (auto [i, result] : llvm::enumerate(update->getResults())) {
       Value copy = clone->getResult(i);
-      cloned[{result, -1}] = copy;
+      cloned[{result, kWholeStep}] = copy;
       latest[inPlace.getUpdatedOperand(i)] = copy;
     }
     Versions &kept = versions.find(param)->second;
     // Adam's bias correction counts updates: this is update
-    // kept.paramVersion of the step's updatesPerStep.
+    // kept.paramVersion of the step's updatesPerStep (negative: one of the
+    // previous step's, carried over).
     int64_t updates = updatesPerStep(shape);
-    if (auto adam = dyn_cast<AdamUpdateOp>(clone); adam && updates > 1) {
+    if (auto adam = dyn_cast<AdamUpdateOp>(clone);
+        adam && (updates > 1 || kept.paramVersion < 0)) {
       adam.setUpdateAttr(builder.getI64IntegerAttr(kept.paramVersion));
       adam.setUpdatesAttr(builder.getI64IntegerAttr(updates));
     }
@@ -834,7 +1123,7 @@ LogicalResult Scheduler::run() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   SmallVector<Value> results;
   for (Value value : ret.getOperands().drop_back()) {
-    auto it = cloned.find({value, -1});
+    auto it = cloned.find({value, kWholeStep});
     if (it == cloned.end())
       return ret.emitOpError()
              << "returns a value that is not an optimizer update's result; "
@@ -848,6 +1137,16 @@ LogicalResult Scheduler::run() {
       if (failed(func.insertResult(at++, slot.getType(), DictionaryAttr())))
         return func.emitOpError() << "cannot return the kept weight versions";
     }
+  // The carried values, for the next step.
+  for (const Carry &carry : carries) {
+    if (!carry.filled)
+      llvm::report_fatal_error("--strata-schedule-pipeline: internal error: "
+                               "a carried value is never filled");
+    results.push_back(carry.newest);
+    if (failed(
+            func.insertResult(at++, carry.newest.getType(), DictionaryAttr())))
+      return func.emitOpError() << "cannot return the carried values";
+  }
   results.push_back(finalLoss);
   ret->setOperands(results);
   for (Operation *op : llvm::reverse(ops))
@@ -888,26 +1187,6 @@ std::string Scheduler::predict(const TargetDescription &target,
         seconds[key] += cost.estimateSeconds(target);
     }
   const char *names[] = {"F", "B", "W", "U"};
-  timeline::Schedule schedule;
-  // Per device, the action and the tag (-1: none) of each instruction.
-  std::vector<std::vector<std::pair<ActionKey, int64_t>>> origin(shape.devices);
-  for (int64_t d = 0; d < shape.devices; ++d) {
-    std::vector<timeline::Instruction> list;
-    for (const ActionKey &key : orders[d]) {
-      for (const Transfer &t : recvsOf[key]) {
-        list.push_back(timeline::Instruction::recv(t.peer, t.tag));
-        origin[d].push_back({key, -1});
-      }
-      list.push_back(timeline::Instruction::compute(names[std::get<0>(key)],
-                                                    seconds[key]));
-      origin[d].push_back({key, -1});
-      for (const Transfer &t : sendsOf[key]) {
-        list.push_back(timeline::Instruction::send(t.peer, t.tag, t.bytes));
-        origin[d].push_back({key, t.tag});
-      }
-    }
-    schedule.ranks.push_back(std::move(list));
-  }
   // Ranks of one replica are device * replicas + r: adjacent devices share a
   // node when the node holds both ranks.
   timeline::System system;
@@ -916,24 +1195,93 @@ std::string Scheduler::predict(const TargetDescription &target,
     system.nodeOfRank.push_back(d * replicas / perNode);
   system.intraNode = {target.intraNode.latency(), target.intraNode.bandwidth()};
   system.interNode = {target.interNode.latency(), target.interNode.bandwidth()};
-  timeline::Result result = timeline::simulate(schedule, system);
+  // Per device, the action, the tag (-1: none) and the step (instance) of
+  // each instruction.
+  struct Origin {
+    ActionKey key;
+    int64_t tag, instance;
+  };
+  std::vector<std::vector<Origin>> origin;
+  // The device orders run `instances` times in a row; the first skips the
+  // carried actions, as a run's first step does.
+  auto replay = [&](int64_t instances) {
+    timeline::Schedule schedule;
+    origin.assign(shape.devices, {});
+    for (int64_t d = 0; d < shape.devices; ++d) {
+      std::vector<timeline::Instruction> list;
+      for (int64_t n = 0; n < instances; ++n) {
+        // What the previous step kept for the carried passes leaves first.
+        for (SendOp send : nextStepSends) {
+          auto chunk = send->getAttrOfType<IntegerAttr>(
+              StrataDialect::getStageAttrName());
+          if (n == 0 || deviceOf(chunk.getInt()) != d)
+            continue;
+          list.push_back(timeline::Instruction::send(
+              send.getPeer(), send.getTag(),
+              static_cast<double>(getTensorBytes(send.getInput().getType()))));
+          origin[d].push_back(
+              {{Action::B, chunk.getInt(), -1}, (int64_t)send.getTag(), n});
+        }
+        for (const ActionKey &key : orders[d]) {
+          int64_t micro = std::get<2>(key);
+          if (n == 0 && instances > 1 && micro != kWholeStep && micro < 0)
+            continue;
+          for (const Transfer &t : recvsOf[key]) {
+            list.push_back(timeline::Instruction::recv(t.peer, t.tag));
+            origin[d].push_back({key, -1, n});
+          }
+          list.push_back(timeline::Instruction::compute(names[std::get<0>(key)],
+                                                        seconds[key]));
+          origin[d].push_back({key, -1, n});
+          for (const Transfer &t : sendsOf[key]) {
+            list.push_back(timeline::Instruction::send(t.peer, t.tag, t.bytes));
+            origin[d].push_back({key, t.tag, n});
+          }
+        }
+      }
+      schedule.ranks.push_back(std::move(list));
+    }
+    return timeline::simulate(schedule, system);
+  };
+  // With carryOver a step's transfers feed the next step: the steady
+  // state's step is the difference between three steps and two.
+  int64_t instances = shape.carryOver ? 3 : 1;
+  timeline::Result result = replay(instances);
   if (!result.ok())
     return result.error;
   double busy = 0;
   for (const timeline::RankStats &rank : result.ranks)
     busy += rank.busy;
+  stepSeconds = result.stepSeconds;
+  if (instances > 1) {
+    std::vector<std::vector<Origin>> kept = std::move(origin);
+    timeline::Result shorter = replay(instances - 1);
+    origin = std::move(kept);
+    if (!shorter.ok())
+      return shorter.error;
+    stepSeconds -= shorter.stepSeconds;
+    for (const timeline::RankStats &rank : shorter.ranks)
+      busy -= rank.busy;
+  }
+  // The trace shows the last step, from its first event.
+  double from = std::numeric_limits<double>::infinity();
+  for (const timeline::Event &e : result.events)
+    if (origin[e.rank][e.index].instance == instances - 1)
+      from = std::min(from, e.start);
   for (const timeline::Event &e : result.events) {
-    auto [key, tag] = origin[e.rank][e.index];
+    auto [key, tag, instance] = origin[e.rank][e.index];
+    if (instance != instances - 1)
+      continue;
     if (tag < 0) {
-      timeline.push_back({key, e.rank, e.start, e.end});
+      timeline.push_back({key, e.rank, e.start - from, e.end - from});
       continue;
     }
     // A transfer is drawn on its receiver's link row, named after the
     // action that waits for it.
     auto [to, device] = receiverOfTag.at(tag);
-    timeline.push_back({to, device, e.start, e.end, /*transfer=*/true});
+    timeline.push_back(
+        {to, device, e.start - from, e.end - from, /*transfer=*/true});
   }
-  stepSeconds = result.stepSeconds;
   bubble = stepSeconds > 0
                ? 1.0 - busy / (stepSeconds * static_cast<double>(shape.devices))
                : 0.0;
@@ -964,6 +1312,8 @@ static llvm::json::Value timelineJson(const std::vector<TimedAction> &timeline,
     std::string name = names[kind];
     if (micro >= 0)
       name += std::to_string(micro);
+    else if (micro != kWholeStep)
+      name += std::to_string(micro) + " (previous step)";
     if (t.transfer)
       name = "to " + name;
     events.push_back(llvm::json::Object{
@@ -1106,6 +1456,9 @@ FailureOr<ScheduleShape> SchedulePipelinePass::getShape(func::FuncOp func,
            << " chunks each (virtual=" << static_cast<int64_t>(virtualStages)
            << ")";
   shape.devices = chunks / shape.virtualStages;
+  shape.carryOver = drain == Drain::Run ||
+                    (drain == Drain::Auto && isAsynchronous(shape.kind) &&
+                     shape.microBatches >= shape.devices);
   if (std::string why = checkShape(shape); !why.empty())
     return func.emitOpError() << "cannot be scheduled: " << why;
   return shape;

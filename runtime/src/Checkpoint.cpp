@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -21,6 +22,8 @@
 namespace strata::rt {
 
 static const char *kCheckpointFormat = "strata-checkpoint";
+/// A pipeline's in-flight parameters and states (saveCheckpoint).
+static const std::string kInFlightPrefix = "pipeline.in_flight.";
 
 static std::string planFormatName() {
   return "strata-plan " + std::to_string(kPlanFormatVersion);
@@ -35,13 +38,36 @@ Status saveCheckpoint(const Executor &executor, const std::string &path,
   std::vector<NamedTensor> tensors;
   for (const Parameter &param : plan.parameters)
     tensors.push_back({param.name, executor.getTensor(param.buffer)});
+  // A pipeline that carries micro-batches over between steps is drained
+  // before a checkpoint (Train.cpp): the parameters and states are whole,
+  // as a pipeline draining every step would have them. What it had in
+  // flight (kept before the drain, Executor::keepInFlight), the carried
+  // values and `pipeline.in_flight.NAME` for each parameter and state, lets
+  // a resumed run go on exactly.
+  const std::map<int64_t, std::vector<char>> &flight = executor.getInFlight();
   for (const State &state : plan.states)
-    tensors.push_back({state.name, executor.getTensor(state.buffer)});
+    if (!state.carry || !flight.empty())
+      tensors.push_back({state.name, executor.getTensor(state.buffer)});
+  auto addInFlight = [&](const std::string &name, int64_t buffer) {
+    auto it = flight.find(buffer);
+    if (it == flight.end())
+      return;
+    Tensor view = executor.getTensor(buffer);
+    view.data = const_cast<char *>(it->second.data());
+    tensors.push_back({kInFlightPrefix + name, view});
+  };
+  for (const Parameter &param : plan.parameters)
+    addInFlight(param.name, param.buffer);
+  for (const State &state : plan.states)
+    addInFlight(state.name, state.buffer);
   std::map<std::string, std::string> metadata = {
       {"format", kCheckpointFormat},  {"plan_format", planFormatName()},
       {"model", plan.model},          {"step", std::to_string(step)},
       {"seed", std::to_string(seed)},
   };
+  if (!flight.empty())
+    metadata["pipeline_in_flight"] = "kept";
+
   return writeSafetensors(path, tensors, metadata);
 }
 
@@ -133,16 +159,49 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
   }
 
   const Plan &plan = executor.getPlan();
+  // A resumed run goes on with the pipeline in flight where the checkpoint
+  // kept it and the plan carries micro-batches over too.
+  auto kept = file.metadata.find("pipeline_in_flight");
+  bool resumeInFlight = everything && executor.carriesOver() &&
+                        kept != file.metadata.end() && kept->second == "kept";
   std::map<std::string, Slot> slots;
   for (const Parameter &param : plan.parameters)
     slots[param.name] = {param.buffer, false};
   for (const State &state : plan.states)
     slots[state.name] = {state.buffer, !state.running};
+  // Carried values matter only to a pipeline resumed in flight.
+  std::set<std::string> optional;
+  for (const State &state : plan.states)
+    if (state.carry && !resumeInFlight)
+      optional.insert(state.name);
+  // In flight: the parameters and states as they were before the drain.
+  std::map<std::string, int64_t> inFlight;
+  if (resumeInFlight) {
+    for (const Parameter &param : plan.parameters)
+      inFlight[kInFlightPrefix + param.name] = param.buffer;
+    for (const State &state : plan.states)
+      if (!state.carry)
+        inFlight[kInFlightPrefix + state.name] = state.buffer;
+  }
 
-  // Validate everything before touching the executor.
-  std::vector<std::pair<const StoredTensor *, int64_t>> copies;
+  // Validate everything before touching the executor. The in-flight
+  // copies come after the whole values they replace.
+  std::vector<std::pair<const StoredTensor *, int64_t>> copies, flightCopies;
   for (const StoredTensor &tensor : file.tensors) {
+    if (auto f = inFlight.find(tensor.name); f != inFlight.end()) {
+      const TensorDesc &want = plan.buffers[f->second].desc;
+      if (tensor.desc.dtype != want.dtype || tensor.desc.shape != want.shape)
+        return Status::invalid(path + ": tensor \"" + tensor.name +
+                               "\" does not fit its plan buffer");
+      flightCopies.push_back({&tensor, f->second});
+      inFlight.erase(f);
+      continue;
+    }
     auto it = slots.find(tensor.name);
+    // Another pipeline's in-flight state (pipeline.*), of no use here: the
+    // whole values are.
+    if (it == slots.end() && tensor.name.rfind("pipeline.", 0) == 0)
+      continue;
     // --init from a training checkpoint into a plan without that state
     // (an inference plan): PARAM.<state> of a known parameter is skipped.
     size_t dot = tensor.name.rfind('.');
@@ -166,14 +225,21 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
                              formatShape(want.shape));
     copies.push_back({&tensor, it->second.buffer});
   }
+  if (!inFlight.empty())
+    return Status::invalid(path + ": missing tensor \"" +
+                           inFlight.begin()->first +
+                           "\" (the pipeline in flight, which the "
+                           "checkpoint's metadata says it kept)");
   for (const auto &[name, slot] : slots) {
-    if ((slot.isState && !everything) || file.find(name))
+    if ((slot.isState && !everything) || file.find(name) ||
+        optional.count(name))
       continue;
     return Status::invalid(
         path + ": missing tensor \"" + name + "\" (" +
         (slot.isState ? "a state" : describeWeight(plan, name)) + " of " +
         plan.path + ")");
   }
+  copies.insert(copies.end(), flightCopies.begin(), flightCopies.end());
   for (const auto &[tensor, buffer] : copies)
     if (!tensor->bytes.empty())
       std::memcpy(executor.getTensor(buffer).data, tensor->bytes.data(),
@@ -181,6 +247,7 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
   // Kept weight versions start as copies of the loaded parameters.
   if (!everything)
     executor.copyParameterStates();
+  executor.setPipelineInFlight(resumeInFlight);
   executor.markHostModified();
   return Status::success();
 }

@@ -43,6 +43,11 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].attrs.bf16)
       planBf16.push_back(i);
+  // Any rank's: every rank of the plan agrees whether its pipeline is in
+  // flight (the last stage carries nothing over itself).
+  for (const RankPlan &rank : plan.ranks)
+    for (const Instruction &inst : rank.program)
+      carryOver |= inst.previousStep;
   if (plan.stages > 1) {
     int64_t replica = plan.ranks[options.rank].replica;
     for (int64_t stage = 0; stage < plan.stages; ++stage)
@@ -303,31 +308,86 @@ int64_t Executor::padKernel(const Instruction &inst, int64_t startNs,
 }
 
 Status Executor::runStep(int64_t step, float &loss, StepPart part) {
-  auto included = [part](const Instruction &inst) {
-    Phase phase = inst.phase;
-    bool wait = inst.has(kAsyncWait);
-    switch (part) {
-    case StepPart::All:
-      return true;
-    case StepPart::Gradients:
-      return phase != Phase::Update && !wait;
-    case StepPart::Apply:
-      return phase == Phase::Update || wait;
-    case StepPart::Forward:
-      return phase != Phase::Update && !isBackwardPhase(phase);
-    case StepPart::ForwardBackward:
-      return phase != Phase::Update;
-    case StepPart::Update:
-      return phase == Phase::Update;
-    }
-    return true;
+  Status status = runStepPart(step, loss, part);
+  if (!status.ok() || !carryOver)
+    return status;
+  if (part == StepPart::All || part == StepPart::Update)
+    inFlight = true;
+  else if (part == StepPart::Drain)
+    inFlight = false;
+  return status;
+}
+
+Status Executor::drain(int64_t step) {
+  if (!inFlight)
+    return Status::success();
+  float unused = 0;
+  return runStep(step, unused, StepPart::Drain);
+}
+
+Status Executor::keepInFlight() {
+  if (Status status = syncToHost(); !status.ok())
+    return status;
+  flight.clear();
+  auto keep = [&](int64_t buffer) {
+    const Tensor &t = tensors[buffer];
+    const char *bytes = static_cast<const char *>(t.data);
+    flight[buffer].assign(bytes, bytes + t.desc.bytes());
   };
+  for (const Parameter &param : plan.parameters)
+    keep(param.buffer);
+  for (const State &state : plan.states)
+    if (!state.carry)
+      keep(state.buffer);
+  return Status::success();
+}
+
+void Executor::resumeInFlight() {
+  for (const auto &[buffer, bytes] : flight)
+    std::memcpy(tensors[buffer].data, bytes.data(), bytes.size());
+  flight.clear();
+  inFlight = carryOver;
+  markHostModified();
+}
+
+/// Whether `part` of a step runs `inst` (`inFlight`: the previous step's
+/// micro-batches wait for their backward passes).
+static bool runsIn(const Instruction &inst, Executor::StepPart part,
+                   bool inFlight) {
+  using StepPart = Executor::StepPart;
+  // Without a previous step in flight its micro-batches do not exist.
+  if (part == StepPart::Drain)
+    return inst.previousStep && inFlight;
+  if (inst.previousStep && !inFlight)
+    return false;
+  Phase phase = inst.phase;
+  bool wait = inst.has(kAsyncWait);
+  switch (part) {
+  case StepPart::All:
+    return true;
+  case StepPart::Gradients:
+    return phase != Phase::Update && !wait;
+  case StepPart::Apply:
+    return phase == Phase::Update || wait;
+  case StepPart::Forward:
+    return phase != Phase::Update && !isBackwardPhase(phase);
+  case StepPart::ForwardBackward:
+    return phase != Phase::Update;
+  case StepPart::Update:
+    return phase == Phase::Update;
+  case StepPart::Drain:
+    break;
+  }
+  return true;
+}
+
+Status Executor::runStepPart(int64_t step, float &loss, StepPart part) {
   if (const Input *stepInput = plan.findInput(InputRole::Step))
     tensors[stepInput->buffer].i32()[0] = static_cast<int32_t>(step);
   const std::vector<Instruction> &program = *this->program;
   std::vector<bool> selected(program.size());
   for (size_t i = 0; i < program.size(); ++i)
-    selected[i] = included(program[i]);
+    selected[i] = runsIn(program[i], part, inFlight);
   // The injected straggler sleeps before the first backward instruction.
   size_t delayAt = program.size();
   double delayMs = backwardDelayMs;
@@ -367,8 +427,15 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
   std::vector<Tensor> inputs, outputs;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
-    if (!selected[i])
+    if (!selected[i]) {
+      // Not run, but the sends in flight complete here as they would (the
+      // buffers they read are free for reuse after it: Liveness.h).
+      if (inst.waitsForSends() && !context.pendingSends.empty())
+        if (Status sent = finishSends(); !sent.ok())
+          return Status::failure("step " + std::to_string(step) + ": " +
+                                 sent.message());
       continue;
+    }
     Status status = checkIndexOperands(i);
     if (!status.ok())
       return Status::failure("step " + std::to_string(step) + ": " +
@@ -381,7 +448,7 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
       outputs.push_back(tensors[id]);
     delay(i);
     // A send may still read a buffer that an update is about to overwrite.
-    if (inst.info().waitsForSends() && !context.pendingSends.empty())
+    if (inst.waitsForSends() && !context.pendingSends.empty())
       if (Status sent = finishSends(); !sent.ok())
         return Status::failure("step " + std::to_string(step) +
                                ": instruction #" + std::to_string(i) + " (" +
@@ -478,8 +545,11 @@ Status Executor::runOnDevice(int64_t step, float &loss,
   if (Status status = backend->upload(inputBuffers); !status.ok())
     return fail(status);
   for (size_t i = 0; i < included.size(); ++i) {
-    if (!included[i])
+    if (!included[i]) {
+      if (Status status = backend->skip(i); !status.ok())
+        return fail(status);
       continue;
+    }
     delay(i);
     if (Status status = backend->enqueue(i); !status.ok())
       return fail(status);

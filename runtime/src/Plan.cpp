@@ -742,9 +742,18 @@ void PlanParser::parseStates(const json &states) {
     State state;
     state.name = readStringField(entry, "name", where);
     claimName(state.name, member(where, "name"));
+    std::string kind =
+        optionalStringField(entry, "kind", where, std::string("optimizer"));
+    if (kind != "optimizer" && kind != "running" && kind != "carry")
+      fail(member(where, "kind"), "unknown kind \"" + kind +
+                                      "\" (expected optimizer, running or "
+                                      "carry)");
+    state.running = kind == "running";
+    state.carry = kind == "carry";
+    // A carried value keeps its element type (e.g. i32 token ids).
     const Buffer &buffer =
         readBufferRef(field(entry, "buffer", where), member(where, "buffer"),
-                      BufferKind::State, &f32);
+                      BufferKind::State, state.carry ? nullptr : &f32);
     claim(buffer, where);
     state.buffer = buffer.id;
     state.param = optionalStringField(entry, "param", where);
@@ -755,18 +764,17 @@ void PlanParser::parseStates(const json &states) {
              "no parameter is named \"" + state.param + "\"");
       state.paramIndex = named->second;
     }
-    std::string kind =
-        optionalStringField(entry, "kind", where, std::string("optimizer"));
-    if (kind != "optimizer" && kind != "running")
-      fail(member(where, "kind"),
-           "unknown kind \"" + kind + "\" (expected optimizer or running)");
-    state.running = kind == "running";
     if (state.running && !state.param.empty())
       fail(member(where, "param"),
            "a running statistic belongs to no parameter");
+    if (state.carry && !state.param.empty())
+      fail(member(where, "param"), "a carried value belongs to no parameter");
     state.layer = optionalIntField(entry, "layer", where, -1);
     // "param": a copy of the parameter (kept weight versions).
     const json *init = optionalField(entry, "init");
+    if (state.carry && init &&
+        !(init->is_string() && init->get<std::string>() == "zeros"))
+      fail(member(where, "init"), "a carried value starts as zeros");
     if (init && init->is_string() && init->get<std::string>() == "param") {
       checkCopiesParam(state, buffer, member(where, "init"));
       state.copiesParam = true;
@@ -852,6 +860,18 @@ void PlanParser::parseProgram(const json &program, int64_t rank) {
   std::string context = rank == 0 ? "" : element("ranks", rank) + ": ";
   for (size_t i = 0; i < program.size(); ++i)
     out.push_back(parseInstruction(program[i], i, context));
+  // A `local` copy_into does not wait for the sends in flight: no send of
+  // the program may read what it overwrites.
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].op != OpCode::CopyInto || !out[i].attrs.local)
+      continue;
+    int64_t written = plan.bytesOf(out[i].out[0]);
+    for (size_t j = 0; j < out.size(); ++j)
+      if (out[j].info().sends() && plan.bytesOf(out[j].in[0]) == written)
+        fail(context + "instruction #" + std::to_string(i) + " (copy_into)",
+             "is local, but instruction #" + std::to_string(j) +
+                 " (send) sends the buffer it overwrites");
+  }
   // Collectives must name groups the ranks sharing this program are in.
   for (size_t i = 0; i < out.size(); ++i)
     for (const RankPlan &user : plan.ranks)
@@ -1284,6 +1304,12 @@ Instruction PlanParser::parseInstruction(const json &entry, size_t index,
            "unknown phase \"" + name +
                "\" (expected forward, backward, update or recompute)");
   }
+  if (const json *previous = optionalField(entry, "previous_step")) {
+    if (!previous->is_boolean())
+      fail(prefix + "previous_step",
+           "must be true or false, got " + describe(*previous));
+    inst.previousStep = previous->get<bool>();
+  }
   checkOperands(inst, raw, where);
   return inst;
 }
@@ -1375,8 +1401,7 @@ void PlanParser::checkBufferLifetimes() {
     };
     for (const Instruction &inst : rank.program)
       program.push_back({viewed(inst.in), viewed(inst.out),
-                         inst.info().waitsForSends(),
-                         inst.has(kReadsAfterReturn)});
+                         inst.waitsForSends(), inst.has(kReadsAfterReturn)});
   }
   std::vector<bool> persistent(plan.buffers.size());
   std::vector<int64_t> offsets, bytes;

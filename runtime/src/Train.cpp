@@ -280,19 +280,43 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
       continue;
     int64_t owner = plan.rankOf(stage, 0);
     const Tensor &tensor = executor.getTensor(buffer);
+    // Moved as 4-byte words: states are f32, carried values f32 or i32.
+    float *words = static_cast<float *>(tensor.data);
     Status status = Status::success();
     if (rank == owner)
-      status =
-          comm.startSend(tensor.f32(), tensor.numel(), 0, kGatherTag)->wait();
+      status = comm.startSend(words, tensor.numel(), 0, kGatherTag)->wait();
     else if (rank == 0)
-      status = comm.startRecv(tensor.f32(), tensor.numel(),
-                              static_cast<int>(owner), kGatherTag)
+      status = comm.startRecv(words, tensor.numel(), static_cast<int>(owner),
+                              kGatherTag)
                    ->wait();
     if (!status.ok())
       return Status::failure("gathering the pipeline stages for the "
                              "checkpoint: " +
                              status.message());
   }
+  // A drained pipeline's in-flight state (Executor::keepInFlight), which
+  // every rank kept or none did.
+  std::map<int64_t, std::vector<char>> &flight = executor.getInFlight();
+  if (!flight.empty())
+    for (const auto &[buffer, stage] : ownerStage) {
+      if (stage == 0 || !flight.count(buffer))
+        continue;
+      int64_t owner = plan.rankOf(stage, 0);
+      std::vector<char> &bytes = flight[buffer];
+      float *words = reinterpret_cast<float *>(bytes.data());
+      int64_t count = static_cast<int64_t>(bytes.size() / sizeof(float));
+      Status status = Status::success();
+      if (rank == owner)
+        status = comm.startSend(words, count, 0, kGatherTag + 1)->wait();
+      else if (rank == 0)
+        status = comm.startRecv(words, count, static_cast<int>(owner),
+                                kGatherTag + 1)
+                     ->wait();
+      if (!status.ok())
+        return Status::failure("gathering the pipeline stages' in-flight "
+                               "state for the checkpoint: " +
+                               status.message());
+    }
   if (rank == 0)
     executor.markHostModified();
   return Status::success();
@@ -547,14 +571,40 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       logJsonRecord(hooks.jsonLog, step, loss, lr, schedule != nullptr, rate,
                     elapsed.count(), total.count(), gradNorm);
     }
-    if (finite && hooks.save && i % hooks.saveEvery == 0 && i != options.steps)
+    // A pipeline that carries micro-batches over between steps drains
+    // where the run needs whole weights (its end, a checkpoint, an
+    // evaluation): the carried micro-batches finish, so the weights hold
+    // every update, as a pipeline draining every step would (the same
+    // weights: draining changes no arithmetic).
+    bool saving =
+        finite && hooks.save && i % hooks.saveEvery == 0 && i != options.steps;
+    bool evaluating = finite && hooks.eval &&
+                      ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
+                       i == options.steps);
+    // The in-flight state is kept first: checkpoints save it (a resumed run
+    // goes on exactly), and a run that goes on puts it back.
+    bool drained = finite && (i == options.steps || saving || evaluating) &&
+                   executor.pipelineInFlight();
+    if (drained) {
+      auto drainStart = std::chrono::steady_clock::now();
+      if (Status status = executor.keepInFlight(); !status.ok())
+        return status;
+      if (Status status = executor.drain(step + 1); !status.ok())
+        return status;
+      std::chrono::duration<double, std::milli> took =
+          std::chrono::steady_clock::now() - drainStart;
+      logLine(log, "pipeline drained after step %lld: ms %.3f\n",
+              static_cast<long long>(step), took.count());
+    }
+    if (saving)
       if (Status status = hooks.save(step); !status.ok())
         return status;
-    if (finite && hooks.eval &&
-        ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
-         i == options.steps))
+    if (evaluating)
       if (Status status = evaluate(log, hooks, executor, step); !status.ok())
         return status;
+    // The last step's in-flight state stays kept for the final checkpoint.
+    if (drained && i != options.steps)
+      executor.resumeInFlight();
     if (!finite)
       return Status::failure("step " + std::to_string(step) + ": the loss is " +
                              (std::isnan(loss) ? "nan" : "infinite") +

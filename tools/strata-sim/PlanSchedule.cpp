@@ -10,6 +10,7 @@
 #include "strata-rt/Profile.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace mlir::strata;
 using namespace mlir::strata::sim;
@@ -212,11 +213,15 @@ static const char *categoryOf(const rt::Instruction &inst) {
   }
 }
 
-timeline::Schedule sim::buildSchedule(const rt::Plan &plan,
-                                      const CostOptions &options) {
+timeline::Schedule
+sim::buildSchedule(const rt::Plan &plan, const CostOptions &options,
+                   int64_t steps,
+                   std::vector<std::vector<size_t>> *firstOfStep) {
   timeline::Schedule schedule;
   for (const rt::CommGroup &group : plan.groups)
     schedule.groups.push_back(group.ranks);
+  if (firstOfStep)
+    firstOfStep->assign(plan.worldSize(), {});
   std::map<int64_t, std::vector<double>> secondsOf;
   for (int64_t rank = 0; rank < plan.worldSize(); ++rank) {
     const std::vector<rt::Instruction> &program = plan.programOf(rank);
@@ -225,37 +230,97 @@ timeline::Schedule sim::buildSchedule(const rt::Plan &plan,
       secondsOf[owner] = kernelSeconds(plan, program, options);
     const std::vector<double> &seconds = secondsOf[owner];
     std::vector<timeline::Instruction> list;
-    if (options.stepOverhead > 0) {
-      timeline::Instruction setup =
-          timeline::Instruction::compute("step setup", options.stepOverhead);
-      setup.category = "step";
-      setup.label = timeline::Instruction::kNotAnInstruction;
-      list.push_back(std::move(setup));
-    }
     // The executor completes its sends before an in-place update.
     std::vector<int64_t> pendingSends;
-    for (size_t i = 0; i < program.size(); ++i) {
-      const rt::Instruction &inst = program[i];
-      timeline::Instruction ti =
-          isCommunication(inst)
-              ? communication(plan, rank, inst)
-              : timeline::Instruction::compute(inst.name(), seconds[i]);
-      ti.name = inst.name();
-      ti.category = isCommunication(inst) ? "comm" : categoryOf(inst);
-      ti.label = static_cast<int64_t>(i);
-      if (inst.op == rt::OpCode::AllReduceStart)
-        list.push_back(hostCopy(plan, inst, i, "pack", options));
-      if (inst.op == rt::OpCode::Send)
-        pendingSends.push_back(static_cast<int64_t>(list.size()));
-      if (inst.has(rt::kInPlace)) {
-        ti.after = pendingSends;
-        pendingSends.clear();
+    for (int64_t step = 0; step < steps; ++step) {
+      if (firstOfStep)
+        (*firstOfStep)[rank].push_back(list.size());
+      if (options.stepOverhead > 0) {
+        timeline::Instruction setup =
+            timeline::Instruction::compute("step setup", options.stepOverhead);
+        setup.category = "step";
+        setup.label = timeline::Instruction::kNotAnInstruction;
+        list.push_back(std::move(setup));
       }
-      list.push_back(std::move(ti));
-      if (inst.op == rt::OpCode::AllReduceWait)
-        list.push_back(hostCopy(plan, inst, i, "unpack", options));
+      for (size_t i = 0; i < program.size(); ++i) {
+        const rt::Instruction &inst = program[i];
+        // A run's first step has no previous step (its sends still complete
+        // at the next in-place update).
+        if (step == 0 && steps > 1 && inst.previousStep)
+          continue;
+        timeline::Instruction ti =
+            isCommunication(inst)
+                ? communication(plan, rank, inst)
+                : timeline::Instruction::compute(inst.name(), seconds[i]);
+        ti.name = inst.name();
+        ti.category = isCommunication(inst) ? "comm" : categoryOf(inst);
+        ti.label = static_cast<int64_t>(i);
+        if (inst.op == rt::OpCode::AllReduceStart)
+          list.push_back(hostCopy(plan, inst, i, "pack", options));
+        if (inst.op == rt::OpCode::Send)
+          pendingSends.push_back(static_cast<int64_t>(list.size()));
+        if (inst.has(rt::kInPlace)) {
+          ti.after = pendingSends;
+          pendingSends.clear();
+        }
+        list.push_back(std::move(ti));
+        if (inst.op == rt::OpCode::AllReduceWait)
+          list.push_back(hostCopy(plan, inst, i, "unpack", options));
+      }
     }
     schedule.ranks.push_back(std::move(list));
   }
   return schedule;
+}
+
+bool sim::carriesOver(const rt::Plan &plan) {
+  for (const rt::RankPlan &rank : plan.ranks)
+    for (const rt::Instruction &inst : rank.program)
+      if (inst.previousStep)
+        return true;
+  return false;
+}
+
+timeline::Result sim::simulatePlan(const rt::Plan &plan,
+                                   const CostOptions &options,
+                                   const timeline::System &system) {
+  if (!carriesOver(plan))
+    return timeline::simulate(buildSchedule(plan, options), system);
+  std::vector<std::vector<size_t>> first;
+  timeline::Result three =
+      timeline::simulate(buildSchedule(plan, options, 3, &first), system);
+  if (!three.ok())
+    return three;
+  timeline::Result two =
+      timeline::simulate(buildSchedule(plan, options, 2), system);
+  if (!two.ok())
+    return two;
+  timeline::Result steady;
+  steady.stepSeconds = three.stepSeconds - two.stepSeconds;
+  for (size_t r = 0; r < three.ranks.size(); ++r) {
+    timeline::RankStats s;
+    s.busy = three.ranks[r].busy - two.ranks[r].busy;
+    s.bubble = three.ranks[r].bubble - two.ranks[r].bubble;
+    s.commWait = three.ranks[r].commWait - two.ranks[r].commWait;
+    s.end = steady.stepSeconds;
+    s.idle = steady.stepSeconds - s.busy;
+    steady.ranks.push_back(s);
+  }
+  // The third step's events, from its first.
+  double from = std::numeric_limits<double>::infinity();
+  auto third = [&](const timeline::Event &e) {
+    return static_cast<size_t>(e.index) >= first[e.rank][2];
+  };
+  for (const timeline::Event &e : three.events)
+    if (third(e))
+      from = std::min(from, e.start);
+  for (timeline::Event e : three.events) {
+    if (!third(e))
+      continue;
+    e.index -= static_cast<int64_t>(first[e.rank][2]);
+    e.start -= from;
+    e.end -= from;
+    steady.events.push_back(std::move(e));
+  }
+  return steady;
 }

@@ -75,9 +75,26 @@ struct CostOptions {
   const KernelTimes *profile = nullptr;
 };
 
-/// The timeline schedule of one step of `plan` on every rank.
-timeline::Schedule buildSchedule(const ::strata::rt::Plan &plan,
-                                 const CostOptions &options);
+/// The timeline schedule of one step of `plan` on every rank; with `steps`
+/// > 1, that many steps in a row, the first without the previous step's
+/// instructions (a pipeline that carries micro-batches over between steps
+/// starts empty). `firstOfStep`, when given, gets per rank the index in its
+/// list where each step begins.
+timeline::Schedule
+buildSchedule(const ::strata::rt::Plan &plan, const CostOptions &options,
+              int64_t steps = 1,
+              std::vector<std::vector<size_t>> *firstOfStep = nullptr);
+
+/// Whether `plan` carries micro-batches over from one step to the next
+/// (has previous-step instructions): its step is a steady state.
+bool carriesOver(const ::strata::rt::Plan &plan);
+
+/// Replays a step of `plan`: one step, or for a plan that carries
+/// micro-batches over the steady state, three steps in a row less two (the
+/// events and figures of the third).
+timeline::Result simulatePlan(const ::strata::rt::Plan &plan,
+                              const CostOptions &options,
+                              const timeline::System &system);
 
 } // namespace mlir::strata::sim
 

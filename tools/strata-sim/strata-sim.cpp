@@ -333,8 +333,7 @@ timeline::Result simulateSharingCores(const rt::Plan &plan,
   for (auto [node, ranks] : ranksOnNode)
     busiest = std::max(busiest, ranks);
   double base = cost.computeScale;
-  timeline::Result result =
-      timeline::simulate(sim::buildSchedule(plan, cost), system);
+  timeline::Result result = sim::simulatePlan(plan, cost, system);
   if (cores <= 0 || busiest <= cores || !result.ok())
     return result;
   double most = static_cast<double>(busiest) / static_cast<double>(cores);
@@ -356,7 +355,7 @@ timeline::Result simulateSharingCores(const rt::Plan &plan,
       break;
     stretch = next;
     cost.computeScale = base * stretch;
-    result = timeline::simulate(sim::buildSchedule(plan, cost), system);
+    result = sim::simulatePlan(plan, cost, system);
     if (!result.ok())
       return result;
   }

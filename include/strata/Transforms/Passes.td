@@ -619,14 +619,26 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
       checkpoints): devices - d - 1 per parameter for `pipedream`, one for
       `2bw`. Before an update overwrites a version, `strata.copy_into`
       copies it into the state whose version no micro-batch reads any more,
-      so buffer planning and strata-sim count the stash. Across steps the
-      versions are exactly PipeDream's; within one, the plan's step still
-      drains the pipeline at its end (the bubble of 1F1B stays, and the
-      prediction below, which replays this order with the updates and
-      copies, shows it; the partitioner's pipedream and 2bw terms price
-      PipeDream's steady state without a flush). Both `sgd_update` and
-      `adam_update` run so; Adam's updates carry `update u of U` so that
+      so buffer planning and strata-sim count the stash. Both `sgd_update`
+      and `adam_update` run so; Adam's updates carry `update u of U` so that
       their bias correction counts updates (t = (step - 1) U + u + 1).
+    - `drain=run` (the default for `pipedream` and `2bw` where the step has
+      at least as many micro-batches as devices; `drain=auto`): the
+      pipeline does not drain between steps, as PipeDream's. Device d's
+      last devices - d - 1 backward passes, and the updates they close, run
+      at the start of the next step, one after each of its warm-up forwards
+      (`F0 B(M-w) F1 B(M-w+1) ...`), so every device alternates one forward
+      and one backward across step boundaries: no bubble but the run's
+      first fill and last drain. Those ops carry `strata.previous_step`
+      (their `strata.micro_batch` is the previous step's); what they read of
+      the previous step's forward pass (activations, received activations,
+      input slices, a window's partial gradient sum) is carried over in
+      states `pipeline.carryN.stageS.microM` (zeros at first; buffers of
+      the arena, saved in checkpoints), which `strata.copy_into` fills after
+      the forward pass. The runtime skips the `strata.previous_step` ops in
+      a run's first step and runs them alone after its last step, so the
+      trained weights are exactly those of `drain=step`, which drains the
+      pipeline at the end of every step (the 1F1B bubble each step).
     - Across devices the ops are placed so that every recv follows its send:
       a schedule that would deadlock is reported, never emitted.
 
@@ -651,6 +663,7 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
     strata-opt step.mlir --strata-partition-pipeline="target=v100-pcie-4x" \
       --strata-schedule-pipeline="micro-batches=8 schedule=zb-h1 trace=pred.json"
     strata-opt step.mlir --strata-schedule-pipeline="stages=4 micro-batches=8 schedule=2bw window=4"
+    strata-opt step.mlir --strata-schedule-pipeline="stages=4 micro-batches=8 schedule=pipedream drain=step"
     ```
   }];
   let options = [
@@ -676,6 +689,18 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
            "many)">,
     Option<"window", "window", "int64_t", /*default=*/"0",
            "2bw: micro-batches per weight update (0: the whole step)">,
+    Option<"drain", "drain", "::mlir::strata::pipeline::Drain",
+           /*default=*/"::mlir::strata::pipeline::Drain::Auto",
+           "pipedream, 2bw: when the pipeline drains: run, step or auto",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::strata::pipeline::Drain::Auto, "auto",
+                        "run where the step has at least as many "
+                        "micro-batches as devices, else step"),
+             clEnumValN(::mlir::strata::pipeline::Drain::Step, "step",
+                        "at the end of every step"),
+             clEnumValN(::mlir::strata::pipeline::Drain::Run, "run",
+                        "once, at the end of the run (micro-batches carry "
+                        "over between steps)"))}]>,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"2",
            "interleaved: model chunks per device">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",

@@ -28,6 +28,14 @@ enum class ScheduleKind {
   TwoBW
 };
 
+/// When an asynchronous pipeline drains (--strata-schedule-pipeline
+/// drain=): `run`, once at the end of the run (PipeDream's: micro-batches
+/// carry over from one step to the next, ScheduleShape::carryOver); `step`,
+/// at the end of every step; `auto`, `run` for pipedream and 2bw where the
+/// step has at least as many micro-batches as devices, else `step`. The
+/// weights every micro-batch reads are the same either way.
+enum class Drain { Auto, Step, Run };
+
 /// "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream", "2bw".
 const char *getScheduleName(ScheduleKind kind);
 
@@ -72,6 +80,13 @@ struct ScheduleShape {
   /// 2bw: micro-batches whose gradients one weight version accumulates (0:
   /// all of the step's). Ignored by the other schedules.
   int64_t window = 0;
+  /// Asynchronous schedules only: the pipeline does not drain at the end of
+  /// a step. Device d's last devices - d - 1 backward passes (and the
+  /// updates they close) run at the start of the next step, between its
+  /// warm-up forwards, as PipeDream runs them: such an action of the
+  /// previous step's micro-batch m has micro-batch m - microBatches
+  /// (negative). The run drains once, at its end.
+  bool carryOver = false;
 };
 
 /// Returns an empty string when `shape` can be scheduled, else why not
@@ -88,7 +103,9 @@ int64_t updatesPerStep(const ScheduleShape &shape);
 
 /// The weight version that the forward and the backward pass of micro-batch
 /// `micro` read on `device`, counted in updates from the weights at the start
-/// of the step (0; negative: an older version kept from earlier steps):
+/// of the step (0; negative: an older version kept from earlier steps; a
+/// negative `micro`, the previous step's micro-batch micro + microBatches,
+/// reads its version less the previous step's updates):
 ///   - flushed schedules: 0;
 ///   - pipedream: micro - (devices - device - 1), the weights after the
 ///     updates of every micro-batch whose backward pass ran on the device
@@ -101,8 +118,18 @@ int64_t weightVersion(const ScheduleShape &shape, int64_t device,
 
 /// The older weight versions `device` keeps from one step to the next: the
 /// versions -keptVersions..-1 that weightVersion names (devices - device - 1
-/// for pipedream, 1 for 2bw, 0 for the flushed schedules).
+/// for pipedream, 1 for 2bw, 0 for the flushed schedules), shifted down by
+/// carriedUpdates.
 int64_t keptVersions(const ScheduleShape &shape, int64_t device);
+
+/// Micro-batches of the previous step whose backward pass `device` runs at
+/// the start of a step (carryOver): devices - device - 1, else 0.
+int64_t carriedMicroBatches(const ScheduleShape &shape, int64_t device);
+
+/// Updates of the previous step that `device` applies at the start of a
+/// step (carryOver): the windows its carried backward passes close. The
+/// weights at the start of a step are version -carriedUpdates.
+int64_t carriedUpdates(const ScheduleShape &shape, int64_t device);
 
 /// The order of actions on each device (indexed by device). Every device
 /// runs, for each of its chunks and every micro-batch, one F and one B (and
@@ -122,13 +149,19 @@ int64_t keptVersions(const ScheduleShape &shape, int64_t device);
 ///     them when the queue is longer, the rest at the end, filling the
 ///     cool-down bubble of 1F1B without holding more activations.
 ///   - pipedream, 2bw: the 1F1B order, with a U after every B that closes an
-///     update window (every B for pipedream). The step still ends with every
-///     micro-batch's backward pass (the pipeline drains at the step's
-///     boundary); weightVersion gives the asynchronous semantics.
+///     update window (every B for pipedream). Without carryOver the step
+///     ends with every micro-batch's backward pass (the pipeline drains at
+///     the step's boundary); with it, device d's cool-down backward passes
+///     move to the next step, each after one warm-up forward
+///     (F0 B(-w) F1 B(-w+1) ... with w = devices - d - 1), so a device
+///     alternates one forward and one backward across steps without a
+///     bubble. weightVersion gives the asynchronous semantics, which are the
+///     same either way.
 std::vector<std::vector<Action>> buildSchedule(const ScheduleShape &shape);
 
 /// The largest number of micro-batches whose forward ran but whose backward
-/// (B) has not, on device `device`, at any point of `order`.
+/// (B) has not, on device `device`, at any point of `order` (the previous
+/// step's carried micro-batches count from its start).
 int64_t maxInFlight(const std::vector<Action> &order);
 
 } // namespace mlir::strata::pipeline

@@ -92,6 +92,11 @@ public:
   virtual Status download(const std::vector<int64_t> &buffers) = 0;
   /// Enqueues instruction `index` of the prepared program.
   virtual Status enqueue(size_t index) = 0;
+  /// Instruction `index` does not run in this step (a step part, or the
+  /// previous step's instructions of a pipeline not in flight): keeps the
+  /// order it would impose on what follows (an update waits for the sends
+  /// in flight, and the buffers they read may be reused after it).
+  virtual Status skip(size_t index) { return Status::success(); }
   /// Waits for everything enqueued, reports the start and duration of every
   /// instruction enqueued since the last finish (from device events) into
   /// `times` (indexed like the program; others untouched), relative to

@@ -122,10 +122,48 @@ public:
     /// Lagging gradients: only `all_reduce_wait` and the updates (applies
     /// the aggregate the bucket staging buffers hold).
     Apply,
+    /// Only the instructions of the previous step's micro-batches
+    /// (Instruction::previousStep): drain().
+    Drain,
   };
   /// Like runStep, restricted to the instructions of `part` (selected by
-  /// their phase).
+  /// their phase). While the pipeline is not in flight (pipelineInFlight),
+  /// the previous step's instructions are skipped: there is no previous
+  /// step. A whole step (All, or Update after ForwardBackward) leaves the
+  /// pipeline in flight.
   Status runStep(int64_t step, float &loss, StepPart part);
+
+  /// Whether the program carries micro-batches over from one step to the
+  /// next (has previous-step instructions).
+  bool carriesOver() const { return carryOver; }
+  /// Whether the previous step's carried-over micro-batches still wait for
+  /// their backward passes (a step ran since the start or the last drain).
+  bool pipelineInFlight() const { return inFlight; }
+  /// Sets it (a checkpoint restores it).
+  void setPipelineInFlight(bool on) { inFlight = on && carryOver; }
+  /// Drains a pipeline that carries micro-batches over: runs the previous
+  /// step's instructions alone, as step `step` (the one after the last
+  /// step), so every micro-batch's update is applied. Nothing when the
+  /// pipeline is not in flight. Every rank of the plan drains together.
+  /// The weights are then those of a pipeline draining every step (no
+  /// arithmetic differs), but the pipeline cannot go on from them: keep
+  /// the in-flight state first (keepInFlight) to go on.
+  Status drain(int64_t step);
+  /// Copies the parameters and states (but the carried values, which a
+  /// drain leaves as they are) as they are in flight: what a checkpoint
+  /// needs to resume the pipeline exactly, and what resumeInFlight puts
+  /// back after a drain.
+  Status keepInFlight();
+  /// Puts the kept in-flight parameters and states back (after a drain)
+  /// and marks the pipeline in flight; forgets them.
+  void resumeInFlight();
+  /// The kept in-flight bytes of each parameter and state buffer (empty
+  /// when none are kept); a checkpoint of a pipeline stage gathers the
+  /// other stages' into rank 0's.
+  std::map<int64_t, std::vector<char>> &getInFlight() { return flight; }
+  const std::map<int64_t, std::vector<char>> &getInFlight() const {
+    return flight;
+  }
 
   /// Evaluation mode for the steps that follow (strata-run --infer,
   /// --eval-data): batch_norm uses and keeps its running statistics, as
@@ -232,6 +270,11 @@ private:
   std::shared_ptr<DeviceBackend> backend;
   /// The host views of parameters/states changed since the last upload.
   bool hostStale = true;
+  /// carriesOver(); pipelineInFlight().
+  bool carryOver = false, inFlight = false;
+  /// keepInFlight(): buffer -> bytes.
+  std::map<int64_t, std::vector<char>> flight;
+  Status runStepPart(int64_t step, float &loss, StepPart part);
   /// Buffers a device executor uploads before every step (inputs) and after
   /// host changes (parameters, states).
   std::vector<int64_t> inputBuffers, stateBuffers;

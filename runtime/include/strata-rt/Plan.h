@@ -98,6 +98,11 @@ struct State {
   bool running = false;
   /// The layer of a running statistic (-1 when the plan gives none).
   int64_t layer = -1;
+  /// A value the step carries over to the next (`"kind": "carry"`: what a
+  /// pipeline that does not drain between steps keeps of the previous
+  /// step's forward pass): belongs to no parameter, starts as zeros, any
+  /// element type; a checkpoint of a drained pipeline need not hold it.
+  bool carry = false;
 };
 
 enum class InputRole { Data, Labels, Step };
@@ -122,9 +127,19 @@ struct Instruction {
   int64_t layer = -1;
   /// Phase::None when the plan gives none.
   Phase phase = Phase::None;
+  /// Works on a micro-batch of the previous step (`"previous_step": true`):
+  /// a pipeline that does not drain between steps runs a step's last
+  /// backward passes at the start of the next. The executor skips these in
+  /// the first step after a drained (or fresh) pipeline and runs them alone
+  /// to drain it (Executor::drain).
+  bool previousStep = false;
 
   const OpInfo &info() const { return opInfo(op); }
   bool has(OpTrait trait) const { return info().has(trait); }
+  /// Updates in place buffers a send may read: the sends in flight must
+  /// complete before it (OpInfo::waitsForSends), unless it is a `local`
+  /// copy_into, whose buffer no send reads (the plan loader checks).
+  bool waitsForSends() const { return info().waitsForSends() && !attrs.local; }
   /// The mnemonic, for messages.
   const char *name() const { return opName(op); }
 };

@@ -339,6 +339,20 @@ std::string verifyBinary(const Descs &inputs, const Descs &outputs,
   return v.error();
 }
 
+/// copy_into: two inputs and an output of one shape and one element type
+/// (f32, or i32 for a carried value such as token ids).
+std::string verifyCopyInto(const Descs &inputs, const Descs &outputs,
+                           const Attrs &attrs) {
+  Verifier v(inputs, outputs, attrs);
+  bool i32 = !inputs.empty() && inputs[0].dtype == DType::I32;
+  std::vector<Operand> ints;
+  if (i32)
+    ints = {in(0), in(1), out(0)};
+  v.counts(2, 1) && v.dtypes(ints) && v.sameShape(in(1), in(0)) &&
+      v.sameShape(out(0), in(0));
+  return v.error();
+}
+
 template <typename Fn>
 void elementwise(KernelContext &ctx, int64_t n, int64_t cost, Fn fn) {
   parallelFor(ctx.pool, n, cost, [&](int64_t begin, int64_t end) {
@@ -728,9 +742,9 @@ void appendDenseKernels(std::vector<OpKernel> &kernels) {
   kernels.push_back({OpCode::Reshape, verifyReshape, runCopy});
   kernels.push_back({OpCode::Flatten, verifyFlatten, runCopy});
   // copy_into: a weight version kept for the asynchronous pipeline
-  // schedules; its output is the buffer of input 1 (the state), overwritten
-  // by input 0: two inputs and an output of one shape (verifyBinary).
-  kernels.push_back({OpCode::CopyInto, verifyBinary, runCopy});
+  // schedules, or a value carried over to the next step; its output is the
+  // buffer of input 1 (the state), overwritten by input 0.
+  kernels.push_back({OpCode::CopyInto, verifyCopyInto, runCopy});
   kernels.push_back({OpCode::Transpose, verifyTranspose, runTranspose});
   kernels.push_back({OpCode::Fill, verifyFill, runFill});
   kernels.push_back({OpCode::Scale, verifyScale, runScale});

@@ -314,9 +314,9 @@ std::string verifyAdam(const Descs &inputs, const Descs &outputs,
   double update = 0, updates = 1;
   if (v.ok() && v.number("update", false, update, 0) &&
       v.number("updates", false, updates, 1) &&
-      !(updates >= 1 && update >= 0 && update < updates))
-    v.fail("attributes 'update' and 'updates' must satisfy 0 <= update < "
-           "updates, got " +
+      !(updates >= 1 && update >= -updates && update < updates))
+    v.fail("attributes 'update' and 'updates' must satisfy -updates <= "
+           "update < updates, got " +
            formatNumber(update) + " of " + formatNumber(updates));
   return v.error();
 }

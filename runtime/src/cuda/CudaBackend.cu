@@ -317,7 +317,7 @@ Status orderPipelineSends(const Plan &plan,
   };
   for (size_t i = 0; i < program.size(); ++i) {
     const Instruction &inst = program[i];
-    if (inst.info().waitsForSends())
+    if (inst.waitsForSends())
       if (Status status = heldBack(i); !status.ok())
         return status;
     if (!inst.info().sends())
@@ -401,6 +401,16 @@ Status CudaBackend::download(const std::vector<int64_t> &buffers) {
   return waitFor(copy_, "copying buffers to the host");
 }
 
+Status CudaBackend::skip(size_t index) {
+  const Instruction &inst = (*program_)[index];
+  if (!inst.waitsForSends() || context_.pendingSends.empty())
+    return Status::success();
+  if (Status status = orderAfterSends(); !status.ok())
+    return Status::failure("instruction #" + std::to_string(index) + " (" +
+                           inst.name() + ", not run): " + status.message());
+  return Status::success();
+}
+
 Status CudaBackend::enqueue(size_t index) {
   if (!baseRecorded_) {
     STRATA_CUDA_TRY(cudaEventRecord(base_, compute_));
@@ -410,8 +420,8 @@ Status CudaBackend::enqueue(size_t index) {
   const Instruction &inst = (*program_)[index];
   // A send may still read a buffer that this update overwrites: the
   // update waits for the sends on the device, like the CPU executor's host
-  // wait (finishSends).
-  if (inst.info().waitsForSends() && !context_.pendingSends.empty())
+  // wait (finishSends). (skip() keeps this wait where it does not run.)
+  if (inst.waitsForSends() && !context_.pendingSends.empty())
     if (Status status = orderAfterSends(); !status.ok())
       return Status::failure("instruction #" + std::to_string(index) + " (" +
                              inst.name() + "): " + status.message());

@@ -55,6 +55,7 @@ public:
   Status upload(const std::vector<int64_t> &buffers) override;
   Status download(const std::vector<int64_t> &buffers) override;
   Status enqueue(size_t index) override;
+  Status skip(size_t index) override;
   Status finish(std::vector<InstructionTime> &times, int64_t originNs) override;
 
   int ordinal() const { return ordinal_; }

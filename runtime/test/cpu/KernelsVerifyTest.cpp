@@ -251,8 +251,15 @@ TEST(KernelsVerify, BadAttributes) {
                 {desc({3}), desc({3}), desc({3}), desc({3}), desc({}, kI32)},
                 {desc({3}), desc({3}), desc({3})},
                 makeAttrs({{"lr", 0.1}, {"update", 2}, {"updates", 2}})),
-            "attributes 'update' and 'updates' must satisfy 0 <= update < "
-            "updates, got 2 of 2");
+            "attributes 'update' and 'updates' must satisfy -updates <= "
+            "update < updates, got 2 of 2");
+  EXPECT_EQ(verifyMessage(
+                "adam_update",
+                {desc({3}), desc({3}), desc({3}), desc({3}), desc({}, kI32)},
+                {desc({3}), desc({3}), desc({3})},
+                makeAttrs({{"lr", 0.1}, {"update", -3}, {"updates", 2}})),
+            "attributes 'update' and 'updates' must satisfy -updates <= "
+            "update < updates, got -3 of 2");
   EXPECT_EQ(verifyMessage("copy_into", {desc({3}), desc({4})}, {desc({4})}),
             "input #1 must have shape [3], got [4]");
   EXPECT_EQ(verifyMessage("fill", {}, {desc({3})}),

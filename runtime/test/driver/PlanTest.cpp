@@ -495,6 +495,54 @@ TEST_F(PlanRejection, StateCopyingItsParameter) {
       "states[0].init: \"param\": a running statistic is no weight version");
 }
 
+TEST_F(PlanRejection, CarriedValues) {
+  // A value a pipeline carries over from one step to the next: no
+  // parameter, zeros at first, any element type.
+  plan["states"][0].erase("param");
+  plan["states"][0]["kind"] = "carry";
+  Plan loaded;
+  ASSERT_TRUE(parsePlan(plan.dump(), "mlp.json", loaded).ok());
+  EXPECT_TRUE(loaded.states[0].carry);
+  EXPECT_FALSE(loaded.states[1].carry);
+  plan["states"][0]["init"] = "ones";
+  expectRejected("states[0].init: a carried value starts as zeros");
+  plan["states"][0]["init"] = "zeros";
+  plan["states"][0]["param"] = "fc0.weight";
+  expectRejected("states[0].param: a carried value belongs to no parameter");
+  plan["states"][0]["kind"] = "stash";
+  expectRejected("states[0].kind: unknown kind \"stash\" (expected "
+                 "optimizer, running or carry)");
+}
+
+TEST_F(PlanRejection, PreviousStepIsABoolean) {
+  program()[0]["previous_step"] = true;
+  Plan loaded;
+  ASSERT_TRUE(parsePlan(plan.dump(), "mlp.json", loaded).ok());
+  EXPECT_TRUE(loaded.ranks[0].program[0].previousStep);
+  EXPECT_FALSE(loaded.ranks[0].program[1].previousStep);
+  program()[0]["previous_step"] = 1;
+  expectRejected("instruction #0 (matmul): previous_step: must be true or "
+                 "false, got");
+}
+
+TEST_F(PlanRejection, LocalCopyIntoDoesNotWaitForSends) {
+  // A local copy_into (a carried value) does not wait for the sends in
+  // flight; a send of its buffer would race with it.
+  json copy = {
+      {"op", "copy_into"},
+      {"in", {bufferId("fc0.weight"), bufferId("fc0.weight.velocity")}},
+      {"out", {bufferId("fc0.weight.velocity")}},
+      {"attrs", {{"local", 1}}},
+      {"phase", "backward"}};
+  program().push_back(copy);
+  Plan loaded;
+  ASSERT_TRUE(parsePlan(plan.dump(), "mlp.json", loaded).ok());
+  EXPECT_FALSE(loaded.ranks[0].program.back().waitsForSends());
+  plan["ranks"][0]["program"].back()["attrs"]["local"] = 0;
+  ASSERT_TRUE(parsePlan(plan.dump(), "mlp.json", loaded).ok());
+  EXPECT_TRUE(loaded.ranks[0].program.back().waitsForSends());
+}
+
 TEST_F(PlanRejection, UpdatesPerStepArePositive) {
   plan["updates_per_step"] = 0;
   expectRejected("updates_per_step: must be at least 1, got 0");

@@ -108,7 +108,7 @@ func.func @adam_epsilon(%p: tensor<16xf32>, %t: tensor<i32>) {
 // -----
 
 func.func @adam_update_index(%p: tensor<16xf32>, %t: tensor<i32>) {
-  // expected-error @+1 {{'strata.adam_update' op expects 0 <= update < updates, got update 4 of 4}}
+  // expected-error @+1 {{'strata.adam_update' op expects -updates <= update < updates, got update 4 of 4}}
   %0:3 = strata.adam_update %p, %p, %p, %p, %t lr = 0.1 beta1 = 0.9 beta2 = 0.999 epsilon = 1.0e-8 weight_decay = 0.0 update 4 of 4 : tensor<16xf32>, tensor<i32>
   return
 }

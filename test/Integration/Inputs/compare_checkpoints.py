@@ -12,7 +12,10 @@ largest scaled difference.
 
 prints instead the L2 norm of the parameters' change (optimizer states,
 named PARAM.velocity/.m/.v, left out). With --only S, both compare only
-the tensors whose name contains S (which must exist).
+the tensors whose name contains S (which must exist); with --skip P, both
+leave out the tensors whose name starts with P (e.g. pipeline.carry, the
+values a pipeline that does not drain between steps carries, which depend on
+how the step's ops were fused).
 """
 import argparse
 import json
@@ -30,6 +33,8 @@ group.add_argument("--update-norm", action="store_true",
                         "(optimizer states PARAM.velocity/.m/.v left out)")
 parser.add_argument("--only", default="",
                     help="compare only the tensors whose name contains this")
+parser.add_argument("--skip", default="",
+                    help="leave out the tensors whose name starts with this")
 args = parser.parse_args()
 
 
@@ -48,6 +53,9 @@ def load(path):
 
 
 a, b = load(args.a), load(args.b)
+if args.skip:
+    a = {k: v for k, v in a.items() if not k.startswith(args.skip)}
+    b = {k: v for k, v in b.items() if not k.startswith(args.skip)}
 if args.only:
     a = {k: v for k, v in a.items() if args.only in k}
     b = {k: v for k, v in b.items() if args.only in k}

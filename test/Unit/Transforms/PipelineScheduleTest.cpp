@@ -259,4 +259,87 @@ TEST(PipelineSchedule, ShapesThatCannotBeScheduled) {
   EXPECT_EQ(checkShape({ScheduleKind::TwoBW, 3, 1, 4, 2}), "");
 }
 
+/// carryOver: three steps of every device's order in a row (micro-batch m
+/// of step s numbered s * M + m; a carried pass of step s belongs to step
+/// s - 1; the first step skips them, as a run's first step does) run
+/// without deadlock; each device alternates one forward and one backward
+/// pass, with at most devices - d micro-batches in flight; and every pass
+/// reads a weight version the device keeps, the forward passes of pipedream
+/// exactly the updates applied before them (counting from the step's start,
+/// which is carriedUpdates short).
+void checkCarryOver(const ScheduleShape &shape) {
+  SCOPED_TRACE(std::string(getScheduleName(shape.kind)) + " devices " +
+               std::to_string(shape.devices) + " micro-batches " +
+               std::to_string(shape.microBatches) + " window " +
+               std::to_string(shape.window));
+  ASSERT_EQ(checkShape(shape), "");
+  std::vector<std::vector<Action>> orders = buildSchedule(shape);
+  int64_t m = shape.microBatches;
+  std::vector<std::vector<Action>> steps(orders.size());
+  for (int64_t d = 0; d < shape.devices; ++d) {
+    const std::vector<Action> &order = orders[d];
+    int64_t w = carriedMicroBatches(shape, d);
+    EXPECT_EQ(w, shape.devices - d - 1);
+    EXPECT_LE(maxInFlight(order), shape.devices - d) << "device " << d;
+    int64_t applied = -carriedUpdates(shape, d), passes = 0;
+    for (const Action &a : order) {
+      if (a.kind == Action::U) {
+        ++applied;
+        continue;
+      }
+      // F, B, F, B, ...: the k-th forward is micro-batch k, the k-th
+      // backward micro-batch k - w.
+      EXPECT_EQ(a.kind, passes % 2 == 0 ? Action::F : Action::B);
+      EXPECT_EQ(a.microBatch, passes / 2 - (a.kind == Action::B ? w : 0));
+      ++passes;
+      int64_t version = weightVersion(shape, d, a.microBatch);
+      EXPECT_GE(version, applied - keptVersions(shape, d))
+          << "device " << d << " micro-batch " << a.microBatch;
+      if (a.kind == Action::F && shape.kind == ScheduleKind::PipeDream)
+        EXPECT_EQ(version, applied) << "device " << d;
+      if (a.kind == Action::F)
+        EXPECT_LE(version, applied) << "device " << d;
+    }
+    EXPECT_EQ(passes, 2 * m);
+    // The step applies updatesPerStep updates in all.
+    EXPECT_EQ(applied + carriedUpdates(shape, d), updatesPerStep(shape));
+    for (int64_t s = 0; s < 3; ++s)
+      for (Action a : order) {
+        if (s == 0 && a.microBatch < 0)
+          continue;
+        a.microBatch += s * m;
+        steps[d].push_back(a);
+      }
+  }
+  EXPECT_TRUE(runsWithoutDeadlock(steps, shape.devices));
+}
+
+TEST(PipelineSchedule, CarryOverRunsAcrossSteps) {
+  for (int64_t devices = 1; devices <= 6; ++devices)
+    for (int64_t m = devices; m <= 12; ++m) {
+      checkCarryOver({ScheduleKind::PipeDream, devices, 1, m, 0, true});
+      for (int64_t window = std::max<int64_t>(devices - 1, 1); window <= m;
+           ++window)
+        if (m % window == 0)
+          checkCarryOver({ScheduleKind::TwoBW, devices, 1, m, window, true});
+    }
+  // Device 0 of 4 carries 3 micro-batches and their 3 updates (pipedream),
+  // or the one update of the window they close (2bw).
+  EXPECT_EQ(carriedUpdates({ScheduleKind::PipeDream, 4, 1, 8, 0, true}, 0), 3);
+  EXPECT_EQ(carriedUpdates({ScheduleKind::TwoBW, 4, 1, 8, 4, true}, 0), 1);
+  EXPECT_EQ(carriedUpdates({ScheduleKind::PipeDream, 4, 1, 8, 0, false}, 0), 0);
+  // A carried micro-batch reads its version counted from this step: 2bw's
+  // last window of the previous step read version -2.
+  EXPECT_EQ(weightVersion({ScheduleKind::TwoBW, 4, 1, 8, 4, true}, 0, -1), -2);
+  EXPECT_EQ(weightVersion({ScheduleKind::TwoBW, 4, 1, 8, 4, true}, 0, -4), -2);
+  EXPECT_EQ(weightVersion({ScheduleKind::PipeDream, 4, 1, 8, 0, true}, 0, -3),
+            -6);
+}
+
+TEST(PipelineSchedule, CarryOverNeedsAnAsynchronousScheduleAndEnoughMicro) {
+  EXPECT_NE(checkShape({ScheduleKind::OneFOneB, 4, 1, 8, 0, true}), "");
+  EXPECT_NE(checkShape({ScheduleKind::PipeDream, 4, 1, 3, 0, true}), "");
+  EXPECT_EQ(checkShape({ScheduleKind::PipeDream, 4, 1, 4, 0, true}), "");
+}
+
 } // namespace

@@ -333,6 +333,11 @@ LogicalResult StrataDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a non-negative integer";
     return success();
   }
+  if (name == getPreviousStepAttrName()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
   if (name == getPipelineScheduleAttrName()) {
     if (!isa<PipelineScheduleAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitOpError() << "'" << name

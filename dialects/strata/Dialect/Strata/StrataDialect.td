@@ -141,6 +141,14 @@ def Strata_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMicroBatchAttrName() {
       return ::llvm::StringLiteral("strata.micro_batch");
     }
+    /// Op attribute (unit): the op works on a micro-batch of the previous
+    /// step. A pipeline that does not drain between steps (pipedream, 2bw)
+    /// runs a step's last backward passes at the start of the next one;
+    /// the runtime skips such ops in a run's first step and runs them alone
+    /// after its last (the drain).
+    static constexpr ::llvm::StringLiteral getPreviousStepAttrName() {
+      return ::llvm::StringLiteral("strata.previous_step");
+    }
 
   private:
     void registerAttributes();

@@ -362,8 +362,10 @@ LogicalResult AdamUpdateOp::verify() {
   std::optional<int64_t> update = getUpdate(), updates = getUpdates();
   if (update.has_value() != updates.has_value())
     return emitOpError("expects 'update' and 'updates' together");
-  if (update && !(*updates >= 1 && *update >= 0 && *update < *updates))
-    return emitOpError() << "expects 0 <= update < updates, got update "
+  // A negative update is one of the previous step's, run at the start of
+  // this one (a pipeline that does not drain between steps).
+  if (update && !(*updates >= 1 && *update >= -*updates && *update < *updates))
+    return emitOpError() << "expects -updates <= update < updates, got update "
                          << *update << " of " << *updates;
   return success();
 }

@@ -455,7 +455,9 @@ def Strata_AdamUpdateOp : Strata_ComputeOp<"adam_update", [
     `param' = param - lr · (m' / (1-β1^t)) / (sqrt(v' / (1-β2^t)) + epsilon)`.
     With `update u of U` (the asynchronous pipeline schedules, which update
     U times per step) `t = (step - 1) U + u + 1`, the count of updates so
-    far. The runtime updates in place. Cost: twelve FLOPs per element.
+    far; a negative `u` (-U <= u < 0) is an update of the previous step run
+    at the start of this one (a pipeline that does not drain between
+    steps). The runtime updates in place. Cost: twelve FLOPs per element.
     `multi_tensor` groups updates as on `strata.sgd_update`; each member uses
     its own `t`.
 

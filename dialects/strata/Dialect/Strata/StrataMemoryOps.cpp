@@ -194,6 +194,8 @@ int64_t CopyIntoOp::getFlops() { return 0; }
 int64_t CopyIntoOp::getBytesRead() {
   return getTensorBytes(getSource().getType());
 }
+bool CopyIntoOp::updatesRankLocalState() { return getLocal(); }
+
 Value CopyIntoOp::getUpdatedOperand(unsigned index) {
   return index == 0 ? getDest() : Value();
 }

@@ -194,7 +194,8 @@ def Strata_WeightVersionsResource
 // Not Pure: it overwrites `dest`'s buffer, so it declares a write of the
 // kept weight versions, and CSE, DCE and hoisting leave it where it is.
 def Strata_CopyIntoOp : Strata_Op<"copy_into", [
-    DeclareOpInterfaceMethods<Strata_StatefulOpInterface>,
+    DeclareOpInterfaceMethods<Strata_StatefulOpInterface,
+                              ["updatesRankLocalState"]>,
     DeclareOpInterfaceMethods<Strata_CostOpInterface, ["getBytesRead"]>,
     MemoryEffects<[MemWrite<Strata_WeightVersionsResource>]>,
     AllTypesMatch<["source", "dest", "result"]>]> {
@@ -208,16 +209,23 @@ def Strata_CopyIntoOp : Strata_Op<"copy_into", [
     `--strata-schedule-pipeline` emits it for the asynchronous schedules:
     before an update overwrites a parameter, the weight version that
     in-flight micro-batches (or the next step) still read is kept in a
-    state of the parameter (`strata.state`, `init = param`). Cost: the
-    tensor's bytes read and written.
+    state of the parameter (`strata.state`, `init = param`); and, for a
+    pipeline that does not drain between steps, what the next step's
+    carried passes read is kept in a state of no parameter (any element
+    type: token ids are i32). With `local`, no send ever reads `dest` (it
+    never leaves the rank), so the runtime need not wait for the sends in
+    flight before overwriting it. Cost: the tensor's bytes read and written.
 
     ```mlir
     %kept = strata.copy_into %w, %stash : tensor<784x256xf32>
+    %carried = strata.copy_into %x, %carry local : tensor<4x16xf32>
     ```
   }];
-  let arguments = (ins Strata_FloatTensor:$source, Strata_FloatTensor:$dest);
-  let results = (outs Strata_FloatTensor:$result);
-  let assemblyFormat = "$source `,` $dest attr-dict `:` type($source)";
+  let arguments = (ins AnyRankedTensor:$source, AnyRankedTensor:$dest,
+                       UnitAttr:$local);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat =
+      "$source `,` $dest (`local` $local^)? attr-dict `:` type($source)";
 }
 
 #endif // STRATA_DIALECT_STRATA_STRATAMEMORYOPS_TD

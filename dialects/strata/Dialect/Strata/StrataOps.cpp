@@ -43,6 +43,7 @@ void mlir::strata::setPhase(Operation *op, Phase phase) {
 void mlir::strata::copyPlacement(Operation *from, Operation *op) {
   for (StringRef name : {StrataDialect::getStageAttrName(),
                          StrataDialect::getMicroBatchAttrName(),
+                         StrataDialect::getPreviousStepAttrName(),
                          StrataDialect::getLayerAttrName()})
     if (Attribute attr = from->getAttr(name))
       op->setAttr(name, attr);
