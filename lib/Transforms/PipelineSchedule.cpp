@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 
 using namespace mlir::strata::pipeline;
 
@@ -160,6 +161,42 @@ static std::vector<Action> oneForwardOneBackward(int64_t slots, int64_t warmup,
   return order;
 }
 
+/// carryOver: moves each update of the previous step's window to just
+/// before the first forward pass that reads the version it makes (the end
+/// of the step if none does): an update delays the forward passes behind it
+/// on the device, and with them the next device (2bw's update of a whole
+/// step's window then runs at the step's end, as without carryOver;
+/// pipedream's stays right after its backward pass).
+static void delayCarriedUpdates(const ScheduleShape &shape, int64_t device,
+                                std::vector<Action> &order) {
+  std::vector<Action> delayed, result;
+  int64_t applied = -carriedUpdates(shape, device);
+  auto flush = [&](int64_t beforeVersion) {
+    // Updates making versions up to `beforeVersion` go now.
+    while (!delayed.empty() && applied + 1 <= beforeVersion) {
+      result.push_back(delayed.front());
+      delayed.erase(delayed.begin());
+      ++applied;
+    }
+  };
+  for (const Action &action : order) {
+    if (action.kind == Action::U && action.microBatch < 0) {
+      delayed.push_back(action);
+      continue;
+    }
+    if (action.kind == Action::F)
+      flush(weightVersion(shape, device, action.microBatch));
+    // Updates stay in order: the step's own come after the carried ones.
+    if (action.kind == Action::U) {
+      flush(std::numeric_limits<int64_t>::max() - 1);
+      ++applied;
+    }
+    result.push_back(action);
+  }
+  result.insert(result.end(), delayed.begin(), delayed.end());
+  order = std::move(result);
+}
+
 std::vector<std::vector<Action>>
 mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
   int64_t devices = shape.devices, chunksPer = shape.virtualStages,
@@ -226,6 +263,8 @@ mlir::strata::pipeline::buildSchedule(const ScheduleShape &shape) {
           withUpdates.push_back({Action::U, action.chunk, action.microBatch});
       }
       order = std::move(withUpdates);
+      if (shape.carryOver)
+        delayCarriedUpdates(shape, d, order);
     }
     if (shape.kind != ScheduleKind::ZeroBubbleH1)
       continue;

@@ -186,7 +186,13 @@ private:
   DenseMap<std::tuple<Value, int64_t, int64_t>, Value> received;
   DenseMap<std::tuple<Value, int64_t, int64_t>, int64_t> tags;
   DenseMap<std::tuple<Value, int64_t, int64_t>, Value> slices;
-  DenseMap<Value, Value> gradAcc;
+  /// (gradient, window) -> its sum so far (the window of micro-batch m is
+  /// floor(m / updateWindow): negative for the previous step's).
+  DenseMap<std::pair<Value, int64_t>, Value> gradAcc;
+  int64_t windowOf(int64_t micro) const {
+    int64_t window = updateWindow(shape);
+    return micro >= 0 ? micro / window : -((-micro + window - 1) / window);
+  }
   /// Running statistics (StatefulOpInterface): the newest version of each,
   /// so that micro-batches update them one after another.
   DenseMap<Value, Value> latestState;
@@ -713,20 +719,21 @@ void Scheduler::emitAction(const ActionKey &key) {
     for (Value result : op->getResults()) {
       if (Operation *update = updateOfGrad.lookup(result)) {
         int64_t window = updateWindow(shape);
-        Value acc = gradAcc.lookup(result);
+        std::pair<Value, int64_t> key{result, windowOf(micro)};
+        Value acc = gradAcc.lookup(key);
         // The first carried micro-batch continues the sum of its window
         // that the previous step began.
         int64_t carried = carriedMicroBatches(shape, device);
         if (!acc && micro == -carried && carried % window != 0)
           acc = carriedSum(result, chunk);
-        gradAcc[result] = accumulate(acc, cloned[{result, micro}], update,
-                                     chunk, micro, /*backward=*/true);
+        gradAcc[key] = accumulate(acc, cloned[{result, micro}], update, chunk,
+                                  micro, /*backward=*/true);
         // After the last micro-batch of its window the gradient is final:
         // average it now, so that its all-reduce can overlap the rest of the
         // backward pass.
         if ((micro + 1) % window == 0)
-          gradAcc[result] =
-              average(gradAcc[result], update, chunk, /*backward=*/true, window,
+          gradAcc[key] =
+              average(gradAcc[key], update, chunk, /*backward=*/true, window,
                       isAsynchronous(shape.kind) ? micro : kWholeStep);
       }
       if (result == loss)
@@ -839,10 +846,10 @@ void Scheduler::fillCarries(int64_t chunk, int64_t micro, int kind) {
   for (Carry &carry : carries) {
     if (carry.kind != Carry::Kind::Sum || carry.chunk != chunk || carry.filled)
       continue;
-    copyInto(carry,
-             lookupOrDie(gradAcc, carry.value, "a window's partial gradient"),
+    std::pair<Value, int64_t> key{carry.value, windowOf(micro)};
+    copyInto(carry, lookupOrDie(gradAcc, key, "a window's partial gradient"),
              micro);
-    gradAcc.erase(carry.value);
+    gradAcc.erase(key);
   }
 }
 
@@ -879,7 +886,7 @@ void Scheduler::emitUpdates(int64_t device) {
       continue;
     OpOperand &gradOperand =
         cast<InPlaceOpInterface>(update).getGradientMutable();
-    Value grad = gradAcc.lookup(gradOperand.get());
+    Value grad = gradAcc.lookup({gradOperand.get(), 0});
     IRMapping mapping;
     for (OpOperand &operand : update->getOpOperands())
       mapping.map(operand.get(), &operand == &gradOperand
@@ -1078,8 +1085,9 @@ void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
     Value param = inPlace.getParameter();
     keepVersions(param, update, chunk, micro, last);
     OpOperand &gradOperand = inPlace.getGradientMutable();
-    Value grad = lookupOrDie(gradAcc, gradOperand.get(), "a window's gradient");
-    gradAcc.erase(gradOperand.get());
+    std::pair<Value, int64_t> key{gradOperand.get(), windowOf(micro)};
+    Value grad = lookupOrDie(gradAcc, key, "a window's gradient");
+    gradAcc.erase(key);
     IRMapping mapping;
     for (OpOperand &operand : update->getOpOperands()) {
       Value value = operand.get();

@@ -112,10 +112,11 @@
 
 // 2bw with one window of 4 micro-batches: stage 0 carries micro-batch 3
 // over, so the window's gradient sum of micro-batches 0..2 is carried too,
-// and the step's only update of stage 0 is the previous step's.
+// and the step's only update of stage 0 is the previous step's, which no
+// forward pass of the step waits for: it runs at the step's end.
 // WINDOW-LABEL: func.func @mlp(
 // WINDOW-SAME: %[[PART:[a-z0-9]+]]: tensor<4x4xf32> {strata.state = #strata.state<name = "pipeline.carry{{[0-9]+}}.stage0.sum", param = "">}
 // WINDOW: %[[ALL:.*]] = strata.add %[[PART]], %{{.*}} {{.*}}strata.micro_batch = 3 : i64, strata.phase = #strata<phase backward>, strata.previous_step, strata.stage = 0
 // WINDOW-NEXT: %[[AVG:.*]] = strata.scale %[[ALL]] by 2.500000e-01 {{.*}}strata.previous_step
-// WINDOW: strata.sgd_update %arg2, %[[AVG]], {{.*}}strata.previous_step
 // WINDOW: strata.copy_into %{{.*}}, %[[PART]] local {{.*}}strata.micro_batch = 2 : i64, strata.phase = #strata<phase backward>, strata.stage = 0
+// WINDOW: strata.sgd_update %arg2, %[[AVG]], {{.*}}strata.previous_step
