@@ -532,7 +532,9 @@ PartitionEvaluation mlir::strata::evaluatePartition(
                   oneNode ? topology.intraBandwidth : topology.interBandwidth,
                   oneNode ? topology.intraLatency : topology.interLatency) /
         M;
-    stage.updateSeconds = update / M;
+    // pipedream updates after every micro-batch (as it syncs), the others
+    // once per step.
+    stage.updateSeconds = syncs * update / M;
     stage.commBytes = factor * static_cast<double>(r - 1) * params * syncs;
     // Tensors crossing the cut before the stage and the one after it.
     double input = 0;
@@ -636,6 +638,9 @@ struct CostTables {
   std::vector<int64_t> perReplica;
   std::vector<double> share;
   std::vector<double> arScale[2], arFixed[2];
+  /// Per candidate replica count: the stage's optimizer updates per step
+  /// (one per micro-batch a replica runs for pipedream, else one).
+  std::vector<double> updatesPerStep;
 };
 
 /// One run of the DP for a metric under a memory cap.
@@ -714,6 +719,7 @@ CostTables::CostTables(const LayerGraph &graph,
   size_t numCandidates = this->candidates.size();
   perReplica.resize(numCandidates);
   share.resize(numCandidates);
+  updatesPerStep.resize(numCandidates);
   for (int link = 0; link < 2; ++link) {
     arScale[link].resize(numCandidates);
     arFixed[link].resize(numCandidates);
@@ -725,6 +731,7 @@ CostTables::CostTables(const LayerGraph &graph,
     double p = static_cast<double>(r);
     double f = o.terms.allReduceFactor;
     double syncs = syncsPerStep(o, share[c]);
+    updatesPerStep[c] = syncs;
     arScale[0][c] =
         r > 1 ? syncs * (f * (p - 1.0) / p / topology.intraBandwidth) : 0;
     arFixed[0][c] =
@@ -863,10 +870,10 @@ void Solver::solve(Metric metric, double cap, int64_t maxStages, bool onlyLast,
           case Metric::Throughput:
             for (int one = 0; one < 2; ++one) {
               int link = one ? 0 : 1;
-              double busy =
-                  stageWork * share[c] / M + (arScale[link][c] * stageParams +
-                                              arFixed[link][c] + stageUpdate) /
-                                                 M;
+              double busy = stageWork * share[c] / M +
+                            (arScale[link][c] * stageParams + arFixed[link][c] +
+                             updatesPerStep[c] * stageUpdate) /
+                                M;
               for (int same = 0; same < 2; ++same)
                 for (int prevSame = 0; prevSame < 2; ++prevSame)
                   term[one][same][prevSame] = std::max(
@@ -1083,9 +1090,10 @@ void BoundedSolver::solveRow(const LevelInfo &level, int64_t i,
         least = kInf;
         for (int one = 0; one < 2; ++one) {
           int link = one ? 0 : 1;
-          double busy = stageWorkS * dn / M + (arScale[link][c] * stageParams +
-                                               arFixed[link][c] + stageUpdate) /
-                                                  M;
+          double busy = stageWorkS * dn / M +
+                        (arScale[link][c] * stageParams + arFixed[link][c] +
+                         updatesPerStep[c] * stageUpdate) /
+                            M;
           least = std::min(least, busy);
           term[one][1] = std::max(busy, xfer[0]);
           term[one][0] = std::max(busy, xfer[1]);
@@ -1363,7 +1371,9 @@ double ThresholdSolver::busy(int64_t i, int64_t j, int64_t c, int link) const {
   double stageUpdate = update[j + 1] - update[i];
   double stageParams = params[j + 1] - params[i];
   return stageWork * n / M +
-         (arScale[link][c] * stageParams + arFixed[link][c] + stageUpdate) / M;
+         (arScale[link][c] * stageParams + arFixed[link][c] +
+          updatesPerStep[c] * stageUpdate) /
+             M;
 }
 
 bool ThresholdSolver::fits(int64_t i, int64_t j, int64_t n, int64_t k) const {
