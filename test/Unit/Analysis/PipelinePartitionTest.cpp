@@ -982,3 +982,31 @@ TEST(PipelineProfile, StrataProfileRoundTrips) {
 }
 
 } // namespace
+
+TEST(PipelinePartition, PipeDreamUpdatesAfterEveryMicroBatch) {
+  // pipedream's stage applies an update after each of its micro-batches
+  // (M per step on one replica), the flushed schedules once per step.
+  LayerGraph graph;
+  graph.layers.resize(2);
+  for (PartitionLayer &layer : graph.layers) {
+    layer.forwardSeconds = 1e-3;
+    layer.backwardSeconds = 2e-3;
+    layer.updateSeconds = 4e-4;
+    layer.paramBytes = 1e6;
+  }
+  graph.edges = {{0, 1, 1e3}};
+  PartitionTopology topo;
+  topo.devicesPerNode = 2;
+  topo.memoryBytes = 1e30;
+  PartitionOptions o;
+  o.devices = 2;
+  o.microBatches = 4;
+  o.schedule = PipelineSchedule::OneFOneB;
+  PartitionResult flushed = evaluateGivenPartition(graph, topo, o, "1-1");
+  o.schedule = PipelineSchedule::PipeDream;
+  PartitionResult pipedream = evaluateGivenPartition(graph, topo, o, "1-1");
+  ASSERT_TRUE(flushed.ok()) << flushed.error;
+  ASSERT_TRUE(pipedream.ok()) << pipedream.error;
+  EXPECT_DOUBLE_EQ(flushed.best.stages[0].updateSeconds, 4e-4 / 4);
+  EXPECT_DOUBLE_EQ(pipedream.best.stages[0].updateSeconds, 4e-4);
+}
