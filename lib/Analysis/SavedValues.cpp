@@ -22,8 +22,20 @@ SavedValues::SavedValues(Operation *func) {
         for (BlockArgument arg : block.getArguments())
           if (saved.contains(arg))
             arguments.insert(arg);
-    for (Value result : op->getResults())
-      if (saved.contains(result) && activations.insert(result))
+    // A result that updates a persistent buffer in place (a newer weight
+    // version after a pipeline's update, a kept version) is no activation:
+    // it is saved like the argument it updates.
+    auto stateful = dyn_cast<StatefulOpInterface>(op);
+    for (OpResult result : op->getResults()) {
+      if (!saved.contains(result))
+        continue;
+      if (isa<InPlaceOpInterface>(op) ||
+          (stateful && stateful.getUpdatedOperand(result.getResultNumber()))) {
+        arguments.insert(result);
+        continue;
+      }
+      if (activations.insert(result))
         activationBytes += getTensorBytes(result.getType());
+    }
   });
 }

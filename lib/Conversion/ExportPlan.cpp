@@ -93,12 +93,10 @@ private:
   DenseMap<Value, Value> gradOf;
   /// The ops of the previous step's micro-batches (collectPreviousStep).
   DenseSet<Operation *> previousStep;
-  /// The ops that work on micro-batches of the previous step: those marked
-  /// `strata.previous_step` and, so that an op a later pass made without
-  /// copying the mark still runs with them, every op reading a value they
-  /// compute (not through a parameter or state they update in place, which
-  /// the step reads on).
-  void collectPreviousStep();
+  /// The ops that work on micro-batches of the previous step (marked
+  /// `strata.previous_step`); fails where one shares an activation with an
+  /// op of the step (a later pass made an op without copying the mark).
+  LogicalResult collectPreviousStep();
   Operation *firstUpdate = nullptr;
 };
 
@@ -268,9 +266,10 @@ llvm::json::Array PlanWriter::buildStates() {
                                {"buffer", getBuffer(arg).getId()},
                                {"param", state.getParam()},
                                {"init", stringifyStateInit(state.getInit())}};
-      // A state of no parameter is a value the step carries over to the
-      // next (a pipeline that does not drain between steps).
-      if (state.getParam().empty())
+      // The values the pipeline scheduler carries over to the next step
+      // (drain=run): states of no parameter it names pipeline.carry*.
+      if (state.getParam().empty() &&
+          state.getName().starts_with("pipeline.carry"))
         entry["kind"] = "carry";
       array.push_back(std::move(entry));
     }
@@ -369,21 +368,40 @@ LogicalResult PlanWriter::addCompressionAttrs(Operation *op,
   return success();
 }
 
-void PlanWriter::collectPreviousStep() {
-  func.walk([&](Operation *op) {
-    bool previous = op->hasAttr(StrataDialect::getPreviousStepAttrName());
-    for (Value operand : op->getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      if (previous || !def || !previousStep.contains(def))
-        continue;
-      auto kind = buffers.find(getBuffer(operand).getId());
-      previous = kind != buffers.end() &&
-                 (StringRef(kind->second.second) == "activation" ||
-                  StringRef(kind->second.second) == "grad");
-    }
-    if (previous && !isa<func::ReturnOp>(op))
-      previousStep.insert(op);
-  });
+LogicalResult PlanWriter::collectPreviousStep() {
+  auto isActivation = [&](Value value) {
+    auto kind = buffers.find(getBuffer(value).getId());
+    return kind != buffers.end() &&
+           (StringRef(kind->second.second) == "activation" ||
+            StringRef(kind->second.second) == "grad");
+  };
+  WalkResult walk =
+      func.walk([&](Operation *op) {
+        if (isa<func::ReturnOp>(op) || op == func)
+          return WalkResult::advance();
+        bool previous = op->hasAttr(StrataDialect::getPreviousStepAttrName());
+        if (previous)
+          previousStep.insert(op);
+        // The step's ops and the previous step's share no activation: what
+        // crosses the boundary lives in states (parameters, carried values).
+        for (Value operand : op->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if (!def || def == func || !isActivation(operand) ||
+              def->hasAttr(StrataDialect::getPreviousStepAttrName()) ==
+                  previous)
+            continue;
+          op->emitOpError()
+              << (previous ? "works on the previous step's micro-batch "
+                             "(strata.previous_step) but reads a value of this "
+                             "step's"
+                           : "reads a value of the previous step's micro-batch "
+                             "(strata.previous_step) but is not marked so")
+              << "; a pass after --strata-schedule-pipeline lost the mark";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+  return failure(walk.wasInterrupted());
 }
 
 FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
@@ -430,9 +448,8 @@ FailureOr<llvm::json::Array> PlanWriter::buildProgram(int64_t device) {
 }
 
 FailureOr<llvm::json::Object> PlanWriter::build(StringRef model) {
-  if (failed(collect()))
+  if (failed(collect()) || failed(collectPreviousStep()))
     return failure();
-  collectPreviousStep();
   // The attribute's verifier guarantees at least one device.
   auto pipeline = func->getAttrOfType<PipelineScheduleAttr>(
       StrataDialect::getPipelineScheduleAttrName());

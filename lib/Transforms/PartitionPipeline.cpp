@@ -108,8 +108,9 @@ static FailureOr<LayerGraph> buildLayerGraph(func::FuncOp func,
       layers[*layer].stashBytes +=
           static_cast<double>(getTensorBytes(value.getType()));
   for (Value value : saved.getArguments()) {
-    auto arg = cast<BlockArgument>(value);
-    if (!func.getArgAttr(arg.getArgNumber(), StrataDialect::getInputAttrName()))
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg ||
+        !func.getArgAttr(arg.getArgNumber(), StrataDialect::getInputAttrName()))
       continue;
     std::optional<int64_t> first;
     for (Operation *user : value.getUsers())

@@ -128,6 +128,8 @@ private:
   /// forward pass: an input, a forward value of the device, or a forward
   /// value of another device that the chunk's forward pass received.
   bool isCarried(Value value, int64_t chunk);
+  /// Whether a forward op of `chunk` reads `value`.
+  bool readByForward(Value value, int64_t chunk);
   /// The state that carries `value` of micro-batch `micro` (0..M-1) on
   /// `chunk` over to the next step; created on first use (`user`: the op
   /// reading it), filled after the chunk's forward pass of `micro`.
@@ -418,6 +420,11 @@ LogicalResult Scheduler::classify() {
       return update->emitOpError()
              << "reads a gradient computed on another pipeline device; the "
                 "scheduler accumulates gradients where their update runs";
+    if (!kindOf.count(def) || kindOf[def] == Action::F)
+      return update->emitOpError()
+             << "reads a gradient that no backward op computes (its producer "
+                "is not marked strata.phase = backward, as --strata-autodiff "
+                "marks them)";
   }
   return success();
 }
@@ -447,9 +454,11 @@ LogicalResult Scheduler::buildActions() {
               continue;
             ActionKey producer = keyOf(kindOf[def], chunkOf[def], m);
             if (std::get<2>(key) >= 0 && std::get<2>(producer) < 0)
-              llvm::report_fatal_error(
-                  "--strata-schedule-pipeline: internal error: an action of "
-                  "the step reads one carried over to the next");
+              return op->emitOpError()
+                     << "reads a value of stage " << chunkOf[def]
+                     << " that the pipeline computes only in the next step "
+                        "(its pass is carried over); schedule it with "
+                        "drain=step";
             if ((std::get<2>(key) < 0) == (std::get<2>(producer) < 0))
               deps[key].insert(producer);
           } else if (homeOf.count(operand) &&
@@ -633,13 +642,14 @@ void Scheduler::emitSends(Operation *original, Operation *clone,
     if (it == remoteUsers.end())
       continue;
     for (int64_t device : it->second) {
-      // A backward value for a pass that runs in the next step (carryOver)
+      // A value only a pass that runs in the next step reads (carryOver:
+      // a gradient, or a forward value no forward op of the device reads)
       // waits in a state and leaves at the start of the next step: no
       // message crosses a step boundary, so the states hold all a
       // checkpoint needs of a pipeline in flight.
       if (shape.carryOver && micro >= 0 &&
-          kindOf.lookup(original) != Action::F &&
-          micro >= shape.microBatches - carriedMicroBatches(shape, device)) {
+          micro >= shape.microBatches - carriedMicroBatches(shape, device) &&
+          !readByForward(result, device)) {
         sendNextStep(original, result, copy, micro, device);
         continue;
       }
@@ -754,10 +764,12 @@ bool Scheduler::isCarried(Value value, int64_t chunk) {
   Operation *def = value.getDefiningOp();
   if (!def || !kindOf.count(def) || kindOf[def] != Action::F)
     return false;
-  if (deviceOf(chunkOf[def]) == deviceOf(chunk))
-    return true;
   // Another device's forward value: carried when this chunk's forward pass
-  // received it; else the carried pass receives it itself.
+  // receives it; else the sender keeps it for the next step (emitSends).
+  return readByForward(value, chunk);
+}
+
+bool Scheduler::readByForward(Value value, int64_t chunk) {
   return llvm::any_of(opsOf[{Action::F, chunk}], [&](Operation *op) {
     return llvm::is_contained(op->getOperands(), value);
   });
@@ -1122,9 +1134,34 @@ void Scheduler::emitWindowUpdates(int64_t chunk, int64_t micro) {
   }
 }
 
+/// Every receive's send runs in the same step as it: both of the previous
+/// step's micro-batches or neither (a message that crossed a step boundary
+/// would be lost at a checkpoint or the run's end).
+static LogicalResult checkStepBoundaries(func::FuncOp func) {
+  auto previous = [](Operation *op) {
+    return op->hasAttr(StrataDialect::getPreviousStepAttrName());
+  };
+  // Tags are unique in the step: tag -> whether its send is the previous
+  // step's.
+  DenseMap<int64_t, bool> sent;
+  func.walk([&](SendOp send) { sent[send.getTag()] = previous(send); });
+  WalkResult walk = func.walk([&](RecvOp recv) {
+    auto it = sent.find(recv.getTag());
+    if (it == sent.end() || it->second == previous(recv))
+      return WalkResult::advance();
+    recv.emitOpError() << "internal error: receives tag " << recv.getTag()
+                       << " sent in another step; schedule the pipeline "
+                          "with drain=step";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult Scheduler::run() {
   if (failed(classify()) || failed(prepareVersions()) ||
       failed(buildActions()) || failed(linearize()))
+    return failure();
+  if (shape.carryOver && failed(checkStepBoundaries(func)))
     return failure();
   // The step returns the updated parameters and states, the states keeping
   // older weight versions, and device 0's loss.

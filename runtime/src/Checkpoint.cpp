@@ -45,9 +45,22 @@ Status saveCheckpoint(const Executor &executor, const std::string &path,
   // values and `pipeline.in_flight.NAME` for each parameter and state, lets
   // a resumed run go on exactly.
   const std::map<int64_t, std::vector<char>> &flight = executor.getInFlight();
+  // Replicated stages carry each replica's own micro-batches: every rank's
+  // carried values, as `STATE@rankR` (gathered by rank 0).
+  bool perRank = !executor.getRankCarries().empty();
   for (const State &state : plan.states)
-    if (!state.carry || !flight.empty())
+    if (!state.carry || (!flight.empty() && !perRank))
       tensors.push_back({state.name, executor.getTensor(state.buffer)});
+  std::map<std::string, int64_t> carryBuffer;
+  for (const State &state : plan.states)
+    if (state.carry)
+      carryBuffer[state.name] = state.buffer;
+  for (const auto &[name, bytes] : executor.getRankCarries()) {
+    Tensor view =
+        executor.getTensor(carryBuffer.at(name.substr(0, name.rfind('@'))));
+    view.data = const_cast<char *>(bytes.data());
+    tensors.push_back({name, view});
+  }
   auto addInFlight = [&](const std::string &name, int64_t buffer) {
     auto it = flight.find(buffer);
     if (it == flight.end())
@@ -59,7 +72,8 @@ Status saveCheckpoint(const Executor &executor, const std::string &path,
   for (const Parameter &param : plan.parameters)
     addInFlight(param.name, param.buffer);
   for (const State &state : plan.states)
-    addInFlight(state.name, state.buffer);
+    if (!state.carry)
+      addInFlight(state.name, state.buffer);
   std::map<std::string, std::string> metadata = {
       {"format", kCheckpointFormat},  {"plan_format", planFormatName()},
       {"model", plan.model},          {"step", std::to_string(step)},
@@ -169,11 +183,26 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
     slots[param.name] = {param.buffer, false};
   for (const State &state : plan.states)
     slots[state.name] = {state.buffer, !state.running};
-  // Carried values matter only to a pipeline resumed in flight.
+  // Carried values matter only to a pipeline resumed in flight; with
+  // replicated stages each rank reads its own (`STATE@rankR`).
   std::set<std::string> optional;
-  for (const State &state : plan.states)
-    if (state.carry && !resumeInFlight)
+  bool perRank = resumeInFlight && plan.replicas > 1;
+  std::set<int64_t> own;
+  if (perRank)
+    for (int64_t buffer : executor.ownCarries())
+      own.insert(buffer);
+  for (const State &state : plan.states) {
+    if (!state.carry)
+      continue;
+    if (!resumeInFlight || (perRank && !own.count(state.buffer)))
       optional.insert(state.name);
+    if (perRank) {
+      slots.erase(state.name);
+      if (own.count(state.buffer))
+        slots[state.name + "@rank" + std::to_string(executor.getRank())] = {
+            state.buffer, true};
+    }
+  }
   // In flight: the parameters and states as they were before the drain.
   std::map<std::string, int64_t> inFlight;
   if (resumeInFlight) {
@@ -225,11 +254,6 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
                              formatShape(want.shape));
     copies.push_back({&tensor, it->second.buffer});
   }
-  if (!inFlight.empty())
-    return Status::invalid(path + ": missing tensor \"" +
-                           inFlight.begin()->first +
-                           "\" (the pipeline in flight, which the "
-                           "checkpoint's metadata says it kept)");
   for (const auto &[name, slot] : slots) {
     if ((slot.isState && !everything) || file.find(name) ||
         optional.count(name))
@@ -248,6 +272,8 @@ Status restoreCheckpoint(Executor &executor, const SafetensorsFile &file,
   if (!everything)
     executor.copyParameterStates();
   executor.setPipelineInFlight(resumeInFlight);
+  info.refills =
+      everything && executor.carriesOver() && !resumeInFlight && info.step > 0;
   executor.markHostModified();
   return Status::success();
 }

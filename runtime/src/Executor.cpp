@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <thread>
 
 #include <sys/mman.h>
@@ -36,6 +37,7 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
       context{*pool, options.gemm, options.comm, options.groups},
       originNs(steadyNowNs()), computeScale(options.computeScale) {
   program = &plan.ranks[plan.ranks[options.rank].programOf].program;
+  rank = options.rank;
   groupRuns = multiTensorRuns(*program);
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].info().attr(AttrId::Lr))
@@ -241,9 +243,14 @@ Status Executor::checkIndexOperands(size_t index) const {
   return Status::success();
 }
 
-void Executor::setLearningRates(const std::function<double(double)> &rate) {
-  for (auto [index, planned] : planLearningRates)
-    (*program)[index].attrs.lr = rate(planned);
+void Executor::setLearningRates(
+    const std::function<double(double)> &rate,
+    const std::function<double(double)> &previousRate) {
+  for (auto [index, planned] : planLearningRates) {
+    Instruction &inst = (*program)[index];
+    inst.attrs.lr = inst.previousStep && previousRate ? previousRate(planned)
+                                                      : rate(planned);
+  }
 }
 
 void Executor::setBf16Products(bool on) {
@@ -334,12 +341,31 @@ Status Executor::keepInFlight() {
     const char *bytes = static_cast<const char *>(t.data);
     flight[buffer].assign(bytes, bytes + t.desc.bytes());
   };
-  for (const Parameter &param : plan.parameters)
-    keep(param.buffer);
+  // What the drain can change: the parameters and states this rank's
+  // program updates in place (its stage's; not the carried values).
+  std::set<int64_t> carried;
   for (const State &state : plan.states)
-    if (!state.carry)
-      keep(state.buffer);
+    if (state.carry)
+      carried.insert(state.buffer);
+  for (const Instruction &inst : *program)
+    if (inst.has(kInPlace))
+      for (size_t o = 0; o < inst.out.size(); ++o)
+        if (inst.info().inPlaceInput(o) >= 0 && !carried.count(inst.out[o]))
+          keep(inst.out[o]);
   return Status::success();
+}
+
+std::vector<int64_t> Executor::ownCarries() const {
+  std::set<int64_t> carried, own;
+  for (const State &state : plan.states)
+    if (state.carry)
+      carried.insert(state.buffer);
+  for (const Instruction &inst : *program)
+    if (inst.has(kInPlace))
+      for (size_t o = 0; o < inst.out.size(); ++o)
+        if (inst.info().inPlaceInput(o) >= 0 && carried.count(inst.out[o]))
+          own.insert(inst.out[o]);
+  return {own.begin(), own.end()};
 }
 
 void Executor::resumeInFlight() {

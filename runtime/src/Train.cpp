@@ -195,6 +195,13 @@ Status prepareState(const TrainOptions &options, Executor &executor,
     result.startStep = info.step;
     if (!options.seedGiven)
       result.seed = info.seed;
+    if (info.refills && !options.quiet)
+      logLine(options.log,
+              "warning: %s keeps no pipeline in flight (a plan that drains "
+              "every step wrote it): the pipeline fills again, so the first "
+              "steps read the newest weights, not the older versions an "
+              "uninterrupted run would\n",
+              resume.c_str());
     return Status::success();
   }
   executor.initialize(result.seed);
@@ -255,6 +262,58 @@ double perSecond(int64_t count, double milliseconds) {
   return milliseconds > 0 ? count * 1000.0 / milliseconds : 0.0;
 }
 
+/// Replicated stages of a pipeline kept in flight: every rank's carried
+/// values go to rank 0 (Executor::getRankCarries), as each replica carries
+/// its own micro-batches (every rank calls it).
+Status gatherRankCarries(Executor &executor, Communicator &comm, int64_t rank) {
+  const Plan &plan = executor.getPlan();
+  std::map<std::string, std::vector<char>> &carries = executor.getRankCarries();
+  carries.clear();
+  if (plan.replicas <= 1 || executor.getInFlight().empty())
+    return Status::success();
+  std::map<int64_t, std::string> nameOf;
+  for (const State &state : plan.states)
+    if (state.carry)
+      nameOf[state.buffer] = state.name;
+  constexpr int kCarryTag = 32002;
+  for (int64_t r = 0; r < plan.worldSize(); ++r) {
+    if (rank != r && rank != 0)
+      continue;
+    // The carries rank r's program writes, in buffer order on both sides.
+    std::set<int64_t> own;
+    for (const Instruction &inst : plan.programOf(r))
+      if (inst.has(kInPlace))
+        for (size_t o = 0; o < inst.out.size(); ++o)
+          if (inst.info().inPlaceInput(o) >= 0 && nameOf.count(inst.out[o]))
+            own.insert(inst.out[o]);
+    for (int64_t buffer : own) {
+      const Tensor &tensor = executor.getTensor(buffer);
+      std::vector<char> &bytes =
+          carries[nameOf[buffer] + "@rank" + std::to_string(r)];
+      bytes.resize(tensor.desc.bytes());
+      float *words = reinterpret_cast<float *>(bytes.data());
+      int64_t count = static_cast<int64_t>(bytes.size() / sizeof(float));
+      Status status = Status::success();
+      if (r == 0)
+        std::memcpy(bytes.data(), tensor.data, bytes.size());
+      else if (rank == r)
+        status = comm.startSend(static_cast<float *>(tensor.data), count, 0,
+                                kCarryTag)
+                     ->wait();
+      else
+        status = comm.startRecv(words, count, static_cast<int>(r), kCarryTag)
+                     ->wait();
+      if (!status.ok())
+        return Status::failure("gathering the ranks' carried values for the "
+                               "checkpoint: " +
+                               status.message());
+    }
+    if (rank == r && r != 0)
+      carries.clear();
+  }
+  return Status::success();
+}
+
 /// Pipelines: sends every parameter and state that a stage other than 0
 /// updates from that stage's replica-0 rank to rank 0, so that rank 0 holds
 /// the whole model (every rank calls it, in the same order).
@@ -297,12 +356,19 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
   // A drained pipeline's in-flight state (Executor::keepInFlight), which
   // every rank kept or none did.
   std::map<int64_t, std::vector<char>> &flight = executor.getInFlight();
+  std::set<int64_t> carried;
+  for (const State &state : plan.states)
+    if (state.carry)
+      carried.insert(state.buffer);
   if (!flight.empty())
     for (const auto &[buffer, stage] : ownerStage) {
-      if (stage == 0 || !flight.count(buffer))
+      if (stage == 0 || carried.count(buffer))
         continue;
       int64_t owner = plan.rankOf(stage, 0);
+      if (rank != owner && rank != 0)
+        continue;
       std::vector<char> &bytes = flight[buffer];
+      bytes.resize(executor.getTensor(buffer).desc.bytes());
       float *words = reinterpret_cast<float *>(bytes.data());
       int64_t count = static_cast<int64_t>(bytes.size() / sizeof(float));
       Status status = Status::success();
@@ -317,6 +383,8 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
                                "state for the checkpoint: " +
                                status.message());
     }
+  if (Status status = gatherRankCarries(executor, comm, rank); !status.ok())
+    return status;
   if (rank == 0)
     executor.markHostModified();
   return Status::success();
@@ -514,14 +582,21 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
   // No steps: evaluate the parameters as they are.
   if (options.steps == 0 && hooks.eval)
     return evaluate(log, hooks, executor, result.startStep);
+  if (hooks.clipNorm > 0 && executor.carriesOver())
+    return Status::usage(
+        "--clip-norm: the plan's pipeline carries micro-batches over from one "
+        "step to the next (--strata-schedule-pipeline drain=run), so a step's "
+        "gradients mix two steps' micro-batches; schedule it with drain=step");
   LossTrend trend;
   for (int64_t i = 1; i <= options.steps; ++i) {
     int64_t step = result.startStep + i;
     data.fill(step, executor.getTensors(), &executor.getPool());
     double lr = 0;
+    // The previous step's carried updates keep that step's rate.
     if (schedule)
       executor.setLearningRates(
-          [&](double planned) { return lr = schedule->lr(planned, step); });
+          [&](double planned) { return lr = schedule->lr(planned, step); },
+          [&](double planned) { return schedule->lr(planned, step - 1); });
     if (delays(straggler, result.rank, i))
       executor.setBackwardDelay(straggler.delayMs);
     bool measuring = measuresCompression(options, executor, i);
@@ -589,6 +664,11 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       auto drainStart = std::chrono::steady_clock::now();
       if (Status status = executor.keepInFlight(); !status.ok())
         return status;
+      // The drained updates are the step's own: its rate.
+      if (schedule)
+        executor.setLearningRates(
+            [&](double planned) { return schedule->lr(planned, step + 1); },
+            [&](double planned) { return schedule->lr(planned, step); });
       if (Status status = executor.drain(step + 1); !status.ok())
         return status;
       std::chrono::duration<double, std::milli> took =
@@ -1095,6 +1175,15 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
   }
   if (!status.ok() || options.savePath.empty())
     return status;
+  // A pipeline still in flight (a resumed run of no steps) drains first, so
+  // the checkpoint holds whole weights beside the kept in-flight state.
+  if (executor.pipelineInFlight()) {
+    if (Status kept = executor.keepInFlight(); !kept.ok())
+      return kept;
+    if (Status drained = executor.drain(result.startStep + options.steps + 1);
+        !drained.ok())
+      return drained;
+  }
   // Replicas hold identical parameters: rank 0 writes the checkpoint (every
   // rank with --save-all-ranks), after gathering the parameters and states
   // of the other pipeline stages.

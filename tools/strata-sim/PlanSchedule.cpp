@@ -230,7 +230,8 @@ sim::buildSchedule(const rt::Plan &plan, const CostOptions &options,
       secondsOf[owner] = kernelSeconds(plan, program, options);
     const std::vector<double> &seconds = secondsOf[owner];
     std::vector<timeline::Instruction> list;
-    // The executor completes its sends before an in-place update.
+    // The executor completes its sends before an in-place update (but a
+    // local one: batch_norm, a local copy_into).
     std::vector<int64_t> pendingSends;
     for (int64_t step = 0; step < steps; ++step) {
       if (firstOfStep)
@@ -246,8 +247,19 @@ sim::buildSchedule(const rt::Plan &plan, const CostOptions &options,
         const rt::Instruction &inst = program[i];
         // A run's first step has no previous step (its sends still complete
         // at the next in-place update).
-        if (step == 0 && steps > 1 && inst.previousStep)
+        if (step == 0 && steps > 1 && inst.previousStep) {
+          // Skipped, but the sends in flight still complete here.
+          if (inst.waitsForSends() && !pendingSends.empty()) {
+            timeline::Instruction wait =
+                timeline::Instruction::compute("sends complete", 0);
+            wait.category = "comm";
+            wait.label = timeline::Instruction::kNotAnInstruction;
+            wait.after = pendingSends;
+            pendingSends.clear();
+            list.push_back(std::move(wait));
+          }
           continue;
+        }
         timeline::Instruction ti =
             isCommunication(inst)
                 ? communication(plan, rank, inst)
@@ -259,7 +271,7 @@ sim::buildSchedule(const rt::Plan &plan, const CostOptions &options,
           list.push_back(hostCopy(plan, inst, i, "pack", options));
         if (inst.op == rt::OpCode::Send)
           pendingSends.push_back(static_cast<int64_t>(list.size()));
-        if (inst.has(rt::kInPlace)) {
+        if (inst.waitsForSends()) {
           ti.after = pendingSends;
           pendingSends.clear();
         }

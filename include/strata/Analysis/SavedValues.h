@@ -23,7 +23,9 @@ public:
 
   /// Saved op results (activations), in program order.
   ArrayRef<Value> getActivations() const { return activations.getArrayRef(); }
-  /// Saved function arguments (parameters and inputs the backward reads).
+  /// Saved function arguments (parameters and inputs the backward reads),
+  /// and results that update them in place (a pipeline's newer weight
+  /// versions).
   ArrayRef<Value> getArguments() const { return arguments.getArrayRef(); }
   bool isSaved(Value value) const {
     return activations.contains(value) || arguments.contains(value);

@@ -42,6 +42,11 @@ struct CheckpointInfo {
   int64_t step = 0;
   uint64_t seed = 0;
   bool hasStepAndSeed = false;
+  /// The plan carries micro-batches over between steps but the checkpoint
+  /// kept no pipeline in flight (a plan that drains every step saved it):
+  /// the pipeline fills again, so the first steps read the newest weights
+  /// where an uninterrupted run reads its kept older versions.
+  bool refills = false;
 };
 
 /// Validates the file against the plan of `executor` (names, dtypes, shapes,

@@ -149,10 +149,10 @@ public:
   /// arithmetic differs), but the pipeline cannot go on from them: keep
   /// the in-flight state first (keepInFlight) to go on.
   Status drain(int64_t step);
-  /// Copies the parameters and states (but the carried values, which a
-  /// drain leaves as they are) as they are in flight: what a checkpoint
-  /// needs to resume the pipeline exactly, and what resumeInFlight puts
-  /// back after a drain.
+  /// Copies the parameters and states this rank updates in place (but the
+  /// carried values, which a drain leaves as they are) as they are in
+  /// flight: what a checkpoint needs to resume the pipeline exactly, and
+  /// what resumeInFlight puts back after a drain.
   Status keepInFlight();
   /// Puts the kept in-flight parameters and states back (after a drain)
   /// and marks the pipeline in flight; forgets them.
@@ -164,6 +164,19 @@ public:
   const std::map<int64_t, std::vector<char>> &getInFlight() const {
     return flight;
   }
+  /// Replicated pipeline stages (replicas > 1): every rank's carried values
+  /// by checkpoint name (`STATE@rankR`), which rank 0 gathers for a
+  /// checkpoint (replicas carry different micro-batches).
+  std::map<std::string, std::vector<char>> &getRankCarries() {
+    return rankCarries;
+  }
+  const std::map<std::string, std::vector<char>> &getRankCarries() const {
+    return rankCarries;
+  }
+  /// The rank this executor runs.
+  int64_t getRank() const { return rank; }
+  /// The carried values this rank's program writes (buffers).
+  std::vector<int64_t> ownCarries() const;
 
   /// Evaluation mode for the steps that follow (strata-run --infer,
   /// --eval-data): batch_norm uses and keeps its running statistics, as
@@ -183,8 +196,12 @@ public:
   void setBackwardDelay(double milliseconds) { backwardDelayMs = milliseconds; }
   /// Learning-rate schedules: sets the `lr` of every instruction that takes
   /// one (the optimizer updates) to rate(the plan's value) for the steps
-  /// that follow.
-  void setLearningRates(const std::function<double(double)> &rate);
+  /// that follow; the previous step's instructions (a pipeline that carries
+  /// micro-batches over) to previousRate(the plan's value) when given, the
+  /// rate of the step they belong to.
+  void
+  setLearningRates(const std::function<double(double)> &rate,
+                   const std::function<double(double)> &previousRate = nullptr);
   /// Mixed precision: with `on` false, the instructions the plan marks
   /// `bf16` (matmuls and convolutions) compute in f32 for the steps that
   /// follow; true restores the plan's marks (the gradient check's f32
@@ -274,6 +291,8 @@ private:
   bool carryOver = false, inFlight = false;
   /// keepInFlight(): buffer -> bytes.
   std::map<int64_t, std::vector<char>> flight;
+  std::map<std::string, std::vector<char>> rankCarries;
+  int64_t rank = 0;
   Status runStepPart(int64_t step, float &loss, StepPart part);
   /// Buffers a device executor uploads before every step (inputs) and after
   /// host changes (parameters, states).
