@@ -76,13 +76,14 @@ SGD = "optimizer=sgd lr=0.01 momentum=0.9"
 ASYNC = [
     # (row, --strata-partition-pipeline schedule, scheduler options)
     ("1f1b (flush)", "1f1b", "schedule=1f1b"),
-    ("pipedream", "pipedream", "schedule=pipedream"),
-    ("2bw (window 8)", "2bw", "schedule=2bw"),
-    ("2bw (window 4)", "2bw", "schedule=2bw window=4"),
+    ("pipedream", "pipedream", "schedule=pipedream drain=run"),
+    ("2bw (window 8)", "2bw", "schedule=2bw drain=run"),
+    ("2bw (window 4)", "2bw", "schedule=2bw window=4 drain=run"),
     # The same, draining the pipeline at every step's end (the weights are
     # the same bit for bit; only the time differs).
     ("pipedream, drain=step", "pipedream", "schedule=pipedream drain=step"),
     ("2bw (window 8), drain=step", "2bw", "schedule=2bw drain=step"),
+    ("2bw (window 4), drain=step", "2bw", "schedule=2bw window=4 drain=step"),
 ]
 # Training comparison: model, strata-model arguments for one micro-batch,
 # the same model at the data-parallel replica batch, optimizer.

@@ -6,7 +6,7 @@
 
 Writes bench/pipeline-drain.md. Each schedule runs on 2 pipeline stages (2
 ranks, one core each on this 2-core machine, so a rank's idle time in the
-bubble is idle time of its core), once with `drain=run` (the default: a
+bubble is idle time of its core), once with `drain=run` (a
 step runs the previous step's last backward pass first, so the pipeline
 fills once per run) and once with `drain=step` (the pipeline drains at
 every step's end). Measured: strata-run's mean step (steps 2 on), the
@@ -133,7 +133,12 @@ def main():
         "starts the step's first forward pass, so only the run's first "
         "step and its final drain have the bubble. The saving is about "
         "the bubble the timeline model predicts; the run-to-run spread "
-        "(runs column) bounds what the difference can show.",
+        "(runs column) bounds what the difference can show. 2bw with a "
+        "window shorter than the step gains nothing: the previous step's "
+        "window update must come before the next window's first forward "
+        "pass, where it holds up stage 1, and the window's partial "
+        "gradient sum is copied into its carried state every step (the "
+        "model predicts this too); drain=step is then the better choice.",
     ]
     with open(os.path.join(ROOT, "bench", "pipeline-drain.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

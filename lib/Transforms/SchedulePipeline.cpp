@@ -1501,9 +1501,15 @@ FailureOr<ScheduleShape> SchedulePipelinePass::getShape(func::FuncOp func,
            << " chunks each (virtual=" << static_cast<int64_t>(virtualStages)
            << ")";
   shape.devices = chunks / shape.virtualStages;
-  shape.carryOver = drain == Drain::Run ||
-                    (drain == Drain::Auto && isAsynchronous(shape.kind) &&
-                     shape.microBatches >= shape.devices);
+  // auto: run where it pays (bench/pipeline-drain.md): pipedream, and 2bw
+  // whose window is the whole step (a shorter window's carried update holds
+  // up the next window's forward passes).
+  shape.carryOver =
+      drain == Drain::Run ||
+      (drain == Drain::Auto && shape.microBatches >= shape.devices &&
+       (shape.kind == ScheduleKind::PipeDream ||
+        (shape.kind == ScheduleKind::TwoBW &&
+         updateWindow(shape) == shape.microBatches)));
   if (std::string why = checkShape(shape); !why.empty())
     return func.emitOpError() << "cannot be scheduled: " << why;
   return shape;

@@ -622,8 +622,10 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
       so buffer planning and strata-sim count the stash. Both `sgd_update`
       and `adam_update` run so; Adam's updates carry `update u of U` so that
       their bias correction counts updates (t = (step - 1) U + u + 1).
-    - `drain=run` (the default for `pipedream` and `2bw` where the step has
-      at least as many micro-batches as devices; `drain=auto`): the
+    - `drain=run` (the default, `drain=auto`, for `pipedream` and for `2bw`
+      whose window is the whole step, where the step has at least as many
+      micro-batches as devices; a shorter 2bw window's carried update would
+      hold up the next window's forward passes): the
       pipeline does not drain between steps, as PipeDream's. Device d's
       last devices - d - 1 backward passes, and the updates they close, run
       at the start of the next step, one after each of its warm-up forwards
@@ -694,8 +696,9 @@ def SchedulePipelinePass : Pass<"strata-schedule-pipeline", "::mlir::ModuleOp"> 
            "pipedream, 2bw: when the pipeline drains: run, step or auto",
            [{::llvm::cl::values(
              clEnumValN(::mlir::strata::pipeline::Drain::Auto, "auto",
-                        "run where the step has at least as many "
-                        "micro-batches as devices, else step"),
+                        "run for pipedream and whole-step 2bw where the "
+                        "step has at least as many micro-batches as "
+                        "devices, else step"),
              clEnumValN(::mlir::strata::pipeline::Drain::Step, "step",
                         "at the end of every step"),
              clEnumValN(::mlir::strata::pipeline::Drain::Run, "run",

@@ -31,9 +31,10 @@ enum class ScheduleKind {
 /// When an asynchronous pipeline drains (--strata-schedule-pipeline
 /// drain=): `run`, once at the end of the run (PipeDream's: micro-batches
 /// carry over from one step to the next, ScheduleShape::carryOver); `step`,
-/// at the end of every step; `auto`, `run` for pipedream and 2bw where the
-/// step has at least as many micro-batches as devices, else `step`. The
-/// weights every micro-batch reads are the same either way.
+/// at the end of every step; `auto`, `run` for pipedream and for 2bw whose
+/// window is the whole step, where the step has at least as many
+/// micro-batches as devices, else `step`. The weights every micro-batch
+/// reads are the same either way.
 enum class Drain { Auto, Step, Run };
 
 /// "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream", "2bw".
