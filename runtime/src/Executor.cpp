@@ -332,40 +332,43 @@ Status Executor::drain(int64_t step) {
   return runStep(step, unused, StepPart::Drain);
 }
 
+/// The buffers `program` updates in place, and the carried values among
+/// them (`carried`) apart from the rest (`updated`).
+static void updatedBuffers(const Plan &plan,
+                           const std::vector<Instruction> &program,
+                           std::set<int64_t> &updated,
+                           std::set<int64_t> &carried) {
+  std::set<int64_t> carries;
+  for (const State &state : plan.states)
+    if (state.carry)
+      carries.insert(state.buffer);
+  for (const Instruction &inst : program)
+    if (inst.has(kInPlace))
+      for (size_t o = 0; o < inst.out.size(); ++o)
+        if (inst.info().inPlaceInput(o) >= 0)
+          (carries.count(inst.out[o]) ? carried : updated).insert(inst.out[o]);
+}
+
 Status Executor::keepInFlight() {
   if (Status status = syncToHost(); !status.ok())
     return status;
   flight.clear();
-  auto keep = [&](int64_t buffer) {
+  // What the drain can change: the parameters and states this rank's
+  // program updates in place (its stage's; not the carried values).
+  std::set<int64_t> updated, carried;
+  updatedBuffers(plan, *program, updated, carried);
+  for (int64_t buffer : updated) {
     const Tensor &t = tensors[buffer];
     const char *bytes = static_cast<const char *>(t.data);
     flight[buffer].assign(bytes, bytes + t.desc.bytes());
-  };
-  // What the drain can change: the parameters and states this rank's
-  // program updates in place (its stage's; not the carried values).
-  std::set<int64_t> carried;
-  for (const State &state : plan.states)
-    if (state.carry)
-      carried.insert(state.buffer);
-  for (const Instruction &inst : *program)
-    if (inst.has(kInPlace))
-      for (size_t o = 0; o < inst.out.size(); ++o)
-        if (inst.info().inPlaceInput(o) >= 0 && !carried.count(inst.out[o]))
-          keep(inst.out[o]);
+  }
   return Status::success();
 }
 
 std::vector<int64_t> Executor::ownCarries() const {
-  std::set<int64_t> carried, own;
-  for (const State &state : plan.states)
-    if (state.carry)
-      carried.insert(state.buffer);
-  for (const Instruction &inst : *program)
-    if (inst.has(kInPlace))
-      for (size_t o = 0; o < inst.out.size(); ++o)
-        if (inst.info().inPlaceInput(o) >= 0 && carried.count(inst.out[o]))
-          own.insert(inst.out[o]);
-  return {own.begin(), own.end()};
+  std::set<int64_t> updated, carried;
+  updatedBuffers(plan, *program, updated, carried);
+  return {carried.begin(), carried.end()};
 }
 
 void Executor::resumeInFlight() {
