@@ -100,15 +100,10 @@ int64_t mlir::strata::pipeline::weightVersion(const ScheduleShape &shape,
   switch (shape.kind) {
   case ScheduleKind::PipeDream:
     return micro - (shape.devices - device - 1);
-  case ScheduleKind::TwoBW: {
-    // Floor division: a carried micro-batch (negative) reads the version
-    // before its window's, counted from this step.
-    int64_t window = updateWindow(shape);
-    int64_t quotient = micro / window;
-    if (micro % window != 0 && micro < 0)
-      --quotient;
-    return quotient - 1;
-  }
+  case ScheduleKind::TwoBW:
+    // A carried micro-batch (negative) reads the version before its
+    // window's, counted from this step.
+    return floorDiv(micro, updateWindow(shape)) - 1;
   default:
     return 0;
   }

@@ -192,8 +192,7 @@ private:
   /// floor(m / updateWindow): negative for the previous step's).
   DenseMap<std::pair<Value, int64_t>, Value> gradAcc;
   int64_t windowOf(int64_t micro) const {
-    int64_t window = updateWindow(shape);
-    return micro >= 0 ? micro / window : -((-micro + window - 1) / window);
+    return floorDiv(micro, updateWindow(shape));
   }
   /// Running statistics (StatefulOpInterface): the newest version of each,
   /// so that micro-batches update them one after another.
@@ -247,6 +246,10 @@ private:
   /// N) for `value` of `micro` on `chunk`, read by `user`.
   Carry newCarry(Value value, int64_t micro, int64_t chunk, Operation *user,
                  Carry::Kind kind, Type type, StringRef suffix);
+  /// Copies `source` into `carry`'s state (`local`: only this device's
+  /// carried passes read it, no send).
+  void fillCarry(Carry &carry, Value source, int64_t chunk, int64_t micro,
+                 bool local);
   /// The sends at the start of the step of values the previous step kept
   /// (sendNextStep), in order.
   SmallVector<SendOp> nextStepSends;
@@ -605,14 +608,8 @@ void Scheduler::sendNextStep(Operation *original, Value result, Value copy,
   Carry carry = newCarry(
       result, micro, chunk, original, Carry::Kind::Outgoing, copy.getType(),
       (".micro" + Twine(micro) + ".to" + Twine(device)).str());
-  auto fill =
-      CopyIntoOp::create(builder, original->getLoc(), copy, carry.state);
-  setLayer(fill, *getLayer(original));
-  fill->setAttr(StrataDialect::getPhaseAttrName(),
-                PhaseAttr::get(builder.getContext(), Phase::backward));
-  tag(fill, chunk, micro);
-  carry.newest = fill.getResult();
-  carry.filled = true;
+  // Not local: the next step's send reads it.
+  fillCarry(carry, copy, chunk, micro, /*local=*/false);
   carries.push_back(carry);
   // The send, first in the step: the previous step's value.
   OpBuilder::InsertionGuard guard(builder);
@@ -825,28 +822,29 @@ Value Scheduler::carriedSum(Value grad, int64_t chunk) {
   return carries.back().newest;
 }
 
+void Scheduler::fillCarry(Carry &carry, Value source, int64_t chunk,
+                          int64_t micro, bool local) {
+  auto op =
+      CopyIntoOp::create(builder, carry.value.getLoc(), source, carry.newest);
+  op.setLocal(local);
+  setLayer(op, *getLayer(carry.user));
+  // Not forward: an evaluation (the forward pass alone) leaves the carried
+  // values of the training run alone.
+  op->setAttr(StrataDialect::getPhaseAttrName(),
+              PhaseAttr::get(builder.getContext(), Phase::backward));
+  tag(op, chunk, micro);
+  carry.newest = op.getResult();
+  carry.filled = true;
+}
+
 void Scheduler::fillCarries(int64_t chunk, int64_t micro, int kind) {
-  auto copyInto = [&](Carry &carry, Value source, int64_t at) {
-    auto op =
-        CopyIntoOp::create(builder, carry.value.getLoc(), source, carry.newest);
-    // Only this device's carried passes read it: no send waits on it.
-    op.setLocal(true);
-    setLayer(op, *getLayer(carry.user));
-    // Not forward: an evaluation (the forward pass alone) leaves the
-    // carried values of the training run alone.
-    op->setAttr(StrataDialect::getPhaseAttrName(),
-                PhaseAttr::get(builder.getContext(), Phase::backward));
-    tag(op, chunk, at);
-    carry.newest = op.getResult();
-    carry.filled = true;
-  };
   int64_t device = deviceOf(chunk);
   if (kind == Action::F) {
     for (Carry &carry : carries)
       if (carry.chunk == chunk && carry.micro == micro && !carry.filled &&
           carry.kind == Carry::Kind::Forward)
-        copyInto(carry, resolve(carry.value, micro, device, chunk, carry.user),
-                 micro);
+        fillCarry(carry, resolve(carry.value, micro, device, chunk, carry.user),
+                  chunk, micro, /*local=*/true);
     return;
   }
   // After the last backward pass that stays in the step: the partial sums
@@ -859,8 +857,8 @@ void Scheduler::fillCarries(int64_t chunk, int64_t micro, int kind) {
     if (carry.kind != Carry::Kind::Sum || carry.chunk != chunk || carry.filled)
       continue;
     std::pair<Value, int64_t> key{carry.value, windowOf(micro)};
-    copyInto(carry, lookupOrDie(gradAcc, key, "a window's partial gradient"),
-             micro);
+    fillCarry(carry, lookupOrDie(gradAcc, key, "a window's partial gradient"),
+              chunk, micro, /*local=*/true);
     gradAcc.erase(key);
   }
 }

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <set>
 #include <thread>
 
 #include <sys/mman.h>
@@ -328,25 +327,10 @@ Status Executor::runStep(int64_t step, float &loss, StepPart part) {
 Status Executor::drain(int64_t step) {
   if (!inFlight)
     return Status::success();
+  if (Status status = keepInFlight(); !status.ok())
+    return status;
   float unused = 0;
   return runStep(step, unused, StepPart::Drain);
-}
-
-/// The buffers `program` updates in place, and the carried values among
-/// them (`carried`) apart from the rest (`updated`).
-static void updatedBuffers(const Plan &plan,
-                           const std::vector<Instruction> &program,
-                           std::set<int64_t> &updated,
-                           std::set<int64_t> &carried) {
-  std::set<int64_t> carries;
-  for (const State &state : plan.states)
-    if (state.carry)
-      carries.insert(state.buffer);
-  for (const Instruction &inst : program)
-    if (inst.has(kInPlace))
-      for (size_t o = 0; o < inst.out.size(); ++o)
-        if (inst.info().inPlaceInput(o) >= 0)
-          (carries.count(inst.out[o]) ? carried : updated).insert(inst.out[o]);
 }
 
 Status Executor::keepInFlight() {
@@ -355,9 +339,9 @@ Status Executor::keepInFlight() {
   flight.clear();
   // What the drain can change: the parameters and states this rank's
   // program updates in place (its stage's; not the carried values).
-  std::set<int64_t> updated, carried;
-  updatedBuffers(plan, *program, updated, carried);
-  for (int64_t buffer : updated) {
+  for (int64_t buffer : updatedInPlace(*program)) {
+    if (plan.isCarry(buffer))
+      continue;
     const Tensor &t = tensors[buffer];
     const char *bytes = static_cast<const char *>(t.data);
     flight[buffer].assign(bytes, bytes + t.desc.bytes());
@@ -366,9 +350,11 @@ Status Executor::keepInFlight() {
 }
 
 std::vector<int64_t> Executor::ownCarries() const {
-  std::set<int64_t> updated, carried;
-  updatedBuffers(plan, *program, updated, carried);
-  return {carried.begin(), carried.end()};
+  std::vector<int64_t> own;
+  for (int64_t buffer : updatedInPlace(*program))
+    if (plan.isCarry(buffer))
+      own.push_back(buffer);
+  return own;
 }
 
 void Executor::resumeInFlight() {

@@ -1463,6 +1463,16 @@ Status loadPlan(const std::string &path, Plan &plan) {
   return parsePlan(text, path, plan);
 }
 
+std::vector<int64_t> updatedInPlace(const std::vector<Instruction> &program) {
+  std::set<int64_t> updated;
+  for (const Instruction &inst : program)
+    if (inst.has(kInPlace))
+      for (size_t o = 0; o < inst.out.size(); ++o)
+        if (inst.info().inPlaceInput(o) >= 0)
+          updated.insert(inst.out[o]);
+  return {updated.begin(), updated.end()};
+}
+
 std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program) {
   std::vector<size_t> runs(program.size(), 1);
   for (size_t i = 0; i < program.size();) {

@@ -262,6 +262,25 @@ double perSecond(int64_t count, double milliseconds) {
   return milliseconds > 0 ? count * 1000.0 / milliseconds : 0.0;
 }
 
+/// Moves `bytes` from rank `owner` to rank 0 (in 4-byte words: states are
+/// f32, carried values f32 or i32); a no-op on other ranks and when the
+/// owner is rank 0. Every rank of the pair calls it with the same tag.
+Status toRankZero(Communicator &comm, int64_t rank, int64_t owner, void *bytes,
+                  int64_t size, int tag, const char *what) {
+  if (owner == 0 || (rank != owner && rank != 0))
+    return Status::success();
+  float *words = static_cast<float *>(bytes);
+  int64_t count = size / static_cast<int64_t>(sizeof(float));
+  Status status =
+      rank == owner
+          ? comm.startSend(words, count, 0, tag)->wait()
+          : comm.startRecv(words, count, static_cast<int>(owner), tag)->wait();
+  if (!status.ok())
+    return Status::failure(std::string("gathering ") + what +
+                           " for the checkpoint: " + status.message());
+  return Status::success();
+}
+
 /// Replicated stages of a pipeline kept in flight: every rank's carried
 /// values go to rank 0 (Executor::getRankCarries), as each replica carries
 /// its own micro-batches (every rank calls it).
@@ -271,42 +290,26 @@ Status gatherRankCarries(Executor &executor, Communicator &comm, int64_t rank) {
   carries.clear();
   if (plan.replicas <= 1 || executor.getInFlight().empty())
     return Status::success();
-  std::map<int64_t, std::string> nameOf;
-  for (const State &state : plan.states)
-    if (state.carry)
-      nameOf[state.buffer] = state.name;
   constexpr int kCarryTag = 32002;
   for (int64_t r = 0; r < plan.worldSize(); ++r) {
     if (rank != r && rank != 0)
       continue;
-    // The carries rank r's program writes, in buffer order on both sides.
-    std::set<int64_t> own;
-    for (const Instruction &inst : plan.programOf(r))
-      if (inst.has(kInPlace))
-        for (size_t o = 0; o < inst.out.size(); ++o)
-          if (inst.info().inPlaceInput(o) >= 0 && nameOf.count(inst.out[o]))
-            own.insert(inst.out[o]);
-    for (int64_t buffer : own) {
+    for (int64_t buffer : updatedInPlace(plan.programOf(r))) {
+      const State *carry = plan.carryIn(buffer);
+      if (!carry)
+        continue;
       const Tensor &tensor = executor.getTensor(buffer);
       std::vector<char> &bytes =
-          carries[nameOf[buffer] + "@rank" + std::to_string(r)];
+          carries[carry->name + "@rank" + std::to_string(r)];
       bytes.resize(tensor.desc.bytes());
-      float *words = reinterpret_cast<float *>(bytes.data());
-      int64_t count = static_cast<int64_t>(bytes.size() / sizeof(float));
-      Status status = Status::success();
       if (r == 0)
         std::memcpy(bytes.data(), tensor.data, bytes.size());
-      else if (rank == r)
-        status = comm.startSend(static_cast<float *>(tensor.data), count, 0,
-                                kCarryTag)
-                     ->wait();
-      else
-        status = comm.startRecv(words, count, static_cast<int>(r), kCarryTag)
-                     ->wait();
-      if (!status.ok())
-        return Status::failure("gathering the ranks' carried values for the "
-                               "checkpoint: " +
-                               status.message());
+      void *data = rank == r ? tensor.data : bytes.data();
+      if (Status status = toRankZero(comm, rank, r, data,
+                                     static_cast<int64_t>(bytes.size()),
+                                     kCarryTag, "the ranks' carried values");
+          !status.ok())
+        return status;
     }
     if (rank == r && r != 0)
       carries.clear();
@@ -316,7 +319,8 @@ Status gatherRankCarries(Executor &executor, Communicator &comm, int64_t rank) {
 
 /// Pipelines: sends every parameter and state that a stage other than 0
 /// updates from that stage's replica-0 rank to rank 0, so that rank 0 holds
-/// the whole model (every rank calls it, in the same order).
+/// the whole model, and with it the stages' kept in-flight state (every
+/// rank calls it, in the same order).
 Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
   const Plan &plan = executor.getPlan();
   // GPU ranks gather host copies: the owners bring theirs back from the
@@ -325,64 +329,34 @@ Status gatherStages(Executor &executor, Communicator &comm, int64_t rank) {
   if (Status status = executor.syncToHost(); !status.ok())
     return status;
   // Buffer -> the stage whose program updates it in place (parameters,
-  // optimizer states, running statistics).
+  // optimizer states, running statistics, carried values).
   std::map<int64_t, int64_t> ownerStage;
   for (int64_t stage = 0; stage < plan.stages; ++stage)
-    for (const Instruction &inst : plan.programOf(plan.rankOf(stage, 0)))
-      if (inst.has(kInPlace))
-        for (size_t o = 0; o < inst.out.size(); ++o)
-          if (inst.info().inPlaceInput(o) >= 0)
-            ownerStage[inst.out[o]] = stage;
+    for (int64_t buffer : updatedInPlace(plan.programOf(plan.rankOf(stage, 0))))
+      ownerStage[buffer] = stage;
   constexpr int kGatherTag = 32000;
+  // A drained pipeline's in-flight state (Executor::drain), which every
+  // rank kept or none did.
+  std::map<int64_t, std::vector<char>> &flight = executor.getInFlight();
+  bool kept = !flight.empty();
   for (const auto &[buffer, stage] : ownerStage) {
-    if (stage == 0)
-      continue;
     int64_t owner = plan.rankOf(stage, 0);
     const Tensor &tensor = executor.getTensor(buffer);
-    // Moved as 4-byte words: states are f32, carried values f32 or i32.
-    float *words = static_cast<float *>(tensor.data);
-    Status status = Status::success();
-    if (rank == owner)
-      status = comm.startSend(words, tensor.numel(), 0, kGatherTag)->wait();
-    else if (rank == 0)
-      status = comm.startRecv(words, tensor.numel(), static_cast<int>(owner),
-                              kGatherTag)
-                   ->wait();
-    if (!status.ok())
-      return Status::failure("gathering the pipeline stages for the "
-                             "checkpoint: " +
-                             status.message());
+    if (Status status =
+            toRankZero(comm, rank, owner, tensor.data, tensor.desc.bytes(),
+                       kGatherTag, "the pipeline stages");
+        !status.ok())
+      return status;
+    if (!kept || plan.isCarry(buffer) || (rank != owner && rank != 0))
+      continue;
+    std::vector<char> &bytes = flight[buffer];
+    bytes.resize(tensor.desc.bytes());
+    if (Status status = toRankZero(
+            comm, rank, owner, bytes.data(), static_cast<int64_t>(bytes.size()),
+            kGatherTag + 1, "the pipeline stages' in-flight state");
+        !status.ok())
+      return status;
   }
-  // A drained pipeline's in-flight state (Executor::keepInFlight), which
-  // every rank kept or none did.
-  std::map<int64_t, std::vector<char>> &flight = executor.getInFlight();
-  std::set<int64_t> carried;
-  for (const State &state : plan.states)
-    if (state.carry)
-      carried.insert(state.buffer);
-  if (!flight.empty())
-    for (const auto &[buffer, stage] : ownerStage) {
-      if (stage == 0 || carried.count(buffer))
-        continue;
-      int64_t owner = plan.rankOf(stage, 0);
-      if (rank != owner && rank != 0)
-        continue;
-      std::vector<char> &bytes = flight[buffer];
-      bytes.resize(executor.getTensor(buffer).desc.bytes());
-      float *words = reinterpret_cast<float *>(bytes.data());
-      int64_t count = static_cast<int64_t>(bytes.size() / sizeof(float));
-      Status status = Status::success();
-      if (rank == owner)
-        status = comm.startSend(words, count, 0, kGatherTag + 1)->wait();
-      else if (rank == 0)
-        status = comm.startRecv(words, count, static_cast<int>(owner),
-                                kGatherTag + 1)
-                     ->wait();
-      if (!status.ok())
-        return Status::failure("gathering the pipeline stages' in-flight "
-                               "state for the checkpoint: " +
-                               status.message());
-    }
   if (Status status = gatherRankCarries(executor, comm, rank); !status.ok())
     return status;
   if (rank == 0)
@@ -538,6 +512,24 @@ Status runClippedStep(Executor &executor, Communicator *comm, int64_t step,
   return executor.runStep(step, unused, Executor::StepPart::Update);
 }
 
+/// Drains a pipeline that carries micro-batches over, after step `step`
+/// (Executor::drain): its carried updates keep step `step`'s learning rate.
+Status drainPipeline(std::FILE *log, const LrSchedule *schedule,
+                     Executor &executor, int64_t step) {
+  auto start = std::chrono::steady_clock::now();
+  if (schedule)
+    executor.setLearningRates(
+        [&](double planned) { return schedule->lr(planned, step + 1); },
+        [&](double planned) { return schedule->lr(planned, step); });
+  if (Status status = executor.drain(step + 1); !status.ok())
+    return status;
+  std::chrono::duration<double, std::milli> took =
+      std::chrono::steady_clock::now() - start;
+  logLine(log, "pipeline drained after step %lld: ms %.3f\n",
+          static_cast<long long>(step), took.count());
+  return Status::success();
+}
+
 /// Evaluates after step `step` and logs the result (text and JSON).
 Status evaluate(std::FILE *log, const StepHooks &hooks, Executor &executor,
                 int64_t step) {
@@ -646,45 +638,28 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       logJsonRecord(hooks.jsonLog, step, loss, lr, schedule != nullptr, rate,
                     elapsed.count(), total.count(), gradNorm);
     }
-    // A pipeline that carries micro-batches over between steps drains
-    // where the run needs whole weights (its end, a checkpoint, an
-    // evaluation): the carried micro-batches finish, so the weights hold
-    // every update, as a pipeline draining every step would (the same
-    // weights: draining changes no arithmetic).
+    // A pipeline that carries micro-batches over between steps drains where
+    // the run needs whole weights: its end and a checkpoint (evaluation
+    // refuses pipeline stages). The drain keeps the in-flight state: the
+    // checkpoint saves it, and a run that goes on puts it back.
     bool saving =
         finite && hooks.save && i % hooks.saveEvery == 0 && i != options.steps;
-    bool evaluating = finite && hooks.eval &&
-                      ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
-                       i == options.steps);
-    // The in-flight state is kept first: checkpoints save it (a resumed run
-    // goes on exactly), and a run that goes on puts it back.
-    bool drained = finite && (i == options.steps || saving || evaluating) &&
-                   executor.pipelineInFlight();
-    if (drained) {
-      auto drainStart = std::chrono::steady_clock::now();
-      if (Status status = executor.keepInFlight(); !status.ok())
+    bool drained =
+        finite && (i == options.steps || saving) && executor.pipelineInFlight();
+    if (drained)
+      if (Status status = drainPipeline(log, schedule, executor, step);
+          !status.ok())
         return status;
-      // The drained updates are the step's own: its rate.
-      if (schedule)
-        executor.setLearningRates(
-            [&](double planned) { return schedule->lr(planned, step + 1); },
-            [&](double planned) { return schedule->lr(planned, step); });
-      if (Status status = executor.drain(step + 1); !status.ok())
-        return status;
-      std::chrono::duration<double, std::milli> took =
-          std::chrono::steady_clock::now() - drainStart;
-      logLine(log, "pipeline drained after step %lld: ms %.3f\n",
-              static_cast<long long>(step), took.count());
-    }
     if (saving)
       if (Status status = hooks.save(step); !status.ok())
         return status;
-    if (evaluating)
-      if (Status status = evaluate(log, hooks, executor, step); !status.ok())
-        return status;
-    // The last step's in-flight state stays kept for the final checkpoint.
     if (drained && i != options.steps)
       executor.resumeInFlight();
+    if (finite && hooks.eval &&
+        ((hooks.evalEvery > 0 && i % hooks.evalEvery == 0) ||
+         i == options.steps))
+      if (Status status = evaluate(log, hooks, executor, step); !status.ok())
+        return status;
     if (!finite)
       return Status::failure("step " + std::to_string(step) + ": the loss is " +
                              (std::isnan(loss) ? "nan" : "infinite") +
@@ -1177,13 +1152,13 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
     return status;
   // A pipeline still in flight (a resumed run of no steps) drains first, so
   // the checkpoint holds whole weights beside the kept in-flight state.
-  if (executor.pipelineInFlight()) {
-    if (Status kept = executor.keepInFlight(); !kept.ok())
-      return kept;
-    if (Status drained = executor.drain(result.startStep + options.steps + 1);
+  if (executor.pipelineInFlight())
+    if (Status drained =
+            drainPipeline(rankOptions.quiet ? nullptr : rankOptions.log,
+                          run.scheduled ? &run.schedule : nullptr, executor,
+                          result.startStep + options.steps);
         !drained.ok())
       return drained;
-  }
   // Replicas hold identical parameters: rank 0 writes the checkpoint (every
   // rank with --save-all-ranks), after gathering the parameters and states
   // of the other pipeline stages.

@@ -45,6 +45,12 @@ const char *getScheduleName(ScheduleKind kind);
 /// than once after every micro-batch (the flushed schedules).
 bool isAsynchronous(ScheduleKind kind);
 
+/// a / b rounded down (b > 0): the window of a carried micro-batch, whose
+/// number is negative.
+inline int64_t floorDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
 /// One pass of one model chunk over one micro-batch.
 struct Action {
   enum Kind {

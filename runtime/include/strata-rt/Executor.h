@@ -141,19 +141,16 @@ public:
   bool pipelineInFlight() const { return inFlight; }
   /// Sets it (a checkpoint restores it).
   void setPipelineInFlight(bool on) { inFlight = on && carryOver; }
-  /// Drains a pipeline that carries micro-batches over: runs the previous
-  /// step's instructions alone, as step `step` (the one after the last
-  /// step), so every micro-batch's update is applied. Nothing when the
-  /// pipeline is not in flight. Every rank of the plan drains together.
-  /// The weights are then those of a pipeline draining every step (no
-  /// arithmetic differs), but the pipeline cannot go on from them: keep
-  /// the in-flight state first (keepInFlight) to go on.
+  /// Drains a pipeline that carries micro-batches over: keeps the in-flight
+  /// state (the parameters and states this rank updates in place, but the
+  /// carried values, which a drain leaves as they are: what a checkpoint
+  /// needs to resume the pipeline exactly), then runs the previous step's
+  /// instructions alone, as step `step` (the one after the last step), so
+  /// every micro-batch's update is applied. Nothing when the pipeline is
+  /// not in flight. Every rank of the plan drains together. The weights are
+  /// then those of a pipeline draining every step (no arithmetic differs);
+  /// resumeInFlight goes back to the kept state to go on.
   Status drain(int64_t step);
-  /// Copies the parameters and states this rank updates in place (but the
-  /// carried values, which a drain leaves as they are) as they are in
-  /// flight: what a checkpoint needs to resume the pipeline exactly, and
-  /// what resumeInFlight puts back after a drain.
-  Status keepInFlight();
   /// Puts the kept in-flight parameters and states back (after a drain)
   /// and marks the pipeline in flight; forgets them.
   void resumeInFlight();
@@ -291,6 +288,7 @@ private:
   bool carryOver = false, inFlight = false;
   /// keepInFlight(): buffer -> bytes.
   std::map<int64_t, std::vector<char>> flight;
+  Status keepInFlight();
   std::map<std::string, std::vector<char>> rankCarries;
   int64_t rank = 0;
   Status runStepPart(int64_t step, float &loss, StepPart part);

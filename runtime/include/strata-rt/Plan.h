@@ -230,6 +230,14 @@ struct Plan {
     int64_t viewed = buffers[id].viewOf;
     return viewed >= 0 ? viewed : id;
   }
+  /// The carried value (State::carry) that buffer `id` holds, or null.
+  const State *carryIn(int64_t id) const {
+    for (const State &state : states)
+      if (state.carry && state.buffer == id)
+        return &state;
+    return nullptr;
+  }
+  bool isCarry(int64_t id) const { return carryIn(id) != nullptr; }
   /// The number of ranks the plan runs on.
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
   /// The instructions rank `rank` runs.
@@ -245,6 +253,11 @@ struct Plan {
 /// outside any group, and 0 for a group member after the first. Executors run
 /// a group as one kernel when its op has one.
 std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program);
+
+/// The buffers `program` updates in place (the outputs of its kInPlace
+/// instructions that overwrite an input: parameters, states, carried
+/// values), in id order.
+std::vector<int64_t> updatedInPlace(const std::vector<Instruction> &program);
 
 /// Reads and validates the plan at `path`. Errors are `Status::Code::Invalid`
 /// (a file that cannot be read is a `Failure`) with a message that starts
