@@ -18,10 +18,22 @@ namespace strata::rt::detail {
 
 using strata_plan::Epilogue;
 
+namespace {
+/// Asks for the n floats from p in cache lines.
+void prefetchRow(const float *p, int64_t n) {
+  for (int64_t o = 0; o < n; o += 16)
+    __builtin_prefetch(p + o);
+}
+} // namespace
+
 void GemmEpilogue::apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                          float *c, int64_t ldc) const {
   for (int64_t i = 0; i < rows; ++i) {
     float *row = c + i * ldc;
+    // The next row's operand from memory (the hardware prefetchers do not
+    // see a row's start coming); C's rows are still in cache.
+    if (aux && i + 1 < rows)
+      prefetchRow(aux + (i0 + i + 1) * ldaux + j0, cols);
     switch (kind) {
     case Epilogue::Bias:
     case Epilogue::BiasRelu:
