@@ -143,6 +143,9 @@ struct Completion {
   Status status;
   /// When complete() ran (steady_clock nanoseconds).
   int64_t doneNs = 0;
+  /// Set by a thread that waits for it: the progress thread then polls
+  /// without napping until it completes.
+  std::atomic<bool> awaited{false};
 
   void complete(Status result) {
     {
@@ -165,8 +168,14 @@ public:
   /// The transfer uses the caller's buffers: it must end before they may go.
   ~AsyncRequest() override { wait(); }
   Status wait() override {
-    // Spin first (yielding the core): a thread woken from a condition
-    // variable runs 50-100 us late on a busy machine.
+    if (test())
+      return completion_->status;
+    // Marked awaited, the progress thread polls without napping (napping
+    // between polls made a blocking data-parallel all-reduce on 2 cores run
+    // at the pace of the naps: bench/comm-wait.md). Spin first (yielding the
+    // core): a thread woken from a condition variable runs 50-100 us late on
+    // a busy machine.
+    completion_->awaited.store(true, std::memory_order_relaxed);
     Clock::time_point begin = Clock::now();
     while (!test() && Clock::now() - begin < kSpinBeforeSleep)
       std::this_thread::yield();
@@ -593,8 +602,14 @@ private:
         }
         continue;
       }
+      // A thread waits for an operation in flight, which then decides when
+      // it goes on: poll without napping (with a nap per poll the transfers
+      // it waits for ran at the pace of the naps).
+      bool awaited = false;
+      for (auto &op : inflight)
+        awaited |= op->completion->awaited.load(std::memory_order_relaxed);
       auto idle = now - lastProgress;
-      if (idle < std::chrono::microseconds(100)) {
+      if (idle < std::chrono::microseconds(100) || awaited) {
         lock.unlock();
         std::this_thread::yield();
       } else {
