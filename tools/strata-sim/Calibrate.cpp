@@ -133,11 +133,37 @@ static void addBusyPeriods(std::vector<BucketSpan> spans,
   }
 }
 
-/// The bucket starts' host copies: bytes packed and seconds taken.
+/// Host copies around bucket transfers: bytes copied and seconds taken.
 struct HostCopies {
   double bytes = 0, seconds = 0;
   int64_t count = 0;
 };
+
+/// A bucket wait's span on the program thread (seconds).
+struct WaitSpan {
+  int64_t step, bucket;
+  double start, seconds, bytes;
+};
+
+/// The waits that began once their bucket's transfer had completed: their
+/// time is the unpack alone (a wait that began earlier also waited for the
+/// transfer).
+static void addUnpacks(const std::vector<WaitSpan> &waits,
+                       const std::vector<BucketSpan> &spans,
+                       const std::vector<int64_t> &bucketOfSpan,
+                       HostCopies &unpacks) {
+  std::map<std::pair<int64_t, int64_t>, double> completed;
+  for (size_t i = 0; i < spans.size(); ++i)
+    completed[{spans[i].step, bucketOfSpan[i]}] = spans[i].end;
+  for (const WaitSpan &w : waits) {
+    auto it = completed.find({w.step, w.bucket});
+    if (it == completed.end() || w.start < it->second)
+      continue;
+    unpacks.bytes += w.bytes;
+    unpacks.seconds += w.seconds;
+    ++unpacks.count;
+  }
+}
 
 /// What the program threads' spans give (seconds): the kernels' times, the
 /// gaps between two consecutive kernels of a step (the executor's
@@ -247,7 +273,8 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
                            const llvm::json::Value &trace,
                            std::vector<CollectiveSample> &samples,
                            std::vector<CollectiveSample> &bucketSamples,
-                           HostCopies &copies, ProgramTimes &times) {
+                           HostCopies &copies, HostCopies &unpacks,
+                           ProgramTimes &times) {
   const std::vector<rt::Instruction> &program = plan.programOf(rank);
   const llvm::json::Object *root = trace.getAsObject();
   const llvm::json::Array *events =
@@ -255,6 +282,8 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
   if (!events)
     return;
   std::vector<BucketSpan> spans;
+  std::vector<int64_t> bucketOfSpan;
+  std::vector<WaitSpan> waits;
   std::vector<ProgramSpan> programSpans;
   for (const llvm::json::Value &value : *events) {
     const llvm::json::Object *e = value.getAsObject();
@@ -292,14 +321,24 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
       ++copies.count;
       continue;
     }
+    if (*name == "all_reduce_wait" && inProgram &&
+        !program[*index].attrs.host) {
+      int64_t bucket = program[*index].attrs.bucket;
+      waits.push_back({*step, bucket, *ts * 1e-6, *dur * 1e-6,
+                       bucketOf(plan, program, bucket).first});
+      continue;
+    }
     int64_t bucket = 0;
     if (!bucketName.consume_front("all_reduce bucket ") ||
         bucketName.getAsInteger(10, bucket))
       continue;
     auto [bytes, ranks] = bucketOf(plan, program, bucket);
-    if (bytes > 0)
+    if (bytes > 0) {
       spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, bytes, ranks});
+      bucketOfSpan.push_back(bucket);
+    }
   }
+  addUnpacks(waits, spans, bucketOfSpan, unpacks);
   addBusyPeriods(std::move(spans), bucketSamples);
   addProgramSpans(plan, rank, std::move(programSpans), times);
 }
@@ -321,7 +360,7 @@ std::string sim::calibrate(const rt::Plan &plan,
     return "the calibration run failed (exit status " + std::to_string(status) +
            "): " + command + " (output in " + log + ")";
   std::vector<CollectiveSample> samples, bucketSamples;
-  HostCopies copies;
+  HostCopies copies, unpacks;
   ProgramTimes times;
   // Rank 0's profile is the file's base (its layers and edges); the kernel
   // times come from the traces.
@@ -335,7 +374,8 @@ std::string sim::calibrate(const rt::Plan &plan,
     auto trace = readJson(rankFile(traceBase, rank));
     if (!trace)
       return llvm::toString(trace.takeError());
-    collectSamples(plan, rank, *trace, samples, bucketSamples, copies, times);
+    collectSamples(plan, rank, *trace, samples, bucketSamples, copies, unpacks,
+                   times);
   }
   // Kernel times: the mean of every traced span of a signature (all ranks,
   // the first step left out). A step sums hundreds of kernels, so its
@@ -380,6 +420,12 @@ std::string sim::calibrate(const rt::Plan &plan,
     root["host_copy"] = llvm::json::Object{
         {"bandwidth_gb_per_s", copies.bytes / copies.seconds * 1e-9},
         {"samples", copies.count}};
+  // The unpacks: the waits that began after their transfer completed (the
+  // copy alone: no hand-off to the progress thread, unlike a start's).
+  if (unpacks.bytes >= 1 << 20 && unpacks.seconds > 0)
+    root["host_unpack"] = llvm::json::Object{
+        {"bandwidth_gb_per_s", unpacks.bytes / unpacks.seconds * 1e-9},
+        {"samples", unpacks.count}};
   // Rank 0's time inside each step beyond its instructions' span (the
   // steps the trace has: the first left out).
   std::map<int64_t, double> measured = stepTimes(log);

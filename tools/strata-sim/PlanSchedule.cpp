@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 using namespace mlir::strata;
 using namespace mlir::strata::sim;
@@ -192,6 +193,9 @@ static timeline::Instruction hostCopy(const rt::Plan &plan,
   double rate = options.hostCopyBytesPerSecond > 0
                     ? options.hostCopyBytesPerSecond
                     : options.memoryBandwidth / 2;
+  if (std::string_view(what) == "unpack" &&
+      options.hostUnpackBytesPerSecond > 0)
+    rate = options.hostUnpackBytesPerSecond;
   timeline::Instruction copy = timeline::Instruction::compute(
       std::string(what) + " bucket " + std::to_string(inst.attrs.bucket),
       inputBytes(plan, inst) / rate);

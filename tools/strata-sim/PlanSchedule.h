@@ -69,6 +69,11 @@ struct CostOptions {
   /// from the starts; 0: half the roofline's memory bandwidth, as a copy
   /// reads and writes every byte). Not scaled by what-if compute=...
   double hostCopyBytesPerSecond = 0;
+  /// The unpacks' bytes per second when they were measured apart
+  /// ("host_unpack": the waits that began once their transfer had
+  /// completed; a start's copy also hands the bucket to the progress thread);
+  /// 0: hostCopyBytesPerSecond's.
+  double hostUnpackBytesPerSecond = 0;
   /// When set, measured kernel times: a kernel of the plan whose signature
   /// they lack takes its roofline time times the ratio of measured to
   /// roofline time over the kernels they have.

@@ -244,6 +244,7 @@ sim::KernelTimes loadProfile(const std::string &path,
                              std::optional<timeline::Link> &link,
                              std::optional<timeline::Link> &asyncLink,
                              double &hostCopyBytesPerSecond,
+                             double &hostUnpackBytesPerSecond,
                              std::optional<double> &kernelOverhead,
                              double &stepOverhead, int64_t &hostCores) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
@@ -286,12 +287,17 @@ sim::KernelTimes loadProfile(const std::string &path,
   };
   readLink("link", link);
   readLink("async_link", asyncLink);
-  if (const llvm::json::Object *copy = root->getObject("host_copy")) {
+  auto readCopy = [&](const char *key, double &bytesPerSecond) {
+    const llvm::json::Object *copy = root->getObject(key);
+    if (!copy)
+      return;
     std::optional<double> bandwidth = copy->getNumber("bandwidth_gb_per_s");
     if (!bandwidth || !(*bandwidth > 0) || !std::isfinite(*bandwidth))
-      fail(3, path + ": \"host_copy\" needs \"bandwidth_gb_per_s\" > 0");
-    hostCopyBytesPerSecond = *bandwidth * 1e9;
-  }
+      fail(3, path + ": \"" + key + "\" needs \"bandwidth_gb_per_s\" > 0");
+    bytesPerSecond = *bandwidth * 1e9;
+  };
+  readCopy("host_copy", hostCopyBytesPerSecond);
+  readCopy("host_unpack", hostUnpackBytesPerSecond);
   auto readMicroseconds = [&](const char *key) -> std::optional<double> {
     const llvm::json::Value *v = root->get(key);
     if (!v)
@@ -479,9 +485,10 @@ int main(int argc, char **argv) {
     std::optional<timeline::Link> link;
     std::optional<double> kernelOverhead;
     int64_t hostCores = 0;
-    profile = loadProfile(o.profile, link, system.asyncCollectives,
-                          cost.hostCopyBytesPerSecond, kernelOverhead,
-                          cost.stepOverhead, hostCores);
+    profile =
+        loadProfile(o.profile, link, system.asyncCollectives,
+                    cost.hostCopyBytesPerSecond, cost.hostUnpackBytesPerSecond,
+                    kernelOverhead, cost.stepOverhead, hostCores);
     if (kernelOverhead && o.overheadUs < 0)
       cost.kernelOverhead = *kernelOverhead;
     if (target->device.kind == "cpu")

@@ -1,11 +1,11 @@
 """Checks strata-sim's host copies around bucketed all-reduces.
 
-usage: host_copies.py PLAN TRACE GBPS
+usage: host_copies.py PLAN TRACE GBPS [UNPACK_GBPS]
 
 Prints "BUCKETS n", then for every bucket whose pack (before the start) and
 unpack (after the wait) events are in the Chrome TRACE on rank 0's compute
 stream, "COPIES ok" when both last the bucket's bytes / (GBPS * 1e9)
-seconds, carry the plan index of their start or wait, and the pack ends
+seconds (an unpack UNPACK_GBPS's when given), carry the plan index of their start or wait, and the pack ends
 before the bucket's transfer starts on the comm stream and the unpack
 starts after it ended; else the bucket and what was found.
 """
@@ -15,7 +15,8 @@ import sys
 plan = json.load(open(sys.argv[1]))
 events = json.load(open(sys.argv[2]))
 events = events["traceEvents"] if isinstance(events, dict) else events
-rate = float(sys.argv[3]) * 1e9
+rates = {"pack": float(sys.argv[3]) * 1e9}
+rates["unpack"] = float(sys.argv[4]) * 1e9 if len(sys.argv) > 4 else rates["pack"]
 sizes = {b["id"]: b["bytes"] for b in plan["buffers"]}
 buckets, index = {}, {}
 for i, inst in enumerate(plan["ranks"][0]["program"]):
@@ -36,8 +37,8 @@ for e in events:
             (e["dur"], e["args"]["instruction"], e["ts"]))
 ok = True
 for bucket, nbytes in sorted(buckets.items()):
-    want = nbytes / rate * 1e6
     for what in ("pack", "unpack"):
+        want = nbytes / rates[what] * 1e6
         got = found.get(f"{what} bucket {bucket}", [])
         span = transfer.get(index[("pack", bucket)])
         if (len(got) != 1 or abs(got[0][0] - want) > 1e-6 * want + 1e-3
