@@ -40,7 +40,8 @@
 // real transfer completed, the operation completes no sooner than latency +
 // bytes / bandwidth after its `start...` call, or after the previous
 // operation of the communicator released the emulated link (operations in
-// flight together share it one after another). On one machine a collective
+// flight together share it one after another; collectives take it in issue
+// order once their real transfers completed, sends when they start). On one machine a collective
 // counts from the last rank's call (an MPI_MAX all-reduce of the calls'
 // times beside it): counted from each rank's own call, a rank that arrived
 // first also left first, and the ranks stayed apart for good (150 us on
@@ -301,6 +302,12 @@ struct Op {
   Clock::time_point started;
   Clock::time_point readyAt;
   bool transferred = false;
+  /// readyAt is known. A collective takes the emulated link in issue order,
+  /// once every earlier collective took it (ProgressThread::takeLinks):
+  /// taken as their real transfers completed, in whatever order MPI
+  /// finished them, a later bucket could take the link first, from its
+  /// later start, and leave it idle before it.
+  bool linkTaken = false;
   bool failed = false;
   Status status;
 };
@@ -398,7 +405,10 @@ bool poll(Op &op, Clock::time_point now) {
     op.transferred = true;
     if (op.finish)
       op.finish();
-    op.readyAt = emulatedEnd(op);
+    if (op.pointToPoint) {
+      op.readyAt = emulatedEnd(op);
+      op.linkTaken = true;
+    }
     return true;
   }
   double waited = std::chrono::duration<double>(now - op.started).count();
@@ -560,10 +570,12 @@ private:
       // soon as it is done: a receive must not wait for an earlier send
       // whose peer is itself waiting for that receive's data (pipeline
       // stages exchange activations and gradients in both directions).
+      takeLinks(inflight);
       bool collectivePending = false;
       for (auto it = inflight.begin(); it != inflight.end();) {
         Op &op = **it;
-        bool done = op.failed || (op.transferred && now >= op.readyAt);
+        bool done =
+            op.failed || (op.transferred && op.linkTaken && now >= op.readyAt);
         if (!done || (!op.pointToPoint && collectivePending)) {
           collectivePending |= !op.pointToPoint;
           ++it;
@@ -618,6 +630,19 @@ private:
                        : std::chrono::microseconds(200);
         cv_.wait_for(lock, nap, [&] { return !queue_.empty(); });
       }
+    }
+  }
+
+  /// The emulated ends of the transferred collectives, in issue order:
+  /// up to the first one still transferring.
+  static void takeLinks(std::deque<std::unique_ptr<Op>> &inflight) {
+    for (auto &op : inflight) {
+      if (op->pointToPoint || op->failed || op->linkTaken)
+        continue;
+      if (!op->transferred)
+        return;
+      op->readyAt = emulatedEnd(*op);
+      op->linkTaken = true;
     }
   }
 
