@@ -5,19 +5,22 @@ GPipe, 1F1B and interleaved pipelines) under emulated links
 (strata-run --emulate-link) and slowed compute (--emulate-compute), plus a
 what-if check and the arena of every plan.
 
-    python3 bench/sim.py [--build build] [--steps 14] [--repeats 2]
+    python3 bench/sim.py [--build build] [--steps 30] [--repeats 5]
 
 Writes bench/sim.md.
 
-Method (seed 001's ratio method): the kernel times come from one profile of
-the one-rank step on this machine (strata-run --profile, the same kernels as
-every configuration's micro-batches and replicas); the links are the emulated
-ones (--what-if link=...GB/s,latency=...us), slowed compute is
---what-if compute=0.5x. Nothing is fitted to the measured multi-rank runs.
-Measured: per run, the median of the per-step times (strata-run --log-json,
-first two steps left out); the median of --repeats runs taken in turn over
-all configurations (the machine is shared; the smallest run picked outliers
-both ways: an overlapped data-parallel run 18% faster than every other).
+Method (seed 001's ratio method): in each of --repeats rounds every distinct
+plan is calibrated once on this machine (strata-sim --calibrate: its kernel
+times, gaps and cores; the blocking all-reduces of the data-parallel plan
+give the link, the bucket transfers of the overlapped plan the asynchronous
+link), every configuration runs once, and each is predicted from that
+round's calibration with the emulated link and slowed compute as what-ifs
+(--what-if link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's
+prediction is the median over the rounds of its predictions, its measured
+time the median over the rounds of each run's median step (strata-run
+--log-json, first two steps left out). Calibrating and measuring in the same
+round keeps both on the machine's state of the moment (it is shared: a long
+run drifts). Nothing is fitted to the measured runs.
 """
 import argparse
 import json
@@ -137,35 +140,12 @@ def predict(b, plan, cal, gbps, slow, extra=""):
     return out["step_seconds"], out["ranks"][0]["arena_bytes"]
 
 
-def calibrate(b, plan, tmp, name, steps, repeats):
-    """strata-sim --calibrate, `repeats` times: the kernels of the
-    calibration whose own run had the median mean step (as the measured
-    rows take the median run), each link parameter the median over the
-    runs. Returns the merged file."""
-    runs = []
-    for r in range(repeats):
-        path = os.path.join(tmp, f"{r}-{name}")
-        sh(f"{b}/strata-sim {plan} --target cpu-local --calibrate {path} "
-           f"--calibrate-steps {steps}")
-        with open(path + ".log") as f:
-            ms = float(re.search(r"mean ms ([0-9.]+)", f.read()).group(1))
-        runs.append((ms, path))
-    paths = [path for _, path in runs]
-    best = sorted(runs)[len(runs) // 2]
-    # The links: each parameter's median over the runs (a fit from one run
-    # moves by 10-20% with what else the shared machine ran meanwhile).
-    merged = json.load(open(best[1]))
-    for key in ("link", "async_link"):
-        fits = [json.load(open(p)).get(key) for p in paths]
-        fits = [f for f in fits if f]
-        if len(fits) == len(paths) and fits:
-            for field in ("bandwidth_gb_per_s", "latency_us"):
-                merged[key][field] = statistics.median(
-                    f[field] for f in fits)
-    out = os.path.join(tmp, f"median-{name}")
-    with open(out, "w") as f:
-        json.dump(merged, f)
-    return out
+def calibrate_once(b, plan, tmp, name, steps):
+    """strata-sim --calibrate once; returns the calibration file."""
+    path = os.path.join(tmp, name)
+    sh(f"{b}/strata-sim {plan} --target cpu-local --calibrate {path} "
+       f"--calibrate-steps {steps}")
+    return path
 
 
 def merge_calibrations(kernels_and_link, async_from, path):
@@ -216,8 +196,8 @@ def kendall_tau(xs, ys):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
-    parser.add_argument("--steps", type=int, default=14)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     b = os.path.abspath(os.path.join(args.build, "bin"))
     here = os.path.dirname(os.path.abspath(__file__))
@@ -227,67 +207,74 @@ def main():
         step = os.path.join(tmp, "step.mlir")
         sh(f"{b}/strata-model {MODEL} | {b}/strata-opt --strata-autodiff "
            f"-o {step}")
-        # Calibration (strata-sim --calibrate), per plan family: every
-        # distinct plan is run once as it is (this machine's link, compute
-        # 1x, no emulation) and its kernel times are what its configurations
-        # are predicted from: ranks that share the cores with each other's
-        # communication threads run their kernels slower than one rank
-        # alone, and by how much depends on the communication pattern.
-        # Links: the blocking all-reduces of the data-parallel plan give the
-        # link (sends and receives use it too), the bucket transfers of the
-        # overlapped plan the asynchronous link.
+        # Rounds: each calibrates every plan family once (strata-sim
+        # --calibrate: the plan run as it is, this machine's link, compute
+        # 1x, no emulation), measures every configuration once and predicts
+        # every configuration from that round's calibrations, so that a
+        # calibration and the runs it predicts share the machine's state (a
+        # long run drifts: calibrating everything first put whole runs 5-10%
+        # off in one direction). Links: the blocking all-reduces of the
+        # data-parallel plan give the link (sends and receives use it too),
+        # the bucket transfers of the overlapped plan the asynchronous link.
         plans = [compile_plan(b, step, options, tmp, index)
                  for index, (_, options, *_) in enumerate(CONFIGS)]
-        blocking = calibrate(b, compile_plan(b, step, "dp", tmp, "cal"), tmp,
-                             "cal-dp.json", 20, args.repeats)
-        overlapped = calibrate(b, compile_plan(b, step, "sync", tmp,
-                                               "cal-sync"),
-                               tmp, "cal-sync.json", 20, args.repeats)
-        links = merge_calibrations(blocking, overlapped,
-                                   os.path.join(tmp, "cal-links.json"))
-        family = {}
-        # The link calibrations already ran the data-parallel plans.
-        calibrated = {"dp": blocking, "sync": overlapped}
-        for index, (_, options, ranks, *_) in enumerate(CONFIGS):
-            if options in family:
-                continue
-            path = calibrated.get(options) or calibrate(
-                b, plans[index], tmp, f"cal-{index}.json",
-                30 if ranks == 1 else 20, args.repeats)
-            family[options] = with_links(path, links[0],
-                                         os.path.join(tmp,
-                                                      f"cal-{index}-l.json"))
-        cal2 = links
-        measured = [None] * len(CONFIGS)
+        link_plans = {"dp": compile_plan(b, step, "dp", tmp, "cal"),
+                      "sync": compile_plan(b, step, "sync", tmp, "cal-sync")}
+        predicted = [[] for _ in CONFIGS]
+        measured = [[] for _ in CONFIGS]
         arenas = [None] * len(CONFIGS)
-        # Repeats go over every configuration in turn, so that a busy spell
-        # of the shared machine does not hit every run of one of them.
-        for _ in range(args.repeats):
-            for index, (name, _, ranks, gbps, slow) in enumerate(CONFIGS):
+        pred_arenas = [None] * len(CONFIGS)
+        what_ifs = []
+        fitted = []
+        for r in range(args.repeats):
+            blocking = calibrate_once(b, link_plans["dp"], tmp,
+                                      f"{r}-cal-dp.json", 20)
+            overlapped = calibrate_once(b, link_plans["sync"], tmp,
+                                        f"{r}-cal-sync.json", 20)
+            links = merge_calibrations(blocking, overlapped,
+                                       os.path.join(tmp, f"{r}-links.json"))
+            fitted.append(links)
+            calibrated = {"dp": blocking, "sync": overlapped}
+            family = {}
+            for index, (_, options, ranks, *_) in enumerate(CONFIGS):
+                if options in family:
+                    continue
+                path = calibrated.get(options) or calibrate_once(
+                    b, plans[index], tmp, f"{r}-cal-{index}.json",
+                    30 if ranks == 1 else 20)
+                family[options] = with_links(
+                    path, links[0], os.path.join(tmp, f"{r}-cal-{index}-l.json"))
+            for index, (name, options, ranks, gbps, slow) in \
+                    enumerate(CONFIGS):
                 meas, arenas[index] = measure(b, plans[index], ranks, gbps,
                                               slow, args.steps, 1, tmp)
-                measured[index] = (measured[index] or []) + [meas]
-        measured = [statistics.median(m) for m in measured]
-        what_if = None
-        for index, (name, options, ranks, gbps, slow) in enumerate(CONFIGS):
-            cal = family[options]
-            pred, pred_arena = predict(b, plans[index], cal, gbps, slow)
-            rows.append((name, ranks, pred, measured[index], pred_arena,
+                measured[index].append(meas)
+                cal = family[options]
+                pred, pred_arenas[index] = predict(b, plans[index], cal, gbps,
+                                                   slow)
+                predicted[index].append(pred)
+                if name == WHAT_IF:
+                    half, _ = predict(b, plans[index], cal, gbps, slow,
+                                      "link=0.5x")
+                    bw, lat = cal[2] or cal[1]
+                    flags = (f" --emulate-link=bandwidth={bw / 2:g},"
+                             f"latency={lat:g}")
+                    at_half = measure_flags(b, plans[index], ranks, flags,
+                                            args.steps, tmp)[0]
+                    what_ifs.append((pred, half, at_half, bw))
+        for index, (name, _, ranks, *_) in enumerate(CONFIGS):
+            pred = statistics.median(predicted[index])
+            meas = statistics.median(measured[index])
+            rows.append((name, ranks, pred, meas, pred_arenas[index],
                          arenas[index]))
             print(f"{name}: predicted {pred * 1e3:.3f} ms, measured "
-                  f"{measured[index] * 1e3:.3f} ms", file=sys.stderr)
-            if name == WHAT_IF:
-                half, _ = predict(b, plans[index], cal, gbps, slow,
-                                  "link=0.5x")
-                bw, lat = cal[2] or cal[1]
-                flags = (f" --emulate-link=bandwidth={bw / 2:g},"
-                         f"latency={lat:g}")
-                at_half = statistics.median(
-                    measure_flags(b, plans[index], ranks, flags, args.steps,
-                                  tmp)[0]
-                    for _ in range(args.repeats))
-                what_if = (pred, half, at_half, bw)
-        links = (cal2[1][0], cal2[1][1]) + (cal2[2] or (0, 0))
+                  f"{meas * 1e3:.3f} ms", file=sys.stderr)
+        what_if = tuple(statistics.median(w[i] for w in what_ifs)
+                        for i in range(4))
+        links = tuple(statistics.median(f[1][i] for f in fitted)
+                      for i in range(2)) + \
+            tuple(statistics.median((f[2] or (0, 0))[i] for f in fitted)
+                  for i in range(2))
     load_end = os.getloadavg()
     write_report(here, args, rows, what_if, load_start, load_end, links)
 
@@ -315,38 +302,38 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         f"links: `strata-run --emulate-link=bandwidth=B,latency={LATENCY_US}`; "
         "slowed compute: `--emulate-compute=2`.",
         "",
-        "Calibration (`strata-sim PLAN --target cpu-local --calibrate P`, "
-        "before the runs), per plan: every distinct plan of the table runs "
-        "once as it is (this machine's link, no emulation, compute 1x; 30 "
-        "steps for one rank, 20 for several) and its measured kernel times, "
-        "its gaps between kernels and around them within a step and this "
-        "machine's "
-        "cores (more ranks than cores time-share them: the kernels stretch "
-        "by the ranks' demand for cores, kernels and collectives, over the "
-        "cores, a fixed point of the replay) "
-        "are what its rows are predicted from (ranks that share the 2 cores "
-        "with each other's communication threads run their kernels slower "
-        "than one rank alone, by an amount that depends on the "
-        "communication pattern); each calibration's kernels are those of "
-        f"the median of {args.repeats} runs (by its mean step), its links "
-        "each parameter's median over the runs. Links, fitted "
-        "once: "
+        f"Rounds ({args.repeats}): each calibrates every distinct plan of "
+        "the table once (`strata-sim PLAN --target cpu-local --calibrate P`: "
+        "the plan run as it is, this machine's link, no emulation, compute "
+        "1x; 30 steps for one rank, 20 for several), runs every "
+        "configuration once and predicts each from that round's "
+        "calibration, so that a calibration and the runs it predicts share "
+        "the machine's state. A calibration gives the plan's kernel times, "
+        "its gaps between kernels and around them within a step, the "
+        "copies around bucket transfers and this machine's cores (more "
+        "ranks than cores time-share them: the kernels stretch by the "
+        "ranks' demand for cores, kernels and collectives, over the cores, "
+        "a fixed point of the replay); ranks that share the 2 cores with "
+        "each other's communication threads run their kernels slower than "
+        "one rank alone, by an amount that depends on the communication "
+        "pattern, so each plan is predicted from its own. Links, per round: "
         "the blocking all-reduces of the data-parallel plan give this "
-        f"machine's link, **{links[0]:.3f} GB/s, {links[1]:.1f} us** (MPI "
-        "over shared memory; sends and receives use it too), the bucket "
-        "transfers of the overlapped plan the link of asynchronous "
-        f"all-reduces, **{links[2]:.3f} GB/s, {links[3]:.1f} us** (the "
-        "runtime's background progress thread). Predicted: `strata-sim PLAN "
-        "--target cpu-local --profile P --what-if 'link=BGB/s,latency=Lus,"
-        "async-link=...,async-latency=...[,compute=0.5x]'`, with each link "
-        "the slower of the emulated one and the machine's (an emulated "
-        "transfer ends no sooner than the real one). Rows marked *replay* run "
-        "under the calibration's own conditions (the timeline replays the "
-        "measured kernels: dPRO's validation); every other row changes the "
-        "link or the compute speed (a prediction from the calibration). "
-        "Measured: the median step of a run (steps 3 on), the median over "
-        f"{args.repeats} runs taken in turn over all configurations. "
-        "Nothing is fitted to the measured rows.",
+        f"machine's link (median over the rounds **{links[0]:.3f} GB/s, "
+        f"{links[1]:.1f} us**: MPI over shared memory; sends and receives "
+        "use it too), the bucket transfers of the overlapped plan the link "
+        f"of asynchronous all-reduces (**{links[2]:.3f} GB/s, "
+        f"{links[3]:.1f} us**: the runtime's background progress thread). "
+        "Predicted: `strata-sim PLAN --target cpu-local --profile P "
+        "--what-if 'link=BGB/s,latency=Lus,async-link=...,async-latency=..."
+        "[,compute=0.5x]'`, with each link the slower of the emulated one "
+        "and the machine's (an emulated transfer ends no sooner than the "
+        "real one). Rows marked *replay* run under the calibration's own "
+        "conditions (the timeline replays the measured kernels: dPRO's "
+        "validation); every other row changes the link or the compute speed "
+        "(a prediction from the calibration). A row's predicted time is the "
+        "median of its rounds' predictions, its measured time the median of "
+        "its rounds' runs (each run's median step, steps 3 on). Nothing is "
+        "fitted to the measured rows.",
         "",
         "| configuration | ranks | predicted ms | measured ms | error | "
         "predicted arena | runtime arena |",
@@ -382,7 +369,8 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         base, half, at_half, bw = what_if
         lines += [
             "",
-            f"**What-if** ({WHAT_IF}, {bw:.3f} GB/s): predicted "
+            f"**What-if** ({WHAT_IF}, {bw:.3f} GB/s; medians over the "
+            f"rounds, each at half its own calibrated link): predicted "
             f"{base * 1e3:.3f} ms; `--what-if link=0.5x` predicts "
             f"{half * 1e3:.3f} ms; measured with `--emulate-link="
             f"bandwidth={bw / 2:.3f}` {at_half * 1e3:.3f} ms: "
