@@ -18,13 +18,19 @@ import subprocess
 import sys
 import tempfile
 
+from benchutil import cpu_name
+
 MODEL = "mlp --layers 8 --hidden 512 --inputs 512 --classes 10 --batch 16"
 MPIRUN = "mpirun --allow-run-as-root --oversubscribe -np 2"
+NOTES = "<!-- notes: kept when comm_wait.py rewrites this file -->"
 
 
 def sh(command):
-    return subprocess.run(command, shell=True, check=True, text=True,
-                          capture_output=True).stdout
+    done = subprocess.run(command, shell=True, text=True,
+                          capture_output=True)
+    if done.returncode != 0:
+        sys.exit(f"{command}: exit {done.returncode}\n{done.stderr}")
+    return done.stdout
 
 
 def median_step(run, plan, steps, log):
@@ -70,15 +76,22 @@ def main():
                     times[(run, name)].append(
                         median_step(run, paths[name], args.steps, log))
     end = os.getloadavg()
+    notes = ""
+    if os.path.exists(args.output):
+        text = open(args.output).read()
+        if NOTES in text:
+            notes = "\n" + text[text.index(NOTES):]
     with open(args.output, "w") as f:
         f.write("# Communicator waits: data-parallel steps on 2 ranks\n\n")
         f.write(f"Produced by `python3 bench/comm_wait.py --runs "
                 f"{args.runs} --rounds {args.rounds} --steps {args.steps}` "
-                f"on 2 cores ({args.rounds} rounds, each running every "
+                f"on {cpu_name()}, {os.cpu_count()} cores ({args.rounds} "
+                f"rounds, each running every "
                 f"binary on both plans in turn; load average "
                 f"{load[0]:.2f} at the start, {end[0]:.2f} at the end). "
                 f"Model: `strata-model {MODEL}`, autodiff (SGD), 2 ranks "
-                f"with one kernel thread each over OpenMPI's shared memory, "
+                f"with one kernel thread each over MPI (`mpirun`) on one "
+                f"machine, "
                 f"no link emulation. Step: the median over a run's steps "
                 f"3..{args.steps}; the table gives the median over the "
                 f"rounds and the spread (max - min over median).\n\n")
@@ -90,6 +103,7 @@ def main():
                 med = statistics.median(v)
                 f.write(f"| `{run}` | {name} | {med:.2f} | {min(v):.2f} | "
                         f"{max(v):.2f} | {(max(v) - min(v)) / med:.0%} |\n")
+        f.write(notes)
     print(open(args.output).read())
 
 

@@ -96,14 +96,22 @@ struct BucketSpan {
   int64_t ranks;
 };
 
-/// Bytes and group size of bucket `bucket` of `program` (0 bytes: none).
-static std::pair<double, int64_t>
-bucketOf(const rt::Plan &plan, const std::vector<rt::Instruction> &program,
-         int64_t bucket) {
+/// A bucket of a program: its bytes (0: no such bucket), group size, and
+/// whether it is accumulated on the host.
+struct BucketInfo {
+  double bytes = 0;
+  int64_t ranks = 0;
+  bool host = false;
+};
+
+/// Bucket `bucket` of `program` (from its start).
+static BucketInfo bucketOf(const rt::Plan &plan,
+                           const std::vector<rt::Instruction> &program,
+                           int64_t bucket) {
   for (const rt::Instruction &inst : program)
     if (inst.op == rt::OpCode::AllReduceStart && inst.attrs.bucket == bucket)
-      return {inputBytes(plan, inst), groupSize(plan, inst)};
-  return {0, 0};
+      return {inputBytes(plan, inst), groupSize(plan, inst), inst.attrs.host};
+  return {};
 }
 
 /// The busy periods of the communication stream: bucket transfers complete
@@ -321,20 +329,23 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
       ++copies.count;
       continue;
     }
-    if (*name == "all_reduce_wait" && inProgram &&
-        !program[*index].attrs.host) {
+    // A host-accumulated bucket's wait does more than unpack (its start
+    // carries the attribute, the wait does not).
+    if (*name == "all_reduce_wait" && inProgram) {
       int64_t bucket = program[*index].attrs.bucket;
-      waits.push_back({*step, bucket, *ts * 1e-6, *dur * 1e-6,
-                       bucketOf(plan, program, bucket).first});
+      BucketInfo info = bucketOf(plan, program, bucket);
+      if (!info.host && info.bytes > 0)
+        waits.push_back({*step, bucket, *ts * 1e-6, *dur * 1e-6, info.bytes});
       continue;
     }
     int64_t bucket = 0;
     if (!bucketName.consume_front("all_reduce bucket ") ||
         bucketName.getAsInteger(10, bucket))
       continue;
-    auto [bytes, ranks] = bucketOf(plan, program, bucket);
-    if (bytes > 0) {
-      spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, bytes, ranks});
+    BucketInfo info = bucketOf(plan, program, bucket);
+    if (info.bytes > 0) {
+      spans.push_back(
+          {*step, *ts * 1e-6, (*ts + *dur) * 1e-6, info.bytes, info.ranks});
       bucketOfSpan.push_back(bucket);
     }
   }

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <string_view>
 
 using namespace mlir::strata;
 using namespace mlir::strata::sim;
@@ -188,16 +187,15 @@ static timeline::Instruction communication(const rt::Plan &plan, int64_t rank,
 /// memory on the rank's compute thread, as the runtime's kernels copy them.
 static timeline::Instruction hostCopy(const rt::Plan &plan,
                                       const rt::Instruction &inst, size_t index,
-                                      const char *what,
-                                      const CostOptions &options) {
+                                      bool unpack, const CostOptions &options) {
   double rate = options.hostCopyBytesPerSecond > 0
                     ? options.hostCopyBytesPerSecond
                     : options.memoryBandwidth / 2;
-  if (std::string_view(what) == "unpack" &&
-      options.hostUnpackBytesPerSecond > 0)
+  if (unpack && options.hostUnpackBytesPerSecond > 0)
     rate = options.hostUnpackBytesPerSecond;
   timeline::Instruction copy = timeline::Instruction::compute(
-      std::string(what) + " bucket " + std::to_string(inst.attrs.bucket),
+      std::string(unpack ? "unpack" : "pack") + " bucket " +
+          std::to_string(inst.attrs.bucket),
       inputBytes(plan, inst) / rate);
   copy.category = "comm";
   copy.label = static_cast<int64_t>(index);
@@ -272,7 +270,7 @@ sim::buildSchedule(const rt::Plan &plan, const CostOptions &options,
         ti.category = isCommunication(inst) ? "comm" : categoryOf(inst);
         ti.label = static_cast<int64_t>(i);
         if (inst.op == rt::OpCode::AllReduceStart)
-          list.push_back(hostCopy(plan, inst, i, "pack", options));
+          list.push_back(hostCopy(plan, inst, i, /*unpack=*/false, options));
         if (inst.op == rt::OpCode::Send)
           pendingSends.push_back(static_cast<int64_t>(list.size()));
         if (inst.waitsForSends()) {
@@ -281,7 +279,7 @@ sim::buildSchedule(const rt::Plan &plan, const CostOptions &options,
         }
         list.push_back(std::move(ti));
         if (inst.op == rt::OpCode::AllReduceWait)
-          list.push_back(hostCopy(plan, inst, i, "unpack", options));
+          list.push_back(hostCopy(plan, inst, i, /*unpack=*/true, options));
       }
     }
     schedule.ranks.push_back(std::move(list));

@@ -49,8 +49,10 @@ constexpr int kAnySource = -1;
 /// takes latency + n / bandwidth from its own `startRecv` call. Operations of
 /// one communicator that are in flight together take the link one after another
 /// (an operation's latency + b / bandwidth starts when the previous one's
-/// ended; a stamped send takes it when it starts, any other operation when
-/// its transfer completed; stamped receives do not take it). Stamping, and
+/// ended; a stamped send takes it when it starts, a collective once its
+/// transfer and every earlier collective's completed (in issue order), any
+/// other operation when its transfer completed; stamped receives do not take
+/// it). Stamping, and
 /// counting a collective from the last rank's call, need every rank to
 /// emulate, one machine and MPI_TAG_UB >= 65535.
 struct LinkEmulation {

@@ -10,23 +10,24 @@
 // Progress: every `start...` builds an operation and posts it to a progress
 // thread, which starts the nonblocking MPI call (MPI_Iallreduce, ...) at once
 // and polls all in-flight operations with MPI_Test, yielding and then
-// sleeping between polls; the caller's thread keeps computing. Operations are
-// started in issue order; collectives complete in issue order (a collective's
-// Request completes only after every earlier collective of that thread),
-// sends and receives as soon as they are done. With MPI_THREAD_MULTIPLE each
-// communicator has its own progress thread, and sends and receives start on
-// the calling thread, which also tests them (CallerRequest; MPI progresses
-// them in that thread's later MPI calls and the progress thread's: an idle
-// progress thread probing every 200 us for them made a 1F1B step 24.5 ->
-// 30 ms on 2 cores and was removed). The progress thread shares the cores with
-// the ranks' compute threads and can take milliseconds to get to a new
-// operation, and wakes its caller 40-150 us after a transfer ends: a
-// 2-stage GPipe step of an 8-layer MLP ran 30.5 ms with every start on the
-// progress thread, 26.6 ms with sends and receives started on the caller,
-// 25.3 ms tested there too (bench/p2p-start.md; STRATA_MPI_SERIAL=1 runs
-// everything on the progress thread); with less, every MPI call of the process
-// goes through the engine thread (the one that called MPI_Init_thread), so
-// FUNNELED and SERIALIZED are honoured.
+// sleeping between polls (not while a thread waits for one of them, for up to
+// kAwaitedPoll without progress); the caller's thread keeps computing.
+// Operations are started in issue order; collectives complete in issue order
+// (a collective's Request completes only after every earlier collective of
+// that thread), sends and receives as soon as they are done. With
+// MPI_THREAD_MULTIPLE each communicator has its own progress thread, and
+// sends and receives start on the calling thread, which also tests them
+// (CallerRequest; MPI progresses them in that thread's later MPI calls and
+// the progress thread's: an idle progress thread probing every 200 us for
+// them made a 1F1B step 24.5 -> 30 ms on 2 cores and was removed). The
+// progress thread shares the cores with the ranks' compute threads and can
+// take milliseconds to get to a new operation, and wakes its caller 40-150 us
+// after a transfer ends: a 2-stage GPipe step of an 8-layer MLP ran 30.5 ms
+// with every start on the progress thread, 26.6 ms with sends and receives
+// started on the caller, 25.3 ms tested there too (bench/p2p-start.md;
+// STRATA_MPI_SERIAL=1 runs everything on the progress thread); with less,
+// every MPI call of the process goes through the engine thread (the one that
+// called MPI_Init_thread), so FUNNELED and SERIALIZED are honoured.
 //
 // Timeouts: an operation that has not completed `timeoutSeconds` after it
 // started fails with "rank R: no answer from the other ranks within T s (a
@@ -41,10 +42,11 @@
 // bytes / bandwidth after its `start...` call, or after the previous
 // operation of the communicator released the emulated link (operations in
 // flight together share it one after another; collectives take it in issue
-// order once their real transfers completed, sends when they start). On one machine a collective
-// counts from the last rank's call (an MPI_MAX all-reduce of the calls'
-// times beside it): counted from each rank's own call, a rank that arrived
-// first also left first, and the ranks stayed apart for good (150 us on
+// order once their real transfers completed, stamped sends when they start,
+// other sends and receives when their transfer completed). On one machine a
+// collective counts from the last rank's call (an MPI_MAX all-reduce of the
+// calls' times beside it): counted from each rank's own call, a rank that
+// arrived first also left first, and the ranks stayed apart for good (150 us on
 // average per all-reduce of a data-parallel step at 1 GB/s). A send's emulated
 // arrival is the sender's: where all ranks share one monotonic clock (one
 // machine), each send carries that time point in a small stamp message (tag +
@@ -81,6 +83,8 @@ Status createMpiCommunicator(const LinkEmulation &, double,
 } // namespace strata::rt
 
 #else // STRATA_HAVE_MPI
+
+#include "LinkOrder.h"
 
 #include <mpi.h>
 
@@ -161,6 +165,9 @@ struct Completion {
 
 /// How long a thread waiting for a transfer spins before it sleeps.
 constexpr std::chrono::milliseconds kSpinBeforeSleep(5);
+/// How long the progress thread polls without napping while a thread waits
+/// for an operation and none completes.
+constexpr std::chrono::milliseconds kAwaitedPoll(50);
 
 class AsyncRequest final : public Request {
 public:
@@ -599,9 +606,12 @@ private:
       if (!queue_.empty())
         continue;
       if (!transferring) {
-        Clock::time_point first = inflight.front()->readyAt;
+        // Failed operations wait for earlier collectives only (their
+        // readyAt is unset).
+        Clock::time_point first = Clock::time_point::max();
         for (auto &op : inflight)
-          first = std::min(first, op->readyAt);
+          if (!op->failed)
+            first = std::min(first, op->readyAt);
         // Sleep until shortly before, then spin (yielding the core): a
         // sleeping thread wakes 50-200 us late on a busy machine, which an
         // emulated link would add to every transfer.
@@ -616,12 +626,14 @@ private:
       }
       // A thread waits for an operation in flight, which then decides when
       // it goes on: poll without napping (with a nap per poll the transfers
-      // it waits for ran at the pace of the naps).
+      // it waits for ran at the pace of the naps), unless nothing completed
+      // for kAwaitedPoll (a late peer: leave the cores to its kernels).
       bool awaited = false;
       for (auto &op : inflight)
         awaited |= op->completion->awaited.load(std::memory_order_relaxed);
       auto idle = now - lastProgress;
-      if (idle < std::chrono::microseconds(100) || awaited) {
+      if (idle < std::chrono::microseconds(100) ||
+          (awaited && idle < kAwaitedPoll)) {
         lock.unlock();
         std::this_thread::yield();
       } else {
@@ -634,16 +646,12 @@ private:
   }
 
   /// The emulated ends of the transferred collectives, in issue order:
-  /// up to the first one still transferring.
+  /// up to the first one still transferring (LinkOrder.h).
   static void takeLinks(std::deque<std::unique_ptr<Op>> &inflight) {
-    for (auto &op : inflight) {
-      if (op->pointToPoint || op->failed || op->linkTaken)
-        continue;
-      if (!op->transferred)
-        return;
-      op->readyAt = emulatedEnd(*op);
-      op->linkTaken = true;
-    }
+    detail::takeLinksInIssueOrder(inflight, [](Op &op) {
+      op.readyAt = emulatedEnd(op);
+      op.linkTaken = true;
+    });
   }
 
   std::mutex mutex_;

@@ -73,8 +73,6 @@ using Bf16Kernel = void (*)(int64_t kc, const uint16_t *a, const uint16_t *b,
 
 /// Columns of every micro-panel of B (two 16-lane f32 vectors or tiles).
 constexpr int64_t kNr = 32;
-/// Rows ahead that a transposed f32 A panel asks for.
-constexpr int64_t kAhead = 16;
 /// Largest mr (AMX).
 constexpr int64_t kMaxMr = 32;
 
@@ -463,12 +461,16 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
                           cols - full * kNr, dst + full * kNr * kcPad);
 }
 
-/// Asks for the `bytes` from `p` in cache lines (a row about to be packed:
-/// the hardware prefetchers do not see a new row's start coming).
+/// Rows ahead that a transposed f32 A panel asks for.
+constexpr int64_t kAhead = 16;
+
+/// Asks for the cache lines of the `bytes` from `p` (a row about to be
+/// packed: the hardware prefetchers do not see a new row's start coming).
 inline void prefetchBytes(const void *p, int64_t bytes) {
-  const char *c = static_cast<const char *>(p);
-  for (int64_t o = 0; o < bytes; o += 64)
-    _mm_prefetch(c + o, _MM_HINT_T0);
+  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63);
+  uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
+  for (; line < end; line += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_T0);
 }
 
 /// packAPanel<G, float> with the vector conversion: an untransposed A has

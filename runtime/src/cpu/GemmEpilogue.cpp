@@ -14,15 +14,19 @@
 #include "GemmInternal.h"
 #include "VectorMath.h"
 
+#include <cstdint>
+
 namespace strata::rt::detail {
 
 using strata_plan::Epilogue;
 
 namespace {
-/// Asks for the n floats from p in cache lines.
+/// Asks for the cache lines of the n floats from p.
 void prefetchRow(const float *p, int64_t n) {
-  for (int64_t o = 0; o < n; o += 16)
-    __builtin_prefetch(p + o);
+  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63);
+  uintptr_t end = reinterpret_cast<uintptr_t>(p + n);
+  for (; line < end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(line));
 }
 } // namespace
 

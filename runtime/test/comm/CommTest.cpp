@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata-rt/Comm.h"
+#include "LinkOrder.h"
 
 #include <gtest/gtest.h>
 
@@ -21,6 +22,58 @@
 using namespace strata::rt;
 
 namespace {
+
+/// An operation as the progress thread sees it (LinkOrder.h).
+struct FakeOp {
+  int id;
+  bool pointToPoint = false, failed = false, transferred = false,
+       linkTaken = false;
+};
+
+/// The ids that take the link, in order, when the progress thread polls
+/// `ops` (issue order).
+std::vector<int> takeLinks(std::vector<FakeOp *> &ops) {
+  std::vector<int> taken;
+  detail::takeLinksInIssueOrder(ops, [&](FakeOp &op) {
+    op.linkTaken = true;
+    taken.push_back(op.id);
+  });
+  return taken;
+}
+
+TEST(LinkOrderTest, CollectivesTakeTheLinkInIssueOrder) {
+  // Buckets 1 and 2 finished their real transfers before bucket 0: none
+  // takes the link until bucket 0 did, then all three in issue order.
+  FakeOp b0{0}, b1{1}, b2{2};
+  std::vector<FakeOp *> ops{&b0, &b1, &b2};
+  b1.transferred = b2.transferred = true;
+  EXPECT_EQ(takeLinks(ops), std::vector<int>{});
+  b0.transferred = true;
+  EXPECT_EQ(takeLinks(ops), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(takeLinks(ops), std::vector<int>{}); // each takes it once
+}
+
+TEST(LinkOrderTest, StopsAtTheFirstCollectiveStillTransferring) {
+  FakeOp b0{0}, b1{1}, b2{2};
+  std::vector<FakeOp *> ops{&b0, &b1, &b2};
+  b0.transferred = b2.transferred = true;
+  EXPECT_EQ(takeLinks(ops), std::vector<int>{0});
+  b1.transferred = true;
+  EXPECT_EQ(takeLinks(ops), (std::vector<int>{1, 2}));
+}
+
+TEST(LinkOrderTest, SendsReceivesAndFailuresDoNotHoldCollectivesBack) {
+  // A receive still in flight and a failed collective before the buckets:
+  // the buckets still take the link; neither of those does here.
+  FakeOp recv{0}, failed{1}, b0{2};
+  recv.pointToPoint = true;
+  failed.failed = true;
+  b0.transferred = true;
+  std::vector<FakeOp *> ops{&recv, &failed, &b0};
+  EXPECT_EQ(takeLinks(ops), std::vector<int>{2});
+  EXPECT_FALSE(recv.linkTaken);
+  EXPECT_FALSE(failed.linkTaken);
+}
 
 TEST(LinkEmulationTest, ParsesBothKeys) {
   LinkEmulation link;

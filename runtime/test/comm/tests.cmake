@@ -8,6 +8,8 @@ add_executable(StrataCommTests ${CMAKE_CURRENT_LIST_DIR}/CommTest.cpp)
 target_link_libraries(StrataCommTests PRIVATE strata_runtime GTest::gtest
                       GTest::gtest_main)
 target_compile_options(StrataCommTests PRIVATE -fexceptions)
+target_include_directories(StrataCommTests PRIVATE
+                           ${CMAKE_CURRENT_LIST_DIR}/../../src/comm)
 set_target_properties(StrataCommTests PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${STRATA_RUNTIME_UNIT_DIR})
 
