@@ -149,7 +149,8 @@ struct Completion {
   /// When complete() ran (steady_clock nanoseconds).
   int64_t doneNs = 0;
   /// Set by a thread that waits for it: the progress thread then polls
-  /// without napping until it completes.
+  /// without napping until it completes (for up to kAwaitedPoll without a
+  /// completion).
   std::atomic<bool> awaited{false};
 
   void complete(Status result) {
