@@ -10,8 +10,7 @@
 // Progress: every `start...` builds an operation and posts it to a progress
 // thread, which starts the nonblocking MPI call (MPI_Iallreduce, ...) at once
 // and polls all in-flight operations with MPI_Test, yielding and then
-// sleeping between polls (not while a thread waits for one of them, for up to
-// kAwaitedPoll without progress); the caller's thread keeps computing.
+// sleeping between polls; the caller's thread keeps computing.
 // Operations are started in issue order; collectives complete in issue order
 // (a collective's Request completes only after every earlier collective of
 // that thread), sends and receives as soon as they are done. With
@@ -148,10 +147,6 @@ struct Completion {
   Status status;
   /// When complete() ran (steady_clock nanoseconds).
   int64_t doneNs = 0;
-  /// Set by a thread that waits for it: the progress thread then polls
-  /// without napping until it completes (for up to kAwaitedPoll without a
-  /// completion).
-  std::atomic<bool> awaited{false};
 
   void complete(Status result) {
     {
@@ -166,9 +161,6 @@ struct Completion {
 
 /// How long a thread waiting for a transfer spins before it sleeps.
 constexpr std::chrono::milliseconds kSpinBeforeSleep(5);
-/// How long the progress thread polls without napping while a thread waits
-/// for an operation and none completes.
-constexpr std::chrono::milliseconds kAwaitedPoll(50);
 
 class AsyncRequest final : public Request {
 public:
@@ -177,14 +169,8 @@ public:
   /// The transfer uses the caller's buffers: it must end before they may go.
   ~AsyncRequest() override { wait(); }
   Status wait() override {
-    if (test())
-      return completion_->status;
-    // Marked awaited, the progress thread polls without napping (napping
-    // between polls made a blocking data-parallel all-reduce on 2 cores run
-    // at the pace of the naps: bench/comm-wait.md). Spin first (yielding the
-    // core): a thread woken from a condition variable runs 50-100 us late on
-    // a busy machine.
-    completion_->awaited.store(true, std::memory_order_relaxed);
+    // Spin first (yielding the core): a thread woken from a condition
+    // variable runs 50-100 us late on a busy machine.
     Clock::time_point begin = Clock::now();
     while (!test() && Clock::now() - begin < kSpinBeforeSleep)
       std::this_thread::yield();
@@ -625,16 +611,8 @@ private:
         }
         continue;
       }
-      // A thread waits for an operation in flight, which then decides when
-      // it goes on: poll without napping (with a nap per poll the transfers
-      // it waits for ran at the pace of the naps), unless nothing completed
-      // for kAwaitedPoll (a late peer: leave the cores to its kernels).
-      bool awaited = false;
-      for (auto &op : inflight)
-        awaited |= op->completion->awaited.load(std::memory_order_relaxed);
       auto idle = now - lastProgress;
-      if (idle < std::chrono::microseconds(100) ||
-          (awaited && idle < kAwaitedPoll)) {
+      if (idle < std::chrono::microseconds(100)) {
         lock.unlock();
         std::this_thread::yield();
       } else {
