@@ -93,7 +93,7 @@ static int64_t groupSize(const rt::Plan &plan, const rt::Instruction &inst) {
 struct BucketSpan {
   int64_t step;
   double start, end, bytes;
-  int64_t ranks;
+  int64_t ranks, bucket;
 };
 
 /// A bucket of a program: its bytes (0: no such bucket), group size, and
@@ -158,11 +158,10 @@ struct WaitSpan {
 /// transfer).
 static void addUnpacks(const std::vector<WaitSpan> &waits,
                        const std::vector<BucketSpan> &spans,
-                       const std::vector<int64_t> &bucketOfSpan,
                        HostCopies &unpacks) {
   std::map<std::pair<int64_t, int64_t>, double> completed;
-  for (size_t i = 0; i < spans.size(); ++i)
-    completed[{spans[i].step, bucketOfSpan[i]}] = spans[i].end;
+  for (const BucketSpan &span : spans)
+    completed[{span.step, span.bucket}] = span.end;
   for (const WaitSpan &w : waits) {
     auto it = completed.find({w.step, w.bucket});
     if (it == completed.end() || w.start < it->second)
@@ -290,7 +289,6 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
   if (!events)
     return;
   std::vector<BucketSpan> spans;
-  std::vector<int64_t> bucketOfSpan;
   std::vector<WaitSpan> waits;
   std::vector<ProgramSpan> programSpans;
   for (const llvm::json::Value &value : *events) {
@@ -343,13 +341,11 @@ static void collectSamples(const rt::Plan &plan, int64_t rank,
         bucketName.getAsInteger(10, bucket))
       continue;
     BucketInfo info = bucketOf(plan, program, bucket);
-    if (info.bytes > 0) {
-      spans.push_back(
-          {*step, *ts * 1e-6, (*ts + *dur) * 1e-6, info.bytes, info.ranks});
-      bucketOfSpan.push_back(bucket);
-    }
+    if (info.bytes > 0)
+      spans.push_back({*step, *ts * 1e-6, (*ts + *dur) * 1e-6, info.bytes,
+                       info.ranks, bucket});
   }
-  addUnpacks(waits, spans, bucketOfSpan, unpacks);
+  addUnpacks(waits, spans, unpacks);
   addBusyPeriods(std::move(spans), bucketSamples);
   addProgramSpans(plan, rank, std::move(programSpans), times);
 }

@@ -464,15 +464,6 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
 /// Rows ahead that a transposed f32 A panel asks for.
 constexpr int64_t kAhead = 16;
 
-/// Asks for the cache lines of the `bytes` from `p` (a row about to be
-/// packed: the hardware prefetchers do not see a new row's start coming).
-inline void prefetchBytes(const void *p, int64_t bytes) {
-  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63);
-  uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
-  for (; line < end; line += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_T0);
-}
-
 /// packAPanel<G, float> with the vector conversion: an untransposed A has
 /// each row's kc values rounded, then copied as for bf16 inputs; a
 /// transposed one (AMX) has the kc runs of `rows` values rounded into a
@@ -486,7 +477,7 @@ void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
     uint16_t *block = roundedAScratch.get(kc * mr);
     for (int64_t p = 0; p < kc; ++p) {
       if (p + kAhead < kc)
-        prefetchBytes(a + (p0 + p + kAhead) * lda + i0, rows * 4);
+        detail::prefetchBytes(a + (p0 + p + kAhead) * lda + i0, rows * 4);
       convertF32ToBf16(a + (p0 + p) * lda + i0, block + p * mr, rows);
     }
     packAPanelBf16<G>(block, mr, true, 0, rows, 0, kc, kcPad, mr, dst);
@@ -501,9 +492,9 @@ void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
   uint16_t *row = roundedAScratch.get(kc);
   for (int64_t i = 0; i < rows; ++i) {
     if (i == 0 && rows > 1)
-      prefetchBytes(a + (i0 + 1) * lda + p0, kc * 4);
+      detail::prefetchBytes(a + (i0 + 1) * lda + p0, kc * 4);
     if (i + 2 < rows)
-      prefetchBytes(a + (i0 + i + 2) * lda + p0, kc * 4);
+      detail::prefetchBytes(a + (i0 + i + 2) * lda + p0, kc * 4);
     convertF32ToBf16(a + (i0 + i) * lda + p0, row, kc);
     uint16_t *d = dst + i * G;
     for (int64_t pg = 0; pg < kc; pg += G)
@@ -522,7 +513,7 @@ void packBTransposedF32(const float *b, int64_t ldb, int64_t p0, int64_t kc,
   for (int64_t jp = 0; jp < full; ++jp) {
     for (int64_t j = 0; j < kNr; ++j) {
       if (j + 1 < kNr || jp + 1 < full)
-        prefetchBytes(b + (j0 + jp * kNr + j + 1) * ldb + p0, kc * 4);
+        detail::prefetchBytes(b + (j0 + jp * kNr + j + 1) * ldb + p0, kc * 4);
       convertF32ToBf16(b + (j0 + jp * kNr + j) * ldb + p0, block + j * kc, kc);
     }
     packBPanelsBf16(block, kc, true, 0, kc, kcPad, 0, kNr,
@@ -555,8 +546,8 @@ packBPanelsF32(const void *data, int64_t ldb, bool transB, int64_t p0,
     for (int64_t p = 0; p < kc; p += 2) {
       const float *src = b + (p0 + p) * ldb + j0 + g * kNr;
       if (p + 2 < kc) {
-        prefetchBytes(src + 2 * ldb, (ge - g) * kNr * 4);
-        prefetchBytes(src + 3 * ldb, (ge - g) * kNr * 4);
+        detail::prefetchBytes(src + 2 * ldb, (ge - g) * kNr * 4);
+        detail::prefetchBytes(src + 3 * ldb, (ge - g) * kNr * 4);
       }
       convertF32ToBf16(src, r0, (ge - g) * kNr);
       convertF32ToBf16(src + ldb, r1, (ge - g) * kNr);

@@ -14,21 +14,9 @@
 #include "GemmInternal.h"
 #include "VectorMath.h"
 
-#include <cstdint>
-
 namespace strata::rt::detail {
 
 using strata_plan::Epilogue;
-
-namespace {
-/// Asks for the cache lines of the n floats from p.
-void prefetchRow(const float *p, int64_t n) {
-  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63);
-  uintptr_t end = reinterpret_cast<uintptr_t>(p + n);
-  for (; line < end; line += 64)
-    __builtin_prefetch(reinterpret_cast<const void *>(line));
-}
-} // namespace
 
 void GemmEpilogue::apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                          float *c, int64_t ldc) const {
@@ -37,7 +25,7 @@ void GemmEpilogue::apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols,
     // The next row's operand from memory (the hardware prefetchers do not
     // see a row's start coming); C's rows are still in cache.
     if (aux && i + 1 < rows)
-      prefetchRow(aux + (i0 + i + 1) * ldaux + j0, cols);
+      prefetchBytes(aux + (i0 + i + 1) * ldaux + j0, cols * sizeof(float));
     switch (kind) {
     case Epilogue::Bias:
     case Epilogue::BiasRelu:

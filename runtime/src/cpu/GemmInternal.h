@@ -13,6 +13,8 @@
 
 #include "strata-rt/Kernels.h"
 
+#include <cstdint>
+
 namespace strata::rt::detail {
 
 /// Micro-kernel instruction sets, from slowest to fastest.
@@ -75,6 +77,15 @@ inline void gemmSerial(const GemmTiling &tiling, bool transA, bool transB,
                        const GemmEpilogue *epilogue = nullptr) {
   gemmWithIsa(defaultGemmIsa(), nullptr, tiling, transA, transB, m, n, k, alpha,
               a, lda, b, ldb, beta, c, ldc, epilogue);
+}
+
+/// Asks for the cache lines of the `bytes` from `p` (a row the GEMMs read
+/// next: the hardware prefetchers do not see a new row's start coming).
+inline void prefetchBytes(const void *p, int64_t bytes) {
+  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63);
+  uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
+  for (; line < end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(line));
 }
 
 /// Whether the f32 GEMM has a register tile of `mr` x `nr`.
