@@ -90,15 +90,16 @@ def compile_plan(b, step, options, tmp, index):
     return plan
 
 
-def measure_flags(b, plan, ranks, flags, steps, tmp):
-    """The median step time (s) of one run, and rank 0's arena."""
+def measure_flags(b, plan, ranks, flags, steps, tmp, first=3):
+    """The median step time (s) of one run from step `first` on (the log
+    counts from 1), and rank 0's arena."""
     log = os.path.join(tmp, "log.json")
     launcher = f"{MPIRUN} -np {ranks} " if ranks > 1 else ""
     out = sh(f"{launcher}{b}/strata-run {plan} --steps {steps} --threads 1 "
              f"{flags} --log-json {log}")
     arena = int(re.search(r"arena (\d+) bytes", out).group(1))
     records = [json.loads(line) for line in open(log) if line.strip()]
-    ms = sorted(r["ms"] for r in records if r["step"] > 2)
+    ms = sorted(r["ms"] for r in records if r["step"] >= first)
     return ms[len(ms) // 2] / 1e3, arena
 
 
@@ -109,7 +110,10 @@ def measure(b, plan, ranks, gbps, slow, steps, repeats, tmp):
         flags += f" --emulate-link=bandwidth={gbps:g},latency={LATENCY_US}"
     if slow != 1:
         flags += f" --emulate-compute={slow:g}"
-    runs = [measure_flags(b, plan, ranks, flags, steps, tmp)
+    # strata-run --emulate-compute measures each kernel unslowed in the first
+    # six steps (kEmulateUnslowedRuns in Executor.h) and pads the later ones.
+    first = 7 if slow != 1 else 3
+    runs = [measure_flags(b, plan, ranks, flags, steps, tmp, first)
             for _ in range(repeats)]
     return statistics.median(r[0] for r in runs), runs[-1][1]
 
@@ -333,8 +337,10 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         "validation); every other row changes the link or the compute speed "
         "(a prediction from the calibration). A row's predicted time is the "
         "median of its rounds' predictions, its measured time the median of "
-        "its rounds' runs (each run's median step, steps 3 on). Nothing is "
-        "fitted to the measured rows.",
+        "its rounds' runs (each run's median step, steps 3 on; with slowed "
+        "compute steps 7 on, the padded ones: `--emulate-compute` measures "
+        "each kernel unslowed in the first six steps and pads it to R times "
+        "that in the later ones). Nothing is fitted to the measured rows.",
         "",
         "| configuration | ranks | predicted ms | measured ms | error | "
         "predicted arena | runtime arena |",

@@ -87,9 +87,10 @@ options:
                     multi-rank runs: delay every transfer to what such a
                     link would take
   --emulate-compute R
-                    CPU ranks: every kernel takes R times as long (R >= 1;
-                    the executor spins R - 1 times the kernel's time after
-                    it), to emulate a slower device for strata-sim
+                    CPU ranks: every kernel takes R times as long (R >= 1):
+                    the first six steps run unslowed and measure each
+                    kernel; later kernels spin until R times that has
+                    passed, to emulate a slower device for strata-sim
   --straggler rank=R,delay-ms=D[,every=K]
                     inject a straggler: rank R sleeps D ms before the
                     backward pass of every K-th step it computes (default

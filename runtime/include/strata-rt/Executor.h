@@ -34,6 +34,11 @@
 
 namespace strata::rt {
 
+/// --emulate-compute: the runs of each instruction that measure its unslowed
+/// time before padding starts (the median of all but the first, a warm-up),
+/// so the first six steps of a run are not slowed.
+inline constexpr int64_t kEmulateUnslowedRuns = 6;
+
 struct ExecutorOptions {
   /// Worker threads of the kernels; <= 0 means one per hardware thread.
   int threads = 0;
@@ -47,8 +52,11 @@ struct ExecutorOptions {
   /// Which rank's program to run.
   int64_t rank = 0;
   /// CPU kernels take this many times as long (timed padding, a spin, after
-  /// each kernel; strata-run --emulate-compute). Communication and copies
-  /// are not padded.
+  /// each kernel; strata-run --emulate-compute). Each instruction's first
+  /// kEmulateUnslowedRuns runs are not padded: they measure its unslowed time
+  /// (the median of all but the first), and later runs are padded until they
+  /// have taken computeScale times that. Communication and copies are not
+  /// padded.
   double computeScale = 1;
   /// Where to run it; a CUDA executor needs `backend`.
   DeviceKind device = DeviceKind::Cpu;
@@ -312,11 +320,18 @@ private:
   int64_t originNs = 0;
   double backwardDelayMs = 0;
   double computeScale = 1;
-  /// --emulate-compute: spins until the kernel of `inst` that ran from
-  /// `startNs` to `endNs` has taken computeScale times as long; returns the
-  /// new end.
-  int64_t padKernel(const Instruction &inst, int64_t startNs,
-                    int64_t endNs) const;
+  /// --emulate-compute, per instruction: how often it ran, and its unslowed
+  /// times (ns) after its first run, then their median.
+  struct Unslowed {
+    int64_t runs = 0;
+    std::vector<int64_t> samplesNs;
+    double medianNs = 0;
+  };
+  std::vector<Unslowed> unslowed;
+  /// --emulate-compute: spins until the kernel of instruction `index` that
+  /// ran from `startNs` to `endNs` has taken computeScale times its unslowed
+  /// time; returns the new end.
+  int64_t padKernel(size_t index, int64_t startNs, int64_t endNs);
 };
 
 } // namespace strata::rt
