@@ -18,7 +18,8 @@ round's calibration with the emulated link and slowed compute as what-ifs
 (--what-if link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's
 prediction is the median over the rounds of its predictions, its measured
 time the median over the rounds of each run's median step (strata-run
---log-json, first two steps left out). Calibrating and measuring in the same
+--log-json, first two steps left out; with slowed compute the first six,
+which strata-run --emulate-compute runs unslowed to measure each kernel). Calibrating and measuring in the same
 round keeps both on the machine's state of the moment (it is shared: a long
 run drifts). Nothing is fitted to the measured runs.
 """
@@ -203,8 +204,9 @@ def main():
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    if args.repeats < 1 or args.steps < 4:
-        parser.error("--repeats must be at least 1 and --steps at least 4")
+    if args.repeats < 1 or args.steps < 10:
+        # Slowed runs are measured from step 7 (the first six are unslowed).
+        parser.error("--repeats must be at least 1 and --steps at least 10")
     b = os.path.abspath(os.path.join(args.build, "bin"))
     here = os.path.dirname(os.path.abspath(__file__))
     load_start = os.getloadavg()

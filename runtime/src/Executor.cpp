@@ -37,6 +37,8 @@ Executor::Executor(Plan planIn, const ExecutorOptions &options)
       originNs(steadyNowNs()), computeScale(options.computeScale) {
   program = &plan.ranks[plan.ranks[options.rank].programOf].program;
   rank = options.rank;
+  if (computeScale > 1)
+    unslowed.resize(2 * program->size());
   groupRuns = multiTensorRuns(*program);
   for (size_t i = 0; i < program->size(); ++i)
     if ((*program)[i].info().attr(AttrId::Lr))
@@ -278,7 +280,7 @@ void Executor::runGroup(size_t first, size_t size) {
   const Instruction &inst = (*program)[first];
   int64_t start = steadyNowNs();
   inst.kernel->runGroup(context, calls);
-  int64_t end = padKernel(first, start, steadyNowNs());
+  int64_t end = padKernel(first, /*group=*/true, start, steadyNowNs());
   // The trace shows the members one after the other, each with its share.
   double at = (start - originNs) * 1e-3, span = (end - start) * 1e-3;
   for (size_t j = 0; j < size; ++j) {
@@ -288,7 +290,8 @@ void Executor::runGroup(size_t first, size_t size) {
   }
 }
 
-int64_t Executor::padKernel(size_t index, int64_t startNs, int64_t endNs) {
+int64_t Executor::padKernel(size_t index, bool group, int64_t startNs,
+                            int64_t endNs) {
   const Instruction &inst = (*program)[index];
   bool communication = inst.has(kCollective) || inst.has(kPointToPoint) ||
                        inst.has(kAsyncWait) || inst.has(kCopyStart) ||
@@ -297,11 +300,10 @@ int64_t Executor::padKernel(size_t index, int64_t startNs, int64_t endNs) {
     return endNs;
   // Padding relative to the kernel's time in the same run would slow it by
   // more than computeScale: a padded kernel runs slower than an unpadded one
-  // (on this 2-core machine the memory-bound kernels by 25-45%, matmul by
-  // 8%), so the scale applies to the time measured before padding started.
-  if (unslowed.size() != program->size())
-    unslowed.assign(program->size(), {});
-  Unslowed &kernel = unslowed[index];
+  // (on the 2-core Intel machine of bench/sim.md's session 8 runs the
+  // memory-bound kernels by 25-45%, matmul by 8%), so the scale applies to
+  // the time measured before padding started.
+  Unslowed &kernel = unslowed[group ? program->size() + index : index];
   if (kernel.runs < kEmulateUnslowedRuns) {
     if (kernel.runs++ > 0)
       kernel.samplesNs.push_back(endNs - startNs);
@@ -517,7 +519,7 @@ Status Executor::runStepPart(int64_t step, float &loss, StepPart part) {
                              ": instruction #" + std::to_string(i) + " (" +
                              inst.name() + "): the kernel failed");
     }
-    int64_t end = padKernel(i, start, steadyNowNs());
+    int64_t end = padKernel(i, /*group=*/false, start, steadyNowNs());
     lastStepTimes[i] = {(start - originNs) * 1e-3, (end - start) * 1e-3};
     // Note when bucket transfers in flight complete (for traces).
     for (auto &[bucket, transfer] : context.buckets)

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "strata-rt/Device.h"
+#include "strata-rt/Executor.h"
 #include "strata-rt/Train.h"
 
 #include <cerrno>
@@ -88,9 +89,11 @@ options:
                     link would take
   --emulate-compute R
                     CPU ranks: every kernel takes R times as long (R >= 1):
-                    the first six steps run unslowed and measure each
-                    kernel; later kernels spin until R times that has
-                    passed, to emulate a slower device for strata-sim
+                    each kernel's first six runs (the first six steps)
+                    measure it unslowed; later runs spin until R times
+                    that has passed, to emulate a slower device for
+                    strata-sim (the summary's mean and --profile include
+                    the unslowed steps)
   --straggler rank=R,delay-ms=D[,every=K]
                     inject a straggler: rank R sleeps D ms before the
                     backward pass of every K-th step it computes (default
@@ -406,6 +409,14 @@ int main(int argc, char **argv) {
                 gpus ? "" : (" (" + why + ")").c_str());
     return 0;
   }
+  if (status.ok() && cl.options.emulateCompute > 1 &&
+      cl.options.steps <= kEmulateUnslowedRuns)
+    std::fprintf(stderr,
+                 "strata-run: warning: --emulate-compute slows nothing in "
+                 "%lld steps: each kernel's first %lld runs measure it "
+                 "unslowed\n",
+                 static_cast<long long>(cl.options.steps),
+                 static_cast<long long>(kEmulateUnslowedRuns));
   if (status.ok()) {
     TrainResult result;
     status = train(cl.options, result);

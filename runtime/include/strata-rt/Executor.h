@@ -35,9 +35,11 @@
 namespace strata::rt {
 
 /// --emulate-compute: the runs of each instruction that measure its unslowed
-/// time before padding starts (the median of all but the first, a warm-up),
-/// so the first six steps of a run are not slowed.
+/// time before padding starts (the median of all but the first, a warm-up):
+/// in a run whose every step runs every instruction once, the first six
+/// steps are not slowed.
 inline constexpr int64_t kEmulateUnslowedRuns = 6;
+static_assert(kEmulateUnslowedRuns >= 2, "one run is a warm-up");
 
 struct ExecutorOptions {
   /// Worker threads of the kernels; <= 0 means one per hardware thread.
@@ -320,18 +322,20 @@ private:
   int64_t originNs = 0;
   double backwardDelayMs = 0;
   double computeScale = 1;
-  /// --emulate-compute, per instruction: how often it ran, and its unslowed
-  /// times (ns) after its first run, then their median.
+  /// --emulate-compute, per instruction (then per multi-tensor group, by its
+  /// first member, after the program's size: a group and its first member
+  /// run alone differ): how often it ran, and its unslowed times (ns) after
+  /// its first run, then their median.
   struct Unslowed {
     int64_t runs = 0;
     std::vector<int64_t> samplesNs;
     double medianNs = 0;
   };
   std::vector<Unslowed> unslowed;
-  /// --emulate-compute: spins until the kernel of instruction `index` that
-  /// ran from `startNs` to `endNs` has taken computeScale times its unslowed
-  /// time; returns the new end.
-  int64_t padKernel(size_t index, int64_t startNs, int64_t endNs);
+  /// --emulate-compute: spins until the kernel of instruction `index` (a
+  /// multi-tensor group when `group`) that ran from `startNs` to `endNs` has
+  /// taken computeScale times its unslowed time; returns the new end.
+  int64_t padKernel(size_t index, bool group, int64_t startNs, int64_t endNs);
 };
 
 } // namespace strata::rt

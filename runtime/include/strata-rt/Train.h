@@ -66,9 +66,10 @@ struct TrainOptions {
   /// "bandwidth=GB/s,latency=us": delay every transfer between ranks to what
   /// such a link would take ("" for none).
   std::string emulateLink;
-  /// Every CPU kernel takes this many times as long (>= 1): the executor
-  /// spins (R - 1) times the kernel's time after it (strata-run
-  /// --emulate-compute, to check strata-sim's compute ratio).
+  /// Every CPU kernel takes this many times as long (>= 1): after each
+  /// instruction's first kEmulateUnslowedRuns runs (Executor.h), which
+  /// measure it unslowed, the executor spins until R times that has passed
+  /// (strata-run --emulate-compute, to check strata-sim's compute ratio).
   double emulateCompute = 1;
   /// How long a rank waits for the others before declaring one dead.
   double commTimeoutSeconds = 60;
