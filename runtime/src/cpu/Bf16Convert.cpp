@@ -40,18 +40,7 @@ void toF32Scalar(const uint16_t *in, float *out, int64_t n) {
 
 #if STRATA_BF16_X86
 
-/// f32ToBf16 of 16 lanes, as 32-bit lanes holding the bf16 bits.
-__attribute__((target("avx512f"))) inline __m512i roundLanes(__m512i x) {
-  const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
-  const __m512i inf = _mm512_set1_epi32(0x7F800000);
-  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, absMask), inf);
-  __m512i hi = _mm512_srli_epi32(x, 16);
-  __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-  __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb);
-  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
-  __m512i quiet = _mm512_or_si512(hi, _mm512_set1_epi32(0x0040));
-  return _mm512_mask_mov_epi32(rounded, nan, quiet);
-}
+using detail::roundLanesToBf16;
 
 __attribute__((target("avx512f"))) void toBf16Avx512(const float *in,
                                                      uint16_t *out, int64_t n) {
@@ -59,7 +48,7 @@ __attribute__((target("avx512f"))) void toBf16Avx512(const float *in,
   for (; i + 16 <= n; i += 16) {
     __m512i x = _mm512_loadu_si512(in + i);
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
-                        _mm512_cvtepi32_epi16(roundLanes(x)));
+                        _mm512_cvtepi32_epi16(roundLanesToBf16(x)));
   }
   toBf16Scalar(in + i, out + i, n - i);
 }
@@ -84,8 +73,9 @@ toBf16Avx512Bf16(const float *in, uint16_t *out, int64_t n) {
                     __mmask32(subnormalLanes(hiBits)) << 16;
     if (sub) { // rare: redo those lanes with the integer rounding
       __m512i exact = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm512_cvtepi32_epi16(roundLanes(loBits))),
-          _mm512_cvtepi32_epi16(roundLanes(hiBits)), 1);
+          _mm512_castsi256_si512(
+              _mm512_cvtepi32_epi16(roundLanesToBf16(loBits))),
+          _mm512_cvtepi32_epi16(roundLanesToBf16(hiBits)), 1);
       r = _mm512_mask_mov_epi16(r, sub, exact);
     }
     _mm512_storeu_si512(out + i, r);

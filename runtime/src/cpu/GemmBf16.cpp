@@ -464,6 +464,34 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
 /// Rows ahead that a transposed f32 A panel asks for.
 constexpr int64_t kAhead = 16;
 
+/// The AVX512-BF16 A panel [kc/2][mr][2] of a transposed f32 A (op(A)[i][p]
+/// = a[p * lda + i]; mr <= 16, kc even): rows p and p + 1 of A hold the k
+/// pair of every panel row, so each pair is two masked loads rounded by the
+/// integer rounding (f32ToBf16's bits) and merged, row p + 1 into the high
+/// halves; rows past `rows` load as zeros.
+__attribute__((target("avx512f"))) void
+packATransposedF32Pairs(const float *a, int64_t lda, int64_t i0, int64_t rows,
+                        int64_t p0, int64_t kc, int64_t kcPad, int64_t mr,
+                        uint16_t *dst) {
+  const __mmask16 load = __mmask16((1u << rows) - 1);
+  const __mmask16 store = __mmask16((1u << mr) - 1);
+  for (int64_t p = 0; p < kc; p += 2) {
+    const float *r0 = a + (p0 + p) * lda + i0;
+    if (p + kAhead < kc) {
+      detail::prefetchBytes(r0 + kAhead * lda, rows * 4);
+      detail::prefetchBytes(r0 + (kAhead + 1) * lda, rows * 4);
+    }
+    __m512i x0 = _mm512_maskz_loadu_epi32(load, r0);
+    __m512i x1 = _mm512_maskz_loadu_epi32(load, r0 + lda);
+    __m512i pairs =
+        _mm512_or_si512(detail::roundLanesToBf16(x0),
+                        _mm512_slli_epi32(detail::roundLanesToBf16(x1), 16));
+    _mm512_mask_storeu_epi32(dst + p * mr, store, pairs);
+  }
+  if (kc < kcPad)
+    std::memset(dst + kc * mr, 0, sizeof(uint16_t) * mr * (kcPad - kc));
+}
+
 /// packAPanel<G, float> with the vector conversion: an untransposed A has
 /// each row's kc values rounded, then copied as for bf16 inputs; a
 /// transposed one (AMX) has the kc runs of `rows` values rounded into a
@@ -481,6 +509,10 @@ void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
       convertF32ToBf16(a + (p0 + p) * lda + i0, block + p * mr, rows);
     }
     packAPanelBf16<G>(block, mr, true, 0, rows, 0, kc, kcPad, mr, dst);
+    return;
+  }
+  if (G == 2 && transA && kc % 2 == 0 && mr <= 16 && rows <= mr) {
+    packATransposedF32Pairs(a, lda, i0, rows, p0, kc, kcPad, mr, dst);
     return;
   }
   if (transA || kc % G != 0) {

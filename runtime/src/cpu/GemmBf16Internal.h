@@ -13,6 +13,10 @@
 #include "GemmInternal.h"
 #include "strata-rt/Bf16.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace strata::rt::detail {
 
 /// bf16 GEMM paths, from slowest to fastest. Fallback rounds nothing itself:
@@ -58,6 +62,22 @@ void convertF32ToBf16WithIsa(Bf16ConvertIsa isa, const float *in, uint16_t *out,
                              int64_t n);
 void convertBf16ToF32WithIsa(Bf16ConvertIsa isa, const uint16_t *in, float *out,
                              int64_t n);
+
+#if defined(__x86_64__)
+/// f32ToBf16 of 16 lanes (AVX-512F integer rounding), as 32-bit lanes
+/// holding the bf16 bits in their low half.
+__attribute__((target("avx512f"))) inline __m512i roundLanesToBf16(__m512i x) {
+  const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i inf = _mm512_set1_epi32(0x7F800000);
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, absMask), inf);
+  __m512i hi = _mm512_srli_epi32(x, 16);
+  __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb);
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
+  __m512i quiet = _mm512_or_si512(hi, _mm512_set1_epi32(0x0040));
+  return _mm512_mask_mov_epi32(rounded, nan, quiet);
+}
+#endif
 
 } // namespace strata::rt::detail
 
