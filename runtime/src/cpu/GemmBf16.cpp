@@ -465,7 +465,8 @@ packBPanelsBf16(const void *data, int64_t ldb, bool transB, int64_t p0,
 constexpr int64_t kAhead = 16;
 
 /// The AVX512-BF16 A panel [kc/2][mr][2] of a transposed f32 A (op(A)[i][p]
-/// = a[p * lda + i]; mr <= 16, kc even): rows p and p + 1 of A hold the k
+/// = a[p * lda + i], offsets i0 and p0 aside; rows <= mr <= 16, kc even):
+/// rows p and p + 1 of A hold the k
 /// pair of every panel row, so each pair is two masked loads rounded by the
 /// integer rounding (f32ToBf16's bits) and merged, row p + 1 into the high
 /// halves; rows past `rows` load as zeros.
@@ -488,14 +489,18 @@ packATransposedF32Pairs(const float *a, int64_t lda, int64_t i0, int64_t rows,
                         _mm512_slli_epi32(detail::roundLanesToBf16(x1), 16));
     _mm512_mask_storeu_epi32(dst + p * mr, store, pairs);
   }
+  // kcPad == kc for an even kc on this path today; the padding stays zero
+  // should a k group ever round it up.
   if (kc < kcPad)
     std::memset(dst + kc * mr, 0, sizeof(uint16_t) * mr * (kcPad - kc));
 }
 
 /// packAPanel<G, float> with the vector conversion: an untransposed A has
 /// each row's kc values rounded, then copied as for bf16 inputs; a
-/// transposed one (AMX) has the kc runs of `rows` values rounded into a
-/// bf16 block [kc][mr], packed as a transposed bf16 A.
+/// transposed one has, on AMX, the kc runs of `rows` values rounded into a
+/// bf16 block [kc][mr], packed as a transposed bf16 A, and on AVX512-BF16
+/// (even kc) its k pairs packed by packATransposedF32Pairs; odd kc takes the
+/// element loop.
 template <int G>
 void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
                    int64_t rows, int64_t p0, int64_t kc, int64_t kcPad,

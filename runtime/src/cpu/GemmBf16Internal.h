@@ -3,7 +3,9 @@
 // Part of the Strata runtime, which never includes an MLIR header.
 //
 // Not installed: the instruction-set hooks of the bf16 conversions and GEMM,
-// used by the unit tests and the benchmark to run every path on one machine.
+// used by the unit tests and the benchmark to run every path on one machine,
+// and the AVX-512 rounding that the conversions and the GEMM's packers
+// share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +67,8 @@ void convertBf16ToF32WithIsa(Bf16ConvertIsa isa, const uint16_t *in, float *out,
 
 #if defined(__x86_64__)
 /// f32ToBf16 of 16 lanes (AVX-512F integer rounding), as 32-bit lanes
-/// holding the bf16 bits in their low half.
+/// holding the bf16 bits in their low half (the high half zero). Call it
+/// from functions with target avx512f only.
 __attribute__((target("avx512f"))) inline __m512i roundLanesToBf16(__m512i x) {
   const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i inf = _mm512_set1_epi32(0x7F800000);

@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include <unistd.h>
@@ -439,6 +440,36 @@ TEST(GemmBf16, F32InputsMatchBf16Inputs) {
           << describe(c, isa, 2);
     }
   }
+}
+
+// A transposed f32 A (the weight gradients' operand) packed from f32 gives
+// the bits of its bf16 rounding for one-row and partial panels, k slices
+// too short to prefetch, odd k (the element loop) and special values (NaN,
+// Inf, rounding up to Inf, ties, a subnormal), one per run, in the last row
+// and the last k pair.
+TEST(GemmBf16, TransposedF32AMatchesBf16) {
+  const uint32_t special[] = {
+      0x3F800000u, 0x7F800001u, 0xFF810000u, 0x7FFFFFFFu, 0x7F800000u,
+      0xFF800000u, 0x7F7FFFFFu, 0x3F808000u, 0x3F818000u, 0x807FFFFFu};
+  Random rng(29);
+  for (Bf16Isa isa : gemmIsas())
+    for (int64_t m : {1, 11, 12, 13, 70})
+      for (int64_t k : {2, 14, 38, 37})
+        for (size_t s = 0; s < sizeof(special) / sizeof(special[0]); ++s) {
+          Bf16Case c;
+          c.m = m, c.n = 33, c.k = k, c.ta = true, c.padA = 5;
+          Bf16Data d = makeData(c, rng);
+          // op(A)[m - 1][p] = a[p * lda + m - 1], p in the last k pair.
+          int64_t p = std::max<int64_t>(0, k - 1 - int64_t(s % 2));
+          int64_t index = p * d.lda + m - 1;
+          std::memcpy(&d.a[index], &special[s], sizeof(float));
+          d.ah[index] = f32ToBf16(d.a[index]);
+          ThreadPool pool(2);
+          std::vector<float> ref = runGemm(isa, &pool, c, d);
+          c.f32A = true;
+          EXPECT_TRUE(sameBits(ref, runGemm(isa, &pool, c, d)))
+              << describe(c, isa, 2) << " special=" << special[s];
+        }
 }
 
 // The cache blocks of a tiling (the plan's attributes, strata-tune's search)
