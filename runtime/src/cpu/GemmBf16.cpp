@@ -466,10 +466,9 @@ constexpr int64_t kAhead = 16;
 
 /// The AVX512-BF16 A panel [kc/2][mr][2] of a transposed f32 A (op(A)[i][p]
 /// = a[p * lda + i], offsets i0 and p0 aside; rows <= mr <= 16, kc even):
-/// rows p and p + 1 of A hold the k
-/// pair of every panel row, so each pair is two masked loads rounded by the
-/// integer rounding (f32ToBf16's bits) and merged, row p + 1 into the high
-/// halves; rows past `rows` load as zeros.
+/// rows p and p + 1 of A hold the k pair of every panel row, so each pair is
+/// two masked loads rounded by the integer rounding (f32ToBf16's bits) and
+/// merged, row p + 1 into the high halves; rows past `rows` load as zeros.
 __attribute__((target("avx512f"))) void
 packATransposedF32Pairs(const float *a, int64_t lda, int64_t i0, int64_t rows,
                         int64_t p0, int64_t kc, int64_t kcPad, int64_t mr,
