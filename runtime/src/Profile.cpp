@@ -122,7 +122,9 @@ Status ProfileRecorder::write(const Plan &plan,
   if (steps.empty())
     return Status::failure(path + ": no step ran, so there is no profile");
   // Per layer and phase, the per-step sums; then their median.
-  size_t first = steps.size() > 1 ? 1 : 0;
+  // The warm-up steps, or the first one, or none: whatever leaves a step.
+  size_t warmup = static_cast<size_t>(std::max<int64_t>(warmupSteps, 0));
+  size_t first = steps.size() > warmup ? warmup : steps.size() > 1 ? 1 : 0;
   std::map<int64_t, LayerEntry> layers;
   std::map<int64_t, std::vector<double>> forward, backward, update;
   for (size_t s = first; s < steps.size(); ++s) {

@@ -1103,7 +1103,9 @@ Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
                   TrainResult &result) {
   TraceWriter trace;
   bool tracing = !options.tracePath.empty();
-  ProfileRecorder profile;
+  // With --emulate-compute the profile describes the slowed steps.
+  ProfileRecorder profile(options.emulateCompute > 1 ? kEmulateUnslowedRuns
+                                                     : 1);
   bool profiling = !options.profilePath.empty();
   Status status;
   std::FILE *jsonLog = nullptr;

@@ -92,8 +92,8 @@ options:
                     each kernel's first six runs (the first six steps)
                     measure it unslowed; later runs spin until R times
                     that has passed, to emulate a slower device for
-                    strata-sim (the summary's mean and --profile include
-                    the unslowed steps)
+                    strata-sim (the summary's mean includes the unslowed
+                    steps; --profile leaves them out)
   --straggler rank=R,delay-ms=D[,every=K]
                     inject a straggler: rank R sleeps D ms before the
                     backward pass of every K-th step it computes (default

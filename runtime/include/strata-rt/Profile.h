@@ -45,6 +45,11 @@ std::string kernelSignature(const Plan &plan, const Instruction &inst);
 
 class ProfileRecorder {
 public:
+  /// `warmupSteps` leading steps are left out of the profile when later ones
+  /// exist (1: the first step; strata-run --emulate-compute leaves out its
+  /// unslowed steps).
+  explicit ProfileRecorder(int64_t warmupSteps = 1)
+      : warmupSteps(warmupSteps) {}
   /// Records one step's instruction times.
   void record(const std::vector<InstructionTime> &times);
   /// Writes the profile of `program` (the instructions whose times were
@@ -53,6 +58,7 @@ public:
                const std::string &path) const;
 
 private:
+  int64_t warmupSteps = 1;
   /// Per step, per instruction, microseconds.
   std::vector<std::vector<double>> steps;
 };
