@@ -69,7 +69,8 @@ void timeCalls(const std::function<void()> &fn, double minTime,
   }
 }
 
-double median(std::vector<double> v) {
+/// The upper median (strata::rt::median averages the middle two).
+double upperMedian(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -194,8 +195,8 @@ int main(int argc, char **argv) {
       }
       Row row{n,
               (int)threads,
-              flops / median(strataTimes) * 1e-9,
-              useOpenBlas ? flops / median(blasTimes) * 1e-9 : 0.0,
+              flops / upperMedian(strataTimes) * 1e-9,
+              useOpenBlas ? flops / upperMedian(blasTimes) * 1e-9 : 0.0,
               flops / best(strataTimes) * 1e-9,
               useOpenBlas ? flops / best(blasTimes) * 1e-9 : 0.0,
               maxRel};

@@ -301,21 +301,14 @@ int64_t Executor::padKernel(size_t index, bool group, int64_t startNs,
   // Padding relative to the kernel's time in the same run would slow it by
   // more than computeScale: a padded kernel runs slower than an unpadded one
   // (on the 2-core Intel machine of bench/sim.md's session 8 runs the
-  // memory-bound kernels by 25-45%, matmul by 8%), so the scale applies to
+  // memory-bound kernels by 24-43%, matmul by 8.5%), so the scale applies to
   // the time measured before padding started.
   Unslowed &kernel = unslowed[group ? program->size() + index : index];
   if (kernel.runs < kEmulateUnslowedRuns) {
     if (kernel.runs++ > 0)
-      kernel.samplesNs.push_back(endNs - startNs);
-    if (kernel.runs == kEmulateUnslowedRuns) {
-      std::vector<int64_t> &samples = kernel.samplesNs;
-      std::sort(samples.begin(), samples.end());
-      size_t half = samples.size() / 2;
-      kernel.medianNs =
-          samples.size() % 2
-              ? static_cast<double>(samples[half])
-              : 0.5 * static_cast<double>(samples[half - 1] + samples[half]);
-    }
+      kernel.samplesNs.push_back(static_cast<double>(endNs - startNs));
+    if (kernel.runs == kEmulateUnslowedRuns)
+      kernel.medianNs = median(std::move(kernel.samplesNs));
     return endNs;
   }
   int64_t deadline =

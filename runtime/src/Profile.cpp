@@ -40,14 +40,6 @@ bool isCommunication(const Instruction &inst) {
          inst.has(kCopyStart) || inst.has(kCopyWait);
 }
 
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 } // namespace
 
 std::string kernelSignature(const Plan &plan, const Instruction &inst) {

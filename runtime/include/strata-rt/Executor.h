@@ -328,7 +328,7 @@ private:
   /// its first run, then their median.
   struct Unslowed {
     int64_t runs = 0;
-    std::vector<int64_t> samplesNs;
+    std::vector<double> samplesNs;
     double medianNs = 0;
   };
   std::vector<Unslowed> unslowed;

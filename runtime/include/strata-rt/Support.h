@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace strata::rt {
 
@@ -60,6 +61,10 @@ private:
 /// clock for the processes of a machine): the runtime's timestamps (traces,
 /// bucket transfers, request completions, emulated links).
 int64_t steadyNowNs();
+
+/// The median of `values` (the mean of the middle two for an even count; 0
+/// for none).
+double median(std::vector<double> values);
 
 /// Reads a whole file. A file that cannot be opened or read is a `Failure`.
 Status readFile(const std::string &path, std::string &contents);

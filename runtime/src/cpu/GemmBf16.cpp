@@ -471,8 +471,7 @@ constexpr int64_t kAhead = 16;
 /// merged, row p + 1 into the high halves; rows past `rows` load as zeros.
 __attribute__((target("avx512f"))) void
 packATransposedF32Pairs(const float *a, int64_t lda, int64_t i0, int64_t rows,
-                        int64_t p0, int64_t kc, int64_t kcPad, int64_t mr,
-                        uint16_t *dst) {
+                        int64_t p0, int64_t kc, int64_t mr, uint16_t *dst) {
   const __mmask16 load = __mmask16((1u << rows) - 1);
   const __mmask16 store = __mmask16((1u << mr) - 1);
   for (int64_t p = 0; p < kc; p += 2) {
@@ -488,10 +487,6 @@ packATransposedF32Pairs(const float *a, int64_t lda, int64_t i0, int64_t rows,
                         _mm512_slli_epi32(detail::roundLanesToBf16(x1), 16));
     _mm512_mask_storeu_epi32(dst + p * mr, store, pairs);
   }
-  // kcPad == kc for an even kc on this path today; the padding stays zero
-  // should a k group ever round it up.
-  if (kc < kcPad)
-    std::memset(dst + kc * mr, 0, sizeof(uint16_t) * mr * (kcPad - kc));
 }
 
 /// packAPanel<G, float> with the vector conversion: an untransposed A has
@@ -516,7 +511,8 @@ void packAPanelF32(const void *data, int64_t lda, bool transA, int64_t i0,
     return;
   }
   if (G == 2 && transA && kc % 2 == 0 && mr <= 16 && rows <= mr) {
-    packATransposedF32Pairs(a, lda, i0, rows, p0, kc, kcPad, mr, dst);
+    // kc even: kcPad (kc rounded up to the k pair) is kc, nothing to pad.
+    packATransposedF32Pairs(a, lda, i0, rows, p0, kc, mr, dst);
     return;
   }
   if (transA || kc % G != 0) {
