@@ -23,24 +23,26 @@
 #   step       bench/gpu_train_step.py (gpt2-small, fp32/tf32/bf16, beside
 #              PyTorch eager) -> OUT/gpu-train-step.md
 #   sanitizer  compute-sanitizer memcheck on short runs
+#   profile    gpt2-small steps traced on the GPU (TF32 and bf16): device time
+#              by op kind -> OUT/step-profile.md
 # OUT/summary.md lists every check with PASS/FAIL; OUT/gpu-check.log has
 # everything. GPU_CHECK_DEADLINE (seconds, default 400) skips the steps that
 # would start after it; GPU_CHECK_STEPS (e.g. "kernels train") runs only
-# those.
+# those; GPU_CHECK_STEP_MODES (default fp32,tf32,bf16) the step's modes.
 set -uo pipefail
 PACK=$(realpath "${1:-gpu}")
 [[ -d $PACK/bin && -d $PACK/plans ]] || { echo "gpu-check: $PACK is not a pack of scripts/gpu-pack.sh" >&2; exit 2; }
 mkdir -p "${2:-gpu-out}"
 OUT=$(realpath "${2:-gpu-out}")
 # Nothing of an earlier run may pass for this one's.
-rm -f "$OUT"/{summary.md,gpu-check.log,kernels.log,build.log,gemm.md,gpu-train-step.md}
+rm -f "$OUT"/{summary.md,gpu-check.log,kernels.log,build.log,gemm.md,gpu-train-step.md,step-profile.md}
 rm -rf /tmp/gpu-check /tmp/strata-rt-build /tmp/gtest-build /tmp/gtest /tmp/build.log
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEADLINE=${GPU_CHECK_DEADLINE:-400}
 ONLY=${GPU_CHECK_STEPS:-}
 for step in $ONLY; do
   case $step in
-  env | build | devices | kernels | train | resume | trace | nccl | gemm | step | sanitizer) ;;
+  env | build | devices | kernels | train | resume | trace | nccl | gemm | step | sanitizer | profile) ;;
   *) echo "gpu-check: unknown step '$step' in GPU_CHECK_STEPS" >&2; exit 2 ;;
   esac
 done
@@ -254,8 +256,8 @@ if [[ -n $BUILD_PID ]]; then
 fi
 
 if want gemm; then
-  log "-- gemm: strata-cuda-gemm-bench --sizes 1024,2048,4096,8192"
-  timeout 120 "$BIN/strata-cuda-gemm-bench" --sizes 1024,2048,4096,8192 >"$OUT/gemm.md" 2>&1
+  log "-- gemm: strata-cuda-gemm-bench --sizes 1024,2048,4096,8192 --reps 30"
+  timeout 120 "$BIN/strata-cuda-gemm-bench" --sizes 1024,2048,4096,8192 --reps 30 >"$OUT/gemm.md" 2>&1
   rc=$?
   cat "$OUT/gemm.md" >>"$LOG"
   result gemm "$([[ $rc == 0 ]] && echo PASS || echo FAIL)" "exit $rc"
@@ -264,7 +266,7 @@ fi
 if want step; then
   run step 300 python3 "$ROOT/bench/gpu_train_step.py" --strata-run "$BIN/strata-run" \
     --plan "$P/gpt2s.json" --bf16-plan "$P/gpt2s-bf16.json" --steps 10 --warmup 3 \
-    --strata-gemm --out "$OUT/gpu-train-step.md"
+    --modes "${GPU_CHECK_STEP_MODES:-fp32,tf32,bf16}" --strata-gemm --out "$OUT/gpu-train-step.md"
 fi
 
 if want sanitizer; then
@@ -275,9 +277,27 @@ if want sanitizer; then
       "$BIN/strata-run" "$P/gpt-adamw.json" --steps 1 --device=cuda --gemm=strata
     run "sanitizer cnn" 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$BIN/strata-run" "$P/cnn-sgd.json" --steps 1 --device=cuda
+    run "sanitizer split-K" 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$BIN/StrataCudaTests" --gtest_filter='StrataGemm.SplitK*'
   else
     result sanitizer SKIP "compute-sanitizer not on PATH"
   fi
+fi
+
+if want profile; then
+  # Where a gpt2-small step's device time goes: the traced instructions of
+  # steps 3-4 (after two warm-ups), summed by op kind and pass.
+  : >"$OUT/step-profile.md"
+  for mode in tf32 bf16; do
+    plan=$P/gpt2s.json flags=--tf32
+    [[ $mode == bf16 ]] && plan=$P/gpt2s-bf16.json flags=
+    if run "profile $mode" 120 "$BIN/strata-run" "$plan" --steps 4 --device=cuda $flags \
+      --trace "$W/gpt2s-$mode.json"; then
+      python3 "$ROOT/bench/trace_breakdown.py" "$W/gpt2s-$mode.json" --from-step 3 \
+        --title "gpt2-small $mode, steps 3-4" >>"$OUT/step-profile.md" 2>>"$LOG"
+      result "profile $mode breakdown" "$([[ $? == 0 ]] && echo PASS || echo FAIL)" "OUT/step-profile.md"
+    fi
+  done
 fi
 
 log "gpu-check: $FAILS failed checks, $((SECONDS - START)) s"

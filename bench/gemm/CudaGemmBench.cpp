@@ -9,11 +9,14 @@
 // Times Strata's own CUDA GEMM against cublasSgemm (FP32, TF32 off; TF32
 // in its own column) on square row-major products C = A B of random data,
 // in the same process, with CUDA events (mean of R launches after two
-// warm-ups): the default tiling (128x128x16/8x8, what the runtime runs) and
-// the best of six vectorised and scalar tilings. Checks each strataGemm
+// warm-ups): the tiling the runtime runs for the shape (cudaGemmTilingFor
+// with the device's SM count), and every configuration of a grid: six
+// vectorised and scalar tilings unsliced, and 128x128 and 128x64 with k in
+// 2, 4 and 8 slices (split-K, sizes up to 2048). Checks each strataGemm
 // result against cuBLAS's (max |diff| / max |C|; C is NaN-filled before
-// each tiling, so an unwritten element fails) and exits 1 beyond 1e-4.
-// Prints a Markdown table. Exits 77 without a GPU (bench/gpu.md).
+// each run, so an unwritten element fails) and exits 1 beyond 1e-4.
+// Prints two Markdown tables (the summary and the grid). Exits 77 without a
+// GPU (bench/gpu.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,19 +146,33 @@ int main(int argc, char **argv) {
   check(cublasCreate(&cublas), "cublasCreate");
   check(cublasSetStream(cublas, stream), "cublasSetStream");
 
-  const CudaGemmTiling tilings[] = {{128, 128, 16, 8, 8}, {128, 64, 16, 8, 8},
-                                    {64, 64, 16, 8, 8},   {64, 64, 16, 4, 8},
-                                    {64, 64, 16, 4, 4},   {128, 128, 8, 8, 8}};
+  std::vector<CudaGemmTiling> grid = {
+      {128, 128, 16, 8, 8}, {128, 64, 16, 8, 8}, {64, 64, 16, 8, 8},
+      {64, 64, 16, 4, 8},   {64, 64, 16, 4, 4},  {128, 128, 8, 8, 8}};
+  for (int split : {2, 4, 8})
+    for (CudaGemmTiling t : {CudaGemmTiling{128, 128, 16, 8, 8},
+                             CudaGemmTiling{128, 64, 16, 8, 8}}) {
+      t.splitK = split;
+      grid.push_back(t);
+    }
+  auto text = [](const CudaGemmTiling &t) {
+    std::string s = std::to_string(t.blockM) + "x" + std::to_string(t.blockN) +
+                    "x" + std::to_string(t.kStep) + "/" +
+                    std::to_string(t.threadM) + "x" + std::to_string(t.threadN);
+    return t.splitK > 1 ? s + "/s" + std::to_string(t.splitK) : s;
+  };
   std::printf("Device: %s (%d SMs). Square row-major C = A B, FP32, mean of "
               "%d launches after 2 warm-ups (CUDA events).\n\n",
               prop.name, prop.multiProcessorCount, reps);
-  std::printf("| n | cuBLAS FP32 TFLOP/s | cuBLAS TF32 TFLOP/s | default "
-              "strataGemm TFLOP/s | default / cuBLAS FP32 | best strataGemm "
-              "TFLOP/s (tiling) | best / cuBLAS FP32 | max rel diff |\n| --- "
-              "| --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| n | cuBLAS FP32 TFLOP/s | cuBLAS TF32 TFLOP/s | runtime's "
+              "strataGemm TFLOP/s (tiling) | runtime's / cuBLAS FP32 | best "
+              "strataGemm TFLOP/s (tiling) | best / cuBLAS FP32 | max rel diff "
+              "|\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   bool ok = true;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  // TFLOP/s of each grid configuration at each size (0: not run).
+  std::vector<std::vector<double>> gridTflops(grid.size());
   for (int64_t n : sizes) {
     int64_t count = n * n;
     std::vector<float> host(count);
@@ -183,9 +200,9 @@ int main(int argc, char **argv) {
     check(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH), "math");
     double cublasMs = timeMs(stream, reps, [&] { cublasRun(ref); });
     std::vector<float> want = download(ref, count);
-    double bestMs = 1e30, defaultMs = 0, worstDiff = 0;
-    CudaGemmTiling best{};
-    for (const CudaGemmTiling &t : tilings) {
+    double worstDiff = 0;
+    // Milliseconds of strataGemm with tiling `t` (result checked).
+    auto timeStrata = [&](const CudaGemmTiling &t) {
       check(cudaMemset(c, 0xff, count * 4), "cudaMemset"); // NaNs
       double ms = 0;
       try {
@@ -195,28 +212,53 @@ int main(int argc, char **argv) {
         });
       } catch (const std::exception &e) {
         std::fprintf(stderr, "strata-cuda-gemm-bench: %s\n", e.what());
-        return 1;
+        std::exit(1);
       }
       worstDiff = std::max(worstDiff, relDiff(download(c, count), want));
-      if (&t == &tilings[0])
-        defaultMs = ms;
+      return ms;
+    };
+    CudaGemmTiling chosen = cudaGemmTilingFor(CudaGemmTiling{}, n, n, n, 1,
+                                              prop.multiProcessorCount);
+    double chosenMs = timeStrata(chosen);
+    double bestMs = 1e30;
+    CudaGemmTiling best{};
+    for (size_t i = 0; i < grid.size(); ++i) {
+      gridTflops[i].push_back(0);
+      if (grid[i].splitK > 1 && n > 2048)
+        continue;
+      double ms = timeStrata(grid[i]);
+      gridTflops[i].back() = flop / ms * 1e-9;
       if (ms < bestMs) {
         bestMs = ms;
-        best = t;
+        best = grid[i];
       }
     }
     ok = ok && worstDiff <= 1e-4;
-    std::printf("| %lld | %.1f | %.1f | %.1f | %.2f | %.1f (%dx%dx%d/%dx%d) | "
-                "%.2f | %.1e |\n",
+    std::printf("| %lld | %.1f | %.1f | %.1f (%s) | %.2f | %.1f (%s) | %.2f | "
+                "%.1e |\n",
                 (long long)n, flop / cublasMs * 1e-9, flop / tf32Ms * 1e-9,
-                flop / defaultMs * 1e-9, cublasMs / defaultMs,
-                flop / bestMs * 1e-9, best.blockM, best.blockN, best.kStep,
-                best.threadM, best.threadN, cublasMs / bestMs, worstDiff);
+                flop / chosenMs * 1e-9, text(chosen).c_str(),
+                cublasMs / chosenMs, flop / bestMs * 1e-9, text(best).c_str(),
+                cublasMs / bestMs, worstDiff);
     std::fflush(stdout);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);
     cudaFree(ref);
+  }
+  std::printf("\nEvery configuration, TFLOP/s (split-K up to n = 2048):\n\n| "
+              "tiling |");
+  for (int64_t n : sizes)
+    std::printf(" %lld |", (long long)n);
+  std::printf("\n| --- |");
+  for (size_t j = 0; j < sizes.size(); ++j)
+    std::printf(" --- |");
+  std::printf("\n");
+  for (size_t i = 0; i < grid.size(); ++i) {
+    std::printf("| %s |", text(grid[i]).c_str());
+    for (double v : gridTflops[i])
+      v > 0 ? std::printf(" %.1f |", v) : std::printf(" |");
+    std::printf("\n");
   }
   cublasDestroy(cublas);
   cudaStreamDestroy(stream);

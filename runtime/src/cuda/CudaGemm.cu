@@ -24,7 +24,9 @@
 // register tiles in multiples of 4; the others take gemmKernel.
 //
 // Results are deterministic: each element of C is accumulated by one thread
-// in k order, in either kernel.
+// in k order, in either kernel. A split-K tiling (splitK > 1) runs the same
+// kernels over k ranges as batch entries into a workspace, then
+// splitKReduceKernel sums each element's slices in slice order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -377,6 +379,26 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
   }
 }
 
+/// C = alpha (W[0] + ... + W[slices - 1]) + beta C for the m x n slices W[s]
+/// (rows of n floats, `m * n` apart), summed in slice order.
+__global__ void splitKReduceKernel(const float *__restrict__ work, int slices,
+                                   int64_t m, int64_t n, float alpha,
+                                   float beta, float *__restrict__ C,
+                                   int64_t ldc) {
+  const int64_t count = m * n;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    float sum = work[i];
+    for (int s = 1; s < slices; ++s)
+      sum += work[s * count + i];
+    float *out = C + (i / n) * ldc + i % n;
+    float v = alpha * sum;
+    if (beta != 0.0f)
+      v = fmaf(beta, *out, v);
+    *out = v;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Dispatch
 //===----------------------------------------------------------------------===//
@@ -489,9 +511,47 @@ const Compiled kCompiled[] = {
     {{32, 32, 8, 2, 2}, launchTiling<32, 32, 8, 2, 2>},
 };
 
+/// Whether `a` and `b` run the same kernel (their k slicing aside).
 bool sameTiling(const CudaGemmTiling &a, const CudaGemmTiling &b) {
   return a.blockM == b.blockM && a.blockN == b.blockN && a.kStep == b.kStep &&
          a.threadM == b.threadM && a.threadN == b.threadN;
+}
+
+/// C = alpha op(A) op(B) + beta C of one product with k sliced into ranges
+/// of `slice` (a multiple of 4, below k) floats: the whole ranges as one
+/// batched launch into a workspace, the rest as another, then the sum.
+/// Returns false (nothing enqueued) when the workspace cannot be had.
+bool launchSplitK(cudaStream_t stream, Launcher launch, bool ta, bool tb,
+                  const GemmArgs &g, int64_t slice) {
+  const int64_t whole = g.k / slice, rest = g.k - whole * slice;
+  const int64_t slices = whole + (rest > 0);
+  const int64_t count = (int64_t)g.m * g.n;
+  if (count > (int64_t{1} << 38) / slices) // 1 TiB of slices: never
+    return false;
+  float *work = nullptr;
+  if (cudaMallocAsync(reinterpret_cast<void **>(&work),
+                      (size_t)(slices * count) * sizeof(float),
+                      stream) != cudaSuccess) {
+    (void)cudaGetLastError(); // not sticky: run unsliced instead
+    return false;
+  }
+  // Offsets of k element `kk` in op(A) and op(B).
+  auto offA = [&](int64_t kk) { return ta ? kk * g.lda : kk; };
+  auto offB = [&](int64_t kk) { return tb ? kk : kk * g.ldb; };
+  launch(stream, ta, tb,
+         GemmArgs{g.m, g.n, (int)slice, 1.0f, g.a, g.lda, offA(slice), g.b,
+                  g.ldb, offB(slice), 0.0f, work, g.n, count, whole});
+  if (rest > 0)
+    launch(stream, ta, tb,
+           GemmArgs{g.m, g.n, (int)rest, 1.0f, g.a + offA(whole * slice), g.lda,
+                    0, g.b + offB(whole * slice), g.ldb, 0, 0.0f,
+                    work + whole * count, g.n, 0, 1});
+  splitKReduceKernel<<<(unsigned)std::min<int64_t>(ceilDiv(count, 256), 65535),
+                       256, 0, stream>>>(work, (int)slices, g.m, g.n, g.alpha,
+                                         g.beta, g.c, g.ldc);
+  STRATA_CUDA_CHECK_LAUNCH();
+  STRATA_CUDA_CHECK(cudaFreeAsync(work, stream));
+  return true;
 }
 
 const Compiled &nearestCompiled(const CudaGemmTiling &t) {
@@ -522,11 +582,15 @@ std::string verifyCudaGemmTiling(const CudaGemmTiling &t) {
   auto text = [](const CudaGemmTiling &t) {
     return std::to_string(t.blockM) + "x" + std::to_string(t.blockN) + "x" +
            std::to_string(t.kStep) + "/" + std::to_string(t.threadM) + "x" +
-           std::to_string(t.threadN);
+           std::to_string(t.threadN) +
+           (t.splitK != 1 ? "/s" + std::to_string(t.splitK) : "");
   };
   if (t.blockM <= 0 || t.blockN <= 0 || t.kStep <= 0 || t.threadM <= 0 ||
       t.threadN <= 0)
     return "cuda gemm tiling " + text(t) + ": all sizes must be positive";
+  if (t.splitK < 1 || t.splitK > 64)
+    return "cuda gemm tiling " + text(t) + ": " + std::to_string(t.splitK) +
+           " k slices, must be from 1 to 64";
   if (t.blockM % t.threadM != 0)
     return "cuda gemm tiling " + text(t) +
            ": blockM must be a multiple of threadM";
@@ -546,13 +610,17 @@ std::string verifyCudaGemmTiling(const CudaGemmTiling &t) {
 }
 
 CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t) {
-  return nearestCompiled(t).tiling;
+  CudaGemmTiling compiled = nearestCompiled(t).tiling;
+  compiled.splitK = t.splitK;
+  return compiled;
 }
 
 CudaGemmTiling cudaGemmTilingFor(const CudaGemmTiling &asked, int64_t m,
-                                 int64_t n, int64_t batch,
+                                 int64_t n, int64_t k, int64_t batch,
                                  int multiprocessors) {
-  if (!sameTiling(asked, CudaGemmTiling{}) || multiprocessors <= 0)
+  const CudaGemmTiling def{};
+  if (!sameTiling(asked, def) || asked.splitK != def.splitK ||
+      multiprocessors <= 0)
     return asked;
   auto blocks = [&](int bm, int bn) {
     return ceilDiv(m, bm) * ceilDiv(n, bn) * std::min<int64_t>(batch, 65535);
@@ -563,6 +631,17 @@ CudaGemmTiling cudaGemmTilingFor(const CudaGemmTiling &asked, int64_t m,
   };
   if (fills(128, 128))
     return asked;
+  // Slice k so that the 128x128 blocks fill two per SM (the kernel's
+  // occupancy bound), each slice kCudaGemmMinSliceK deep at least.
+  if (batch == 1) {
+    int64_t split = std::min({2 * (int64_t)multiprocessors / blocks(128, 128),
+                              k / kCudaGemmMinSliceK, (int64_t)64});
+    if (split >= 2) {
+      CudaGemmTiling t = asked;
+      t.splitK = (int)split;
+      return t;
+    }
+  }
   if (fills(128, 64))
     return {128, 64, 16, 8, 8};
   return {64, 64, 16, 8, 8};
@@ -588,7 +667,14 @@ void strataGemm(cudaStream_t stream, const CudaGemmTiling &tiling, bool transA,
                                 "256");
   GemmArgs args{(int)m, (int)n,  (int)k, alpha, a,   lda,     strideA, b,
                 ldb,    strideB, beta,   c,     ldc, strideC, batch};
-  nearestCompiled(tiling).launch(stream, transA, transB, args);
+  Launcher launch = nearestCompiled(tiling).launch;
+  if (tiling.splitK > 1 && batch == 1) {
+    // Slices of whole float4s keep aligned operands aligned.
+    int64_t slice = (ceilDiv(k, tiling.splitK) + 3) / 4 * 4;
+    if (slice < k && launchSplitK(stream, launch, transA, transB, args, slice))
+      return;
+  }
+  launch(stream, transA, transB, args);
 }
 
 } // namespace strata::rt::cuda

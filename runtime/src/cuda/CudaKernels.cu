@@ -142,7 +142,7 @@ void gemm(CudaContext &ctx, bool transA, bool transB, int64_t m, int64_t n,
   }
   if (ctx.gemm == GemmEngine::Strata) {
     CudaGemmTiling tiling =
-        cudaGemmTilingFor(ctx.tiling, m, n, batch, ctx.multiprocessors);
+        cudaGemmTilingFor(ctx.tiling, m, n, k, batch, ctx.multiprocessors);
     strataGemm(ctx.stream, tiling, transA, transB, m, n, k, alpha, a, lda,
                strideA, b, ldb, strideB, beta, c, ldc, strideC, batch);
     return;

@@ -49,12 +49,21 @@ enum class GemmEngine {
 /// blockN % threadN == 0, (blockM/threadM)*(blockN/threadN) is a multiple of
 /// 32 and at most 1024, and the shared-memory tiles (blockM + blockN) * kStep
 /// floats fit in 48 KiB.
+///
+/// `splitK` > 1 slices k into that many ranges of whole float4s (split-K):
+/// each range's product is a batch entry of its own, written to a
+/// stream-ordered device workspace (cudaMallocAsync), and a second kernel
+/// sums the slices in slice order and applies alpha and beta. This fills
+/// the SMs when m x n has few tiles; results stay deterministic but are not
+/// the unsliced bits. Only single products (batch 1) are sliced; from 1 to
+/// 64.
 struct CudaGemmTiling {
   int blockM = 128;
   int blockN = 128;
   int kStep = 16;
   int threadM = 8;
   int threadN = 8;
+  int splitK = 1;
 };
 /// Empty when `t` is legal, else why not.
 std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
@@ -67,16 +76,22 @@ std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
 /// tiles in multiples of 4 take a vectorised kernel (float4 loads and
 /// stores) when the operands are 16-byte aligned with leading dimensions
 /// and batch strides in whole float4s (each element of C is still summed by
-/// one thread in k order).
+/// one thread in k order). `splitK` is kept as asked.
 CudaGemmTiling compiledCudaGemmTiling(const CudaGemmTiling &t);
-/// The tiling strataGemm runs for an m x n product (`batch` of them) when
-/// `asked` is the default tiling on a device of `multiprocessors` SMs: the
-/// first of 128x128x16, 128x64x16 and 64x64x16 (8x8 register tiles) whose
-/// blocks fill three quarters of the SMs, else the last (on an H100 at
-/// 1024^3: 16.5 TFLOP/s with 128x128 tiles, 28.3 with 128x64, less with
-/// 64x64; bench/gpu.md). Any other `asked` tiling is kept.
+/// The tiling strataGemm runs for an m x n x k product (`batch` of them)
+/// when `asked` is the default tiling on a device of `multiprocessors` SMs:
+/// the default when its 128x128 blocks fill three quarters of the SMs;
+/// else, for a single product, the default sliced along k into as many
+/// ranges as fill two blocks per SM, each at least kCudaGemmMinSliceK deep
+/// (1024^3 on 132 SMs: 4 slices); else the first of 128x64x16 and
+/// 64x64x16 (8x8 register tiles) whose blocks fill three quarters of the
+/// SMs, else the last (bench/gpu.md has the measurements). Any other
+/// `asked` tiling is kept.
 CudaGemmTiling cudaGemmTilingFor(const CudaGemmTiling &asked, int64_t m,
-                                 int64_t n, int64_t batch, int multiprocessors);
+                                 int64_t n, int64_t k, int64_t batch,
+                                 int multiprocessors);
+/// The shallowest k range cudaGemmTilingFor slices a product into.
+constexpr int64_t kCudaGemmMinSliceK = 256;
 
 /// A host swap slot of activation swapping: pinned host memory of the
 /// slot's swapped buffer, and the events that order its copies: `ready` is

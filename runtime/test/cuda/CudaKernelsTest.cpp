@@ -883,6 +883,9 @@ TEST(CudaGemmTilingTest, Verify) {
   EXPECT_NE(verifyCudaGemmTiling({16, 16, 8, 4, 4}), "");    // 16 threads
   EXPECT_NE(verifyCudaGemmTiling({256, 256, 8, 4, 4}), "");  // 4096 threads
   EXPECT_NE(verifyCudaGemmTiling({128, 128, 64, 8, 8}), ""); // 64 KiB
+  EXPECT_EQ(verifyCudaGemmTiling({128, 128, 16, 8, 8, 64}), "");
+  EXPECT_NE(verifyCudaGemmTiling({128, 128, 16, 8, 8, 0}), "");
+  EXPECT_NE(verifyCudaGemmTiling({128, 128, 16, 8, 8, 65}), "");
 }
 
 TEST(CudaGemmTilingTest, CompiledTilings) {
@@ -903,27 +906,48 @@ TEST(CudaGemmTilingTest, CompiledTilings) {
                    CudaGemmTiling{128, 128, 8, 8, 8}));
   EXPECT_TRUE(same(compiledCudaGemmTiling({32, 64, 8, 2, 2}),
                    CudaGemmTiling{32, 32, 8, 2, 2}));
+  EXPECT_EQ(compiledCudaGemmTiling({256, 128, 8, 8, 8, 3}).splitK, 3);
 }
 
-TEST(CudaGemmTilingTest, SmallProductsRunSmallerTiles) {
+TEST(CudaGemmTilingTest, SmallProductsRunSlicedOrSmallerTiles) {
   auto text = [](const CudaGemmTiling &t) {
     return std::to_string(t.blockM) + "x" + std::to_string(t.blockN) + "x" +
            std::to_string(t.kStep) + "/" + std::to_string(t.threadM) + "x" +
-           std::to_string(t.threadN);
+           std::to_string(t.threadN) +
+           (t.splitK != 1 ? "/s" + std::to_string(t.splitK) : "");
   };
   CudaGemmTiling def;
-  // 132 SMs (99 is three quarters): 1024^2 has 64 tiles of 128x128 and 128
-  // of 128x64; 512x1024 has 32 and 64 of those and 128 of 64x64.
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 2048, 2048, 1, 132)), "128x128x16/8x8");
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 2, 132)), "128x128x16/8x8");
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 2048, 1, 132)), "128x128x16/8x8");
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 1, 132)), "128x64x16/8x8");
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 512, 1024, 1, 132)), "64x64x16/8x8");
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 1, 132)), "64x64x16/8x8");
+  // 132 SMs (99 is three quarters, 264 two blocks each): 1024^2 has 64
+  // tiles of 128x128 (4 slices fill 256 blocks), 768^2 36 (7 slices),
+  // 512x1024 32 (8, but 1024 / 256 = 4 slices at most).
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 2048, 2048, 2048, 1, 132)),
+            "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 1024, 2, 132)),
+            "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 2048, 1024, 1, 132)),
+            "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 1024, 1, 132)),
+            "128x128x16/8x8/s4");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 768, 768, 8192, 1, 132)),
+            "128x128x16/8x8/s7");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 512, 1024, 1024, 1, 132)),
+            "128x128x16/8x8/s4");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 1 << 20, 1, 132)),
+            "128x128x16/8x8/s64");
+  // Too shallow to slice, or batched: smaller tiles.
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 1024, 1024, 256, 1, 132)),
+            "128x64x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 512, 1024, 64, 1, 132)),
+            "64x64x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 64, 1, 132)), "64x64x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 4096, 2, 132)), "64x64x16/8x8");
   // Unknown SM count, or a tiling asked for: kept.
-  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 1, 0)), "128x128x16/8x8");
-  EXPECT_EQ(text(cudaGemmTilingFor({128, 128, 8, 8, 8}, 64, 64, 1, 132)),
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 4096, 1, 0)), "128x128x16/8x8");
+  EXPECT_EQ(text(cudaGemmTilingFor({128, 128, 8, 8, 8}, 64, 64, 4096, 1, 132)),
             "128x128x8/8x8");
+  EXPECT_EQ(
+      text(cudaGemmTilingFor({128, 128, 16, 8, 8, 2}, 64, 64, 4096, 1, 132)),
+      "128x128x16/8x8/s2");
 }
 
 TEST(CudaAllReduce, ReplicasMustMatchTheRun) {
@@ -1362,6 +1386,11 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       {40, 50, 60, 4, false, false, true, 1.0f, 0.0f},
       {17, 300, 9, 2, true, true, true, -2.0f, 0.5f},
       {257, 129, 100, 1, false, false, false, 1.0f, 0.0f},
+      // Single products deep enough for k slices of every transpose, with
+      // a shorter last slice.
+      {64, 96, 301, 1, true, false, false, 1.0f, 1.0f},
+      {72, 40, 517, 1, true, true, false, -1.0f, 0.25f},
+      {128, 64, 1000, 1, false, true, false, 1.0f, 0.0f},
       // Aligned (the vectorised kernel); alignedGemmShapes() too.
       {256, 256, 64, 1, false, false, false, 1.0f, 0.0f},
       {8, 4, 4, 1, false, false, false, 1.0f, 0.0f},
@@ -1379,7 +1408,14 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       {32, 32, 8, 2, 2},
       // Legal but not compiled: run the nearest compiled tiling.
       {64, 32, 8, 4, 2},
-      {256, 128, 16, 16, 8}};
+      {256, 128, 16, 16, 8},
+      // Split-K (batch 1 only; more slices than k allows are fewer).
+      {128, 128, 16, 8, 8, 2},
+      {128, 128, 16, 8, 8, 4},
+      {128, 64, 16, 8, 8, 3},
+      {64, 64, 16, 4, 4, 5},
+      {32, 32, 8, 2, 2, 3},
+      {64, 64, 8, 4, 4, 64}};
   Random rng(7);
   for (const GemmShape &s : alignedGemmShapes())
     shapes.push_back(s);
@@ -1399,7 +1435,8 @@ TEST(StrataGemm, MatchesCublasAndReference) {
       std::string what =
           shape + " tiling " + std::to_string(t.blockM) + "x" +
           std::to_string(t.blockN) + "x" + std::to_string(t.kStep) + "/" +
-          std::to_string(t.threadM) + "x" + std::to_string(t.threadN);
+          std::to_string(t.threadM) + "x" + std::to_string(t.threadN) + "/s" +
+          std::to_string(t.splitK);
       size_t bad = 0, badCublas = 0, worst = 0;
       for (size_t e = 0; e < got.size(); ++e) {
         // FP32 accumulation over k terms: error well below k 2^-24 times
@@ -1440,6 +1477,38 @@ TEST(StrataGemm, VectorisedKernelEqualsScalarKernel) {
           << s.m << "x" << s.n << "x" << s.k << " tiling " << t.blockM << "x"
           << t.blockN << "x" << t.kStep << "/" << t.threadM << "x" << t.threadN;
     }
+  }
+}
+
+/// Split-K sums each element's slices in slice order: the same bits run
+/// after run, on the vectorised and the scalar kernels alike (aligned, and
+/// one float off).
+TEST(StrataGemm, SplitKIsDeterministic) {
+  SKIP_WITHOUT_DEVICE();
+  GemmShape s{256, 192, 1500, 1, false, false, false, 1.0f, 0.5f};
+  Random rng(13);
+  auto [a, b, c] = randomOperands(s, rng);
+  for (int offset : {0, 1}) {
+    CudaGemmTiling t{128, 128, 16, 8, 8, 4};
+    std::vector<float> first = deviceGemm(s, a, b, c, &t, offset);
+    for (int run = 0; run < 3; ++run) {
+      std::vector<float> again = deviceGemm(s, a, b, c, &t, offset);
+      EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * 4), 0)
+          << "offset " << offset << " run " << run;
+    }
+    // Not the unsliced bits everywhere, but within the FP32 bound.
+    t.splitK = 1;
+    std::vector<float> whole = deviceGemm(s, a, b, c, &t, offset);
+    std::vector<double> magnitude;
+    referenceGemm(s, a, b, c, magnitude);
+    size_t differ = 0;
+    for (size_t e = 0; e < whole.size(); ++e) {
+      EXPECT_NEAR(first[e], whole[e], 1e-6 + 8.0 * s.k * 6e-8 * magnitude[e]);
+      differ += first[e] != whole[e];
+    }
+    std::printf("split-K 4 vs unsliced (offset %d): %zu of %zu elements "
+                "differ\n",
+                offset, differ, whole.size());
   }
 }
 
