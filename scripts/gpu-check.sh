@@ -295,7 +295,8 @@ if want profile; then
       --trace "$W/gpt2s-$mode.json"; then
       python3 "$ROOT/bench/trace_breakdown.py" "$W/gpt2s-$mode.json" --from-step 3 \
         --title "gpt2-small $mode, steps 3-4" >>"$OUT/step-profile.md" 2>>"$LOG"
-      result "profile $mode breakdown" "$([[ $? == 0 ]] && echo PASS || echo FAIL)" "OUT/step-profile.md"
+      rc=$?
+      result "profile $mode breakdown" "$([[ $rc == 0 ]] && echo PASS || echo FAIL)" "OUT/step-profile.md"
     fi
   done
 fi

@@ -517,16 +517,20 @@ bool sameTiling(const CudaGemmTiling &a, const CudaGemmTiling &b) {
          a.threadM == b.threadM && a.threadN == b.threadN;
 }
 
+/// The most workspace a split-K product takes; past it, it runs unsliced.
+constexpr int64_t kSplitKWorkspaceBytes = int64_t{1} << 30;
+
 /// C = alpha op(A) op(B) + beta C of one product with k sliced into ranges
 /// of `slice` (a multiple of 4, below k) floats: the whole ranges as one
 /// batched launch into a workspace, the rest as another, then the sum.
-/// Returns false (nothing enqueued) when the workspace cannot be had.
+/// Returns false (nothing enqueued) when the workspace would pass
+/// kSplitKWorkspaceBytes or cannot be had.
 bool launchSplitK(cudaStream_t stream, Launcher launch, bool ta, bool tb,
                   const GemmArgs &g, int64_t slice) {
   const int64_t whole = g.k / slice, rest = g.k - whole * slice;
   const int64_t slices = whole + (rest > 0);
   const int64_t count = (int64_t)g.m * g.n;
-  if (count > (int64_t{1} << 38) / slices) // 1 TiB of slices: never
+  if (count > kSplitKWorkspaceBytes / (int64_t)sizeof(float) / slices)
     return false;
   float *work = nullptr;
   if (cudaMallocAsync(reinterpret_cast<void **>(&work),
@@ -538,18 +542,24 @@ bool launchSplitK(cudaStream_t stream, Launcher launch, bool ta, bool tb,
   // Offsets of k element `kk` in op(A) and op(B).
   auto offA = [&](int64_t kk) { return ta ? kk * g.lda : kk; };
   auto offB = [&](int64_t kk) { return tb ? kk : kk * g.ldb; };
-  launch(stream, ta, tb,
-         GemmArgs{g.m, g.n, (int)slice, 1.0f, g.a, g.lda, offA(slice), g.b,
-                  g.ldb, offB(slice), 0.0f, work, g.n, count, whole});
-  if (rest > 0)
+  try {
     launch(stream, ta, tb,
-           GemmArgs{g.m, g.n, (int)rest, 1.0f, g.a + offA(whole * slice), g.lda,
-                    0, g.b + offB(whole * slice), g.ldb, 0, 0.0f,
-                    work + whole * count, g.n, 0, 1});
-  splitKReduceKernel<<<(unsigned)std::min<int64_t>(ceilDiv(count, 256), 65535),
-                       256, 0, stream>>>(work, (int)slices, g.m, g.n, g.alpha,
-                                         g.beta, g.c, g.ldc);
-  STRATA_CUDA_CHECK_LAUNCH();
+           GemmArgs{g.m, g.n, (int)slice, 1.0f, g.a, g.lda, offA(slice), g.b,
+                    g.ldb, offB(slice), 0.0f, work, g.n, count, whole});
+    if (rest > 0)
+      launch(stream, ta, tb,
+             GemmArgs{g.m, g.n, (int)rest, 1.0f, g.a + offA(whole * slice),
+                      g.lda, 0, g.b + offB(whole * slice), g.ldb, 0, 0.0f,
+                      work + whole * count, g.n, 0, 1});
+    splitKReduceKernel<<<(unsigned)std::min<int64_t>(ceilDiv(count, 256),
+                                                     65535),
+                         256, 0, stream>>>(work, (int)slices, g.m, g.n, g.alpha,
+                                           g.beta, g.c, g.ldc);
+    STRATA_CUDA_CHECK_LAUNCH();
+  } catch (...) {
+    (void)cudaFreeAsync(work, stream);
+    throw;
+  }
   STRATA_CUDA_CHECK(cudaFreeAsync(work, stream));
   return true;
 }
@@ -620,7 +630,7 @@ CudaGemmTiling cudaGemmTilingFor(const CudaGemmTiling &asked, int64_t m,
                                  int multiprocessors) {
   const CudaGemmTiling def{};
   if (!sameTiling(asked, def) || asked.splitK != def.splitK ||
-      multiprocessors <= 0)
+      multiprocessors <= 0 || m <= 0 || n <= 0 || batch <= 0)
     return asked;
   auto blocks = [&](int bm, int bn) {
     return ceilDiv(m, bm) * ceilDiv(n, bn) * std::min<int64_t>(batch, 65535);

@@ -50,13 +50,16 @@ enum class GemmEngine {
 /// 32 and at most 1024, and the shared-memory tiles (blockM + blockN) * kStep
 /// floats fit in 48 KiB.
 ///
-/// `splitK` > 1 slices k into that many ranges of whole float4s (split-K):
-/// each range's product is a batch entry of its own, written to a
-/// stream-ordered device workspace (cudaMallocAsync), and a second kernel
-/// sums the slices in slice order and applies alpha and beta. This fills
-/// the SMs when m x n has few tiles; results stay deterministic but are not
-/// the unsliced bits. Only single products (batch 1) are sliced; from 1 to
-/// 64.
+/// `splitK` > 1 slices k into at most that many ranges of whole float4s
+/// (split-K; ceil(k / splitK) rounded up to a multiple of 4 each, the last
+/// shorter): each range's product is a batch entry of its own, written to a
+/// stream-ordered device workspace (cudaMallocAsync, outside the planned
+/// arena; the memory pool may hand it back at each synchronisation), and a
+/// second kernel sums the slices in slice order and applies alpha and beta.
+/// This fills the SMs when m x n has few tiles; results stay deterministic
+/// but are not the unsliced bits. From 1 to 64. The product runs unsliced
+/// when it is batched, when k fits one slice, or when the workspace would
+/// pass 1 GiB or cannot be allocated.
 struct CudaGemmTiling {
   int blockM = 128;
   int blockN = 128;
@@ -114,8 +117,8 @@ struct CudaContext {
   GemmEngine gemm = GemmEngine::Cublas;
   CudaGemmTiling tiling;
   /// The device's SM count (0: unknown). With the default `tiling`, a
-  /// product whose 128x128 tiles would leave SMs idle runs smaller tiles
-  /// (cudaGemmTilingFor).
+  /// product whose 128x128 tiles would leave SMs idle runs with k sliced or
+  /// smaller tiles (cudaGemmTilingFor).
   int multiprocessors = 0;
   bool allowTf32 = false;
   /// Device scratch of `scratchBytes` bytes that a kernel may use for the

@@ -941,7 +941,9 @@ TEST(CudaGemmTilingTest, SmallProductsRunSlicedOrSmallerTiles) {
             "64x64x16/8x8");
   EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 64, 1, 132)), "64x64x16/8x8");
   EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 4096, 2, 132)), "64x64x16/8x8");
-  // Unknown SM count, or a tiling asked for: kept.
+  // Unknown SM count, an empty product, or a tiling asked for: kept.
+  EXPECT_EQ(text(cudaGemmTilingFor(def, 0, 64, 4096, 1, 132)),
+            "128x128x16/8x8");
   EXPECT_EQ(text(cudaGemmTilingFor(def, 64, 64, 4096, 1, 0)), "128x128x16/8x8");
   EXPECT_EQ(text(cudaGemmTilingFor({128, 128, 8, 8, 8}, 64, 64, 4096, 1, 132)),
             "128x128x8/8x8");
@@ -1272,28 +1274,48 @@ struct GemmShape {
   float alpha, beta;
 };
 
+/// Copies the rows x cols matrices of `dense` (`count` of them, packed)
+/// into rows of `ld` floats, the padding NaN.
+std::vector<float> padRows(const std::vector<float> &dense, int64_t count,
+                           int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> out(count * rows * ld, NAN);
+  for (int64_t i = 0; i < count * rows; ++i)
+    std::copy_n(dense.begin() + i * cols, cols, out.begin() + i * ld);
+  return out;
+}
+
 /// Runs C = alpha op(A) op(B) + beta C for one shape on the device with
 /// strataGemm (`tiling`) or cuBLAS (tiling == nullptr); returns C. The
 /// operands start `offset` floats into their buffers (1: not 16-byte
-/// aligned, so strataGemm takes its scalar kernel).
+/// aligned, so strataGemm takes its scalar kernel). With `pad`, every
+/// matrix's rows are `pad` floats longer than its width (leading dimensions
+/// and batch strides grow; A's and B's padding is NaN, C's must come back
+/// untouched).
 std::vector<float> deviceGemm(const GemmShape &s, const std::vector<float> &a,
                               const std::vector<float> &b,
                               const std::vector<float> &c,
-                              const CudaGemmTiling *tiling, int offset = 0) {
-  DeviceBuffer da((a.size() + offset) * 4), db((b.size() + offset) * 4),
-      dc((c.size() + offset) * 4);
+                              const CudaGemmTiling *tiling, int offset = 0,
+                              int64_t pad = 0) {
+  const int64_t rowsA = s.ta ? s.k : s.m, colsA = s.ta ? s.m : s.k;
+  const int64_t rowsB = s.tb ? s.n : s.k, colsB = s.tb ? s.k : s.n;
+  const int64_t lda = colsA + pad, ldb = colsB + pad, ldc = s.n + pad;
+  const int64_t countB = s.broadcastB ? 1 : s.batch;
+  std::vector<float> ha = padRows(a, s.batch, rowsA, colsA, lda);
+  std::vector<float> hb = padRows(b, countB, rowsB, colsB, ldb);
+  std::vector<float> hc = padRows(c, s.batch, s.m, s.n, ldc);
+  DeviceBuffer da((ha.size() + offset) * 4), db((hb.size() + offset) * 4),
+      dc((hc.size() + offset) * 4);
   float *pa = static_cast<float *>(da.get()) + offset;
   float *pb = static_cast<float *>(db.get()) + offset;
   float *pc = static_cast<float *>(dc.get()) + offset;
-  check(cudaMemcpy(pa, a.data(), a.size() * 4, cudaMemcpyHostToDevice),
+  check(cudaMemcpy(pa, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice),
         "cudaMemcpy");
-  check(cudaMemcpy(pb, b.data(), b.size() * 4, cudaMemcpyHostToDevice),
+  check(cudaMemcpy(pb, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice),
         "cudaMemcpy");
-  check(cudaMemcpy(pc, c.data(), c.size() * 4, cudaMemcpyHostToDevice),
+  check(cudaMemcpy(pc, hc.data(), hc.size() * 4, cudaMemcpyHostToDevice),
         "cudaMemcpy");
-  int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n, ldc = s.n;
-  int64_t strideA = s.m * s.k, strideB = s.broadcastB ? 0 : s.k * s.n,
-          strideC = s.m * s.n;
+  int64_t strideA = rowsA * lda, strideB = s.broadcastB ? 0 : rowsB * ldb,
+          strideC = s.m * ldc;
   if (tiling) {
     strataGemm(gpu().stream, *tiling, s.ta, s.tb, s.m, s.n, s.k, s.alpha, pa,
                lda, strideA, pb, ldb, strideB, s.beta, pc, ldc, strideC,
@@ -1310,9 +1332,17 @@ std::vector<float> deviceGemm(const GemmShape &s, const std::vector<float> &a,
           "cublasSgemmStridedBatched");
   }
   check(cudaStreamSynchronize(gpu().stream), "cudaStreamSynchronize");
-  std::vector<float> result(c.size());
-  check(cudaMemcpy(result.data(), pc, c.size() * 4, cudaMemcpyDeviceToHost),
+  std::vector<float> padded(hc.size());
+  check(cudaMemcpy(padded.data(), pc, hc.size() * 4, cudaMemcpyDeviceToHost),
         "cudaMemcpy");
+  std::vector<float> result(c.size());
+  size_t touched = 0;
+  for (int64_t i = 0; i < s.batch * s.m; ++i) {
+    std::copy_n(padded.begin() + i * ldc, s.n, result.begin() + i * s.n);
+    for (int64_t j = s.n; j < ldc; ++j)
+      touched += !std::isnan(padded[i * ldc + j]);
+  }
+  EXPECT_EQ(touched, 0u) << "C's row padding was written";
   return result;
 }
 
@@ -1481,34 +1511,46 @@ TEST(StrataGemm, VectorisedKernelEqualsScalarKernel) {
 }
 
 /// Split-K sums each element's slices in slice order: the same bits run
-/// after run, on the vectorised and the scalar kernels alike (aligned, and
-/// one float off).
+/// after run and on the vectorised and the scalar kernels (aligned, and one
+/// float off), for every transpose, with padded leading dimensions and a
+/// shorter last slice; within the FP32 bound of the unsliced product, and
+/// not its bits everywhere (so the slices really ran).
 TEST(StrataGemm, SplitKIsDeterministic) {
   SKIP_WITHOUT_DEVICE();
-  GemmShape s{256, 192, 1500, 1, false, false, false, 1.0f, 0.5f};
   Random rng(13);
-  auto [a, b, c] = randomOperands(s, rng);
-  for (int offset : {0, 1}) {
-    CudaGemmTiling t{128, 128, 16, 8, 8, 4};
-    std::vector<float> first = deviceGemm(s, a, b, c, &t, offset);
-    for (int run = 0; run < 3; ++run) {
-      std::vector<float> again = deviceGemm(s, a, b, c, &t, offset);
-      EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * 4), 0)
-          << "offset " << offset << " run " << run;
-    }
-    // Not the unsliced bits everywhere, but within the FP32 bound.
-    t.splitK = 1;
-    std::vector<float> whole = deviceGemm(s, a, b, c, &t, offset);
+  for (int shape = 0; shape < 4; ++shape) {
+    bool ta = shape & 1, tb = shape & 2;
+    // k = 1500: slices of 376, the last 372.
+    GemmShape s{200, 136, 1500, 1, ta, tb, false, 1.0f, 0.5f};
+    auto [a, b, c] = randomOperands(s, rng);
     std::vector<double> magnitude;
-    referenceGemm(s, a, b, c, magnitude);
-    size_t differ = 0;
-    for (size_t e = 0; e < whole.size(); ++e) {
-      EXPECT_NEAR(first[e], whole[e], 1e-6 + 8.0 * s.k * 6e-8 * magnitude[e]);
-      differ += first[e] != whole[e];
+    std::vector<double> want = referenceGemm(s, a, b, c, magnitude);
+    for (int64_t pad : {0, 4}) {
+      std::string what = std::string(ta ? "ta " : "") + (tb ? "tb " : "") +
+                         "pad " + std::to_string(pad);
+      CudaGemmTiling t{128, 128, 16, 8, 8, 4};
+      std::vector<float> first = deviceGemm(s, a, b, c, &t, 0, pad);
+      std::vector<float> again = deviceGemm(s, a, b, c, &t, 0, pad);
+      std::vector<float> scalar = deviceGemm(s, a, b, c, &t, 1, pad);
+      EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * 4), 0)
+          << what << ": run to run";
+      EXPECT_EQ(std::memcmp(first.data(), scalar.data(), first.size() * 4), 0)
+          << what << ": vectorised against scalar";
+      t.splitK = 1;
+      std::vector<float> whole = deviceGemm(s, a, b, c, &t, 0, pad);
+      size_t differ = 0, far = 0, wrong = 0;
+      for (size_t e = 0; e < whole.size(); ++e) {
+        double allowed = 1e-6 + 4.0 * s.k * 6e-8 * magnitude[e];
+        differ += first[e] != whole[e];
+        far += !(std::fabs(first[e] - whole[e]) <= 2 * allowed);
+        wrong += !(std::fabs(first[e] - want[e]) <= allowed);
+      }
+      EXPECT_EQ(far, 0u) << what << ": sliced against unsliced";
+      EXPECT_EQ(wrong, 0u) << what << ": against the double reference";
+      EXPECT_GT(differ, 0u) << what
+                            << ": no element differs from the "
+                               "unsliced product (did k get sliced?)";
     }
-    std::printf("split-K 4 vs unsliced (offset %d): %zu of %zu elements "
-                "differ\n",
-                offset, differ, whole.size());
   }
 }
 
