@@ -15,12 +15,21 @@ Each (variant, seed) result is kept in --cache, so the runs can be made one
 at a time (e.g. each under a lock on a shared machine) and --report prints
 the table from the cache. Variant names: f32, or FORMAT+SENSITIVE (e.g.
 mxfp4+mxfp8; SENSITIVE may be none: those values stay f32; FORMAT auto:E is
-format=auto budget=E, the runtime's choice with --compress-every 100).
+format=auto budget=E, the runtime's choice with --compress-every 100),
+optionally with @B (e.g. mxfp6+none@0.5): --strata-remat="budget=B
+solver=dp" first, so that the values it recomputes (bit-identical kernels
+on their saved inputs) are not saved at all and the rest is compressed.
+
+The ratio is the step's compressible saved activations as f32 without
+recomputation over what the variant stores of them: the packed bytes plus
+the saved values it leaves f32 (the pass's remark counts both). Integer
+tensors and the loss's inputs are neither compressed nor counted.
 """
 import argparse
 import json
 import os
 import re
+import subprocess
 import tempfile
 
 from benchutil import sh
@@ -46,22 +55,40 @@ def load():
     return json.load(open(args.cache)) if os.path.exists(args.cache) else {}
 
 
+SAVED = re.compile(r"of (\d+) compressible saved activations, (\d+) bytes "
+                   r"as f32")
+
+
+def saved_bytes(step, options):
+    """The compressible saved activations' f32 bytes after `options`."""
+    err = subprocess.run(
+        "%s/strata-opt %s %s --strata-compress-activations=format=mxfp8 "
+        "-o /dev/null" % (BIN, step, options), shell=True, check=True,
+        text=True, capture_output=True).stderr
+    return int(SAVED.search(err).group(2))
+
+
 def run(variant, seed):
     step = os.path.join(TMP, "step.mlir")
     if not os.path.exists(step):
         sh("%s/strata-model %s | %s/strata-opt --strata-autodiff='optimizer="
            "adamw lr=0.003' -o %s" % (BIN, MODEL, BIN, step))
     option = ""
-    if variant != "f32":
-        fmt, sensitive = variant.rsplit("+", 1)
+    compression, _, remat = variant.partition("@")
+    if remat:
+        option = ("--strata-remat='budget=%s target=cpu-local solver=dp'" %
+                  remat)
+    if compression != "f32":
+        fmt, sensitive = compression.rsplit("+", 1)
         if fmt.startswith("auto:"):  # auto:E -> format=auto budget=E
             fmt = "auto budget=" + fmt[len("auto:"):]
-        option = ("--strata-compress-activations='format=%s sensitive=%s'" %
-                  (fmt, sensitive))
+        option += (" --strata-compress-activations='format=%s sensitive=%s'" %
+                   (fmt, sensitive))
     plan = os.path.join(TMP, re.sub(r"[^\w]+", "-", variant) + ".json")
     sh("%s/strata-opt %s %s --strata-plan-buffers 2>/dev/null | "
        "%s/strata-translate --export-plan -o %s" % (BIN, step, option, BIN,
                                                     plan))
+    remat_option = option.split(" --strata-compress")[0] if remat else ""
     log = plan + ".%d.jsonl" % seed
     out = sh("%s/strata-run %s --data %s --steps %d --threads %d --seed %d "
              "--log-json %s" % (BIN, plan, DATA, args.steps, args.threads,
@@ -81,11 +108,15 @@ def run(variant, seed):
             "tensors": int(saved.group(1)) if saved else 0,
             "packed": packed,
             "f32": int(saved.group(3)) if saved else 0,
+            "saved_step": saved_bytes(step, ""),
+            "saved_variant": saved_bytes(step, remat_option),
             "arena": arena, "steps": args.steps}
 
 
 def report(results):
     f32_saved = max((r["f32"] for r in results.values()), default=0)
+    step_saved = max((r.get("saved_step", r["f32"]) for r in results.values()),
+                     default=0)
     print("| variant | tensors | packed bytes | ratio (saved f32 / stored) | "
           "arena bytes | " +
           " | ".join("loss seed %d" % s for s in args.seeds) +
@@ -101,16 +132,19 @@ def report(results):
         if variant == "f32":
             base = mean
         first = rows[0]
-        # Saved values left f32 (sensitive=none) still take their bytes.
-        stored = first["packed"] + (f32_saved - first["f32"])
-        ratio = ("%.2fx" % (f32_saved / stored) if first["packed"] else "1x")
+        # Saved values left f32 (sensitive=none) still take their bytes;
+        # those a remat variant recomputes take none.
+        whole = first.get("saved_step", f32_saved)
+        stored = first["packed"] + (first.get("saved_variant", f32_saved) -
+                                    first["f32"])
+        ratio = ("%.2fx" % (whole / stored) if stored < whole else "1x")
         print("| %s | %d | %s | %s | %d | %s | %.4f | %s |" % (
             variant, first["tensors"], first["packed"] or "-", ratio,
             first["arena"],
             " | ".join("%.4f" % r["final"] for r in rows), mean,
             "%+.2f%%" % (100 * (mean - base) / base) if base else "-"))
-    print("\nSaved activations as f32: %d bytes; %d steps, %d threads." %
-          (f32_saved, args.steps, args.threads))
+    print("\nCompressible saved activations as f32: %d bytes; %d steps, %d "
+          "threads." % (step_saved, args.steps, args.threads))
 
 
 results = load()

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -94,17 +95,45 @@ bool isCompressible(Value value, int64_t minElements) {
   });
 }
 
+/// Whether `op`, a clone --strata-remat placed in the backward pass, is a
+/// recomputation.
+bool isRecompute(Operation *op) {
+  auto phase = op->getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
+  return phase && phase.getValue() == Phase::recompute;
+}
+
 /// Whether an op that saves `value` for its backward pass amplifies an
 /// error in it (AutodiffOpInterface::amplifiesSavedError): the input of a
-/// normalisation, the probabilities of a softmax.
+/// normalisation, the probabilities of a softmax. After --strata-remat a
+/// value whose error reaches such a value through recomputations is as
+/// sensitive (the keys and queries from which a softmax's probabilities are
+/// recomputed: an error in the scores comes out exponentiated).
 bool isErrorSensitive(Value value) {
   auto amplifies = [&](Operation *op) {
     auto autodiff = dyn_cast_or_null<AutodiffOpInterface>(op);
     return autodiff && !op->hasAttr(StrataDialect::getPhaseAttrName()) &&
            autodiff.amplifiesSavedError(value);
   };
-  return amplifies(value.getDefiningOp()) ||
-         llvm::any_of(value.getUsers(), amplifies);
+  if (amplifies(value.getDefiningOp()) ||
+      llvm::any_of(value.getUsers(), amplifies))
+    return true;
+  SmallVector<Value> work = {value};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!work.empty()) {
+    Value reached = work.pop_back_val();
+    for (Operation *user : reached.getUsers()) {
+      if (!isRecompute(user) || !seen.insert(user).second)
+        continue;
+      auto autodiff = dyn_cast<AutodiffOpInterface>(user);
+      if (autodiff && (autodiff.amplifiesSavedError(reached) ||
+                       llvm::any_of(user->getResults(), [&](Value result) {
+                         return autodiff.amplifiesSavedError(result);
+                       })))
+        return true;
+      llvm::append_range(work, user->getResults());
+    }
+  }
+  return false;
 }
 
 /// The backward ops (those with a phase) that read `value`, in program
@@ -170,11 +199,8 @@ void uncompress(CompressOp compress) {
 /// beside a decompressed copy until the later backward uses.
 bool feedsRecompute(CompressOp compress) {
   for (Operation *decompress : compress.getResult().getUsers())
-    for (Operation *user : decompress->getResult(0).getUsers())
-      if (auto phase =
-              user->getAttrOfType<PhaseAttr>(StrataDialect::getPhaseAttrName());
-          phase && phase.getValue() == Phase::recompute)
-        return true;
+    if (llvm::any_of(decompress->getResult(0).getUsers(), isRecompute))
+      return true;
   return false;
 }
 
@@ -330,7 +356,7 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
               "before --strata-lower-to-plan";
   SavedValues saved(func);
   SmallVector<CompressOp> compressed;
-  int64_t sensitiveTensors = 0;
+  int64_t sensitiveTensors = 0, candidates = 0, candidateBytes = 0;
   for (Value value : saved.getActivations()) {
     if (!isCompressible(value, minElements))
       continue;
@@ -340,6 +366,8 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
     SmallVector<Operation *> users = backwardUsers(value);
     if (users.empty())
       continue;
+    ++candidates;
+    candidateBytes += getTensorBytes(value.getType());
     sensitiveTensors += isSensitive;
     if (choice.initial)
       compressed.push_back(compressValue(value, users, choice));
@@ -365,6 +393,8 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
            << choices.sensitive.initial.getName();
   else if (!sensitive.empty())
     remark << "; " << sensitiveTensors << " error-sensitive ones left f32";
+  remark << "; of " << candidates << " compressible saved activations, "
+         << candidateBytes << " bytes as f32";
   remark.report();
   if (*undone > 0)
     mlir::emitRemark(func.getLoc())

@@ -5,6 +5,7 @@
 // RUN: strata-opt %t.step.mlir --strata-compress-activations="format=mxfp4 sensitive=none" 2>&1 >/dev/null | FileCheck %s --check-prefix=KEEP-REMARK
 // RUN: strata-opt %t.step.mlir --strata-compress-activations="format=auto budget=0.05 sensitive=mxfp8" 2>/dev/null | FileCheck %s --check-prefix=AUTO
 // RUN: strata-opt %t.step.mlir --strata-compress-activations="format=mxfp4" 2>/dev/null | FileCheck %s --check-prefix=UNSET
+// RUN: strata-opt %t.step.mlir --strata-remat="budget=412000 target=cpu-local solver=dp" --strata-compress-activations="format=mxfp4 sensitive=bf16" 2>/dev/null | FileCheck %s --check-prefix=REMAT
 // RUN: strata-opt %S/../Integration/Inputs/batch-norm-cnn.mlir --strata-autodiff --strata-compress-activations="format=mxfp4 sensitive=mxfp8" 2>/dev/null | FileCheck %s --check-prefix=BN
 
 // sensitive= picks the format of the saved values whose backward rule
@@ -22,7 +23,7 @@
 // WIDE-COUNT-2: strata.compress %{{.*}} format <"mxfp8e4m3">
 
 // sensitive=none keeps them f32: their backward users read the f32 values.
-// KEEP-REMARK: remark: compressed 9 saved activations from 30720 to 4080 bytes (mxfp4); 4 error-sensitive ones left f32
+// KEEP-REMARK: remark: compressed 9 saved activations from 30720 to 4080 bytes (mxfp4); 4 error-sensitive ones left f32; of 13 compressible saved activations, 37888 bytes as f32
 // KEEP-LABEL: func.func @gpt
 // KEEP: %[[P:.*]] = strata.softmax
 // KEEP-NOT: strata.compress %[[P]]
@@ -48,3 +49,16 @@
 // BN-NEXT: strata.compress %[[C]] format <"mxfp8e4m3">
 // BN-NEXT: %[[Y:[^,]*]], %{{.*}} = strata.batch_norm %[[C]]
 // BN-NEXT: strata.compress %[[Y]] format <"mxfp4">
+
+// After --strata-remat recomputes the attention probabilities from the
+// queries and keys, those are sensitive too (an error in them reaches the
+// probabilities through the exponential): bf16, while the values (V) and
+// the rest take mxfp4.
+// REMAT-LABEL: func.func @gpt
+// REMAT: %[[Q:.*]] = strata.transpose
+// REMAT-NEXT: strata.compress %[[Q]] format <"bf16"> {{.*}} -> tensor<1040xi8>
+// REMAT: %[[K:.*]] = strata.transpose
+// REMAT-NEXT: strata.compress %[[K]] format <"bf16">
+// REMAT: %[[V:.*]] = strata.transpose
+// REMAT-NEXT: strata.compress %[[V]] format <"mxfp4">
+// REMAT: strata.softmax {{.*}}strata.phase = #strata<phase recompute>

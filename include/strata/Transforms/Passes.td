@@ -325,6 +325,11 @@ def CompressActivationsPass
 
     Runs after `--strata-autodiff` (and `--strata-remat`), before
     `--strata-plan-buffers`; a step that already has buffers is an error.
+    Values `--strata-remat` recomputes are no longer saved, so the two
+    compose: the recomputed ones cost no bytes, the rest are packed (a
+    recomputed value inherits the error of its packed inputs). The remark
+    names the compressible saved values and their f32 bytes beside what
+    was packed.
     A packed tensor lives beside its decompressed copies until its last
     backward use, so compressing can raise the peak of a step whose peak is
     in the backward pass; after `--strata-remat` the pass keeps the planned

@@ -21,6 +21,12 @@
 //     mxfp4 (E2M1), mxint8: OCP Microscaling v1.0, blocks of 32 with an E8M0
 //     scale; `:scale=up` (default) or `:scale=spec` picks how the shared scale
 //     is rounded (see ScaleRounding).
+//   - bf16: each element's bfloat16 (round to nearest even, saturating at
+//     the largest finite bf16), in blocks of 32 behind a flag byte that
+//     marks a block holding a NaN or an Inf (as every format's scale byte
+//     does); its own exponent per element, for values whose small elements
+//     matter beside large ones (a layer norm's input, the keys and queries
+//     a softmax is recomputed from).
 //
 // Header-only and dependency-free (the standard library only).
 //
@@ -43,6 +49,7 @@ enum class ActKind : uint8_t {
   BfpOutlier = 2,
   BfpNonUniform = 3,
   Mx = 4,
+  Bf16 = 5,
 };
 
 /// The element type of an MX format.
@@ -113,6 +120,8 @@ inline int mxElementBits(MxElement e) {
 inline int actElementBits(const ActFormat &f) {
   if (f.kind == ActKind::Mx)
     return mxElementBits(f.element);
+  if (f.kind == ActKind::Bf16)
+    return 16;
   return f.mantissaBits + 1;
 }
 
@@ -179,6 +188,12 @@ inline bool actFormatValid(const ActFormat &f, std::string &error) {
     if (f.rounding != ActRounding::NearestEven)
       return fail("mx elements round to nearest even");
     return true;
+  case ActKind::Bf16:
+    if (f.element != MxElement::None || f.mantissaBits != 0 ||
+        f.outliers != 0 || f.block != 32 ||
+        f.rounding != ActRounding::NearestEven || f.scale != ScaleRounding::Up)
+      return fail("bf16 takes no parameters");
+    return true;
   }
   return fail("unknown format kind " + std::to_string(int(f.kind)));
 }
@@ -221,13 +236,15 @@ inline bool decodeActFormat(int64_t code, ActFormat &f, std::string &error) {
   return true;
 }
 
-/// The canonical name: "none", "mxfp8e4m3", "mxfp4:scale=spec",
+/// The canonical name: "none", "bf16", "mxfp8e4m3", "mxfp4:scale=spec",
 /// "bfp:m=4,block=32", "bfp:m=4,block=32,round=stochastic",
 /// "bfp-outlier:m=4,block=32,outliers=2", "bfp-nu:m=3,block=32".
 inline std::string actFormatName(const ActFormat &f) {
   switch (f.kind) {
   case ActKind::None:
     return "none";
+  case ActKind::Bf16:
+    return "bf16";
   case ActKind::Mx: {
     static const char *const names[] = {"",          "mxfp8e4m3", "mxfp8e5m2",
                                         "mxfp6e2m3", "mxfp6e3m2", "mxfp4",
@@ -284,6 +301,14 @@ inline std::string parseActFormat(const std::string &text, ActFormat &f) {
     f = g;
     return "";
   }
+  if (head == "bf16") {
+    if (colon != std::string::npos)
+      return bad("'bf16' takes no parameters");
+    g.kind = ActKind::Bf16;
+    g.block = 32;
+    f = g;
+    return "";
+  }
   bool known = false;
   for (const MxName &m : mxNames) {
     if (head == m.name) {
@@ -301,7 +326,7 @@ inline std::string parseActFormat(const std::string &text, ActFormat &f) {
   }
   if (!known)
     return bad("unknown format '" + head +
-               "' (expected none, bfp, bfp-outlier, bfp-nu, mxfp8, "
+               "' (expected none, bf16, bfp, bfp-outlier, bfp-nu, mxfp8, "
                "mxfp8e4m3, mxfp8e5m2, mxfp6, mxfp6e2m3, mxfp6e3m2, mxfp4 or "
                "mxint8)");
   if (colon != std::string::npos) {

@@ -237,6 +237,21 @@ STRATA_INLINE void mxEncodeBlock(const Job &job, const uint32_t *x,
   packCodes<kMxBits<El>, B>(codes, dst + 1);
 }
 
+/// bf16: a flag byte (the NaN-block marker, else 127) and 32 little-endian
+/// bf16 codes.
+STRATA_INLINE void bf16EncodeBlock(const Job &job, const uint32_t *x,
+                                   uint8_t *dst) {
+  constexpr int B = 32;
+  if (absMaxBits<B>(x) >= 0x7F800000u)
+    return nanBlock(job, dst);
+  dst[0] = 127;
+  for (int i = 0; i < B; ++i) {
+    uint16_t h = bf16Encode(x[i]);
+    dst[1 + 2 * i] = uint8_t(h & 0xFF);
+    dst[2 + 2 * i] = uint8_t(h >> 8);
+  }
+}
+
 /// bfp and bfp-outlier.
 template <int B, bool Stochastic, bool Outliers>
 STRATA_INLINE void bfpEncodeBlock(const Job &job, const uint32_t *xIn,
@@ -346,6 +361,17 @@ STRATA_INLINE void mxDecodeBlock(const uint8_t *src, int64_t count, float *y) {
   storeBlock<B>(v, count, y);
 }
 
+STRATA_INLINE void bf16DecodeBlock(const uint8_t *src, int64_t count,
+                                   float *y) {
+  constexpr int B = 32;
+  if (src[0] == kNanScale)
+    return nanValues(count, y);
+  float v[B];
+  for (int i = 0; i < B; ++i)
+    v[i] = bf16Decode(uint16_t(src[1 + 2 * i] | src[2 + 2 * i] << 8));
+  storeBlock<B>(v, count, y);
+}
+
 template <int B, bool NonUniform, bool Outliers>
 STRATA_INLINE void bfpDecodeBlock(const Job &job, const uint8_t *src,
                                   int64_t count, float *y) {
@@ -439,6 +465,10 @@ STRATA_INLINE void compressBlocks(const Job &job, int64_t b0, int64_t b1) {
     case ActKind::BfpNonUniform:
       nuEncodeBlock<B>(job, x, dst);
       break;
+    case ActKind::Bf16:
+      if constexpr (B == 32)
+        bf16EncodeBlock(job, x, dst);
+      break;
     case ActKind::None:
       break;
     }
@@ -467,6 +497,10 @@ STRATA_INLINE void decompressBlocks(const Job &job, int64_t b0, int64_t b1) {
       break;
     case ActKind::BfpNonUniform:
       bfpDecodeBlock<B, true, false>(job, src, count, y);
+      break;
+    case ActKind::Bf16:
+      if constexpr (B == 32)
+        bf16DecodeBlock(src, count, y);
       break;
     case ActKind::None:
       break;

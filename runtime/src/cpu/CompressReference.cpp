@@ -210,6 +210,12 @@ void compressBlock(const ActFormat &f, const float *x, int64_t first,
       return;
     }
   }
+  if (f.kind == ActKind::Bf16) {
+    out[0] = 127;
+    for (int i = 0; i < B; ++i)
+      putCode(codes, bits, i, bf16Code(x[i]));
+    return;
+  }
   if (f.kind == ActKind::Mx) {
     MxType t = mxType(f.element);
     double amax = 0;
@@ -296,7 +302,9 @@ void decompressBlock(const ActFormat &f, const uint8_t *in, int count,
   for (int i = 0; i < count; ++i) {
     uint32_t c = getCode(codes, bits, i);
     double v;
-    if (f.kind == ActKind::Mx) {
+    if (f.kind == ActKind::Bf16) {
+      v = bf16Value(uint16_t(c));
+    } else if (f.kind == ActKind::Mx) {
       v = mxValue(mxType(f.element), c) * std::ldexp(1.0, scale);
     } else {
       double mag = c & ((1u << m) - 1);
@@ -356,6 +364,13 @@ double actMaxAbsError(const ActFormat &f, double amax) {
     return 0;
   // The stored amax is an f32: the block's exponent follows from its f32.
   amax = double(float(amax));
+  if (f.kind == ActKind::Bf16) {
+    // Half a bf16 step in amax's binade (subnormal steps below 2^-126), or
+    // what saturating at the largest finite bf16 loses.
+    double step = std::ldexp(1.0, std::max(std::ilogb(amax), -126) - 7);
+    double largest = (2.0 - std::ldexp(1.0, -7)) * std::ldexp(1.0, 127);
+    return std::max(step / 2, amax - largest);
+  }
   if (f.kind == ActKind::Mx) {
     MxType t = mxType(f.element);
     int s = mxScale(t, f.scale, amax);

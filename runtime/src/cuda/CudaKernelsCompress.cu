@@ -106,7 +106,11 @@ __global__ void compressKernel(CodecArgs a, const float *in, int64_t n,
       amax = warpMaxU32(amax);
     }
     int scale;
-    if (a.f.kind == ActKind::Mx) {
+    if (a.f.kind == ActKind::Bf16) {
+      scale = 0; // the flag byte 127: not a NaN block
+      for (int i = lane; i < B; i += 32)
+        c[i] = bf16Encode(x[i]);
+    } else if (a.f.kind == ActKind::Mx) {
       const MxSpec sp = mxSpec(a.f.element);
       scale = mxScaleExp(amax, sp, a.f.scale);
       for (int i = lane; i < B; i += 32)
@@ -151,7 +155,9 @@ __global__ void decompressKernel(CodecArgs a, const uint8_t *in, int64_t n,
     const int scale = int(src[0]) - 127;
     const uint32_t code = unpackCode(src + 1, a.bits, i);
     float v;
-    if (a.f.kind == ActKind::Mx)
+    if (a.f.kind == ActKind::Bf16)
+      v = bf16Decode(uint16_t(code));
+    else if (a.f.kind == ActKind::Mx)
       v = mxDecode(code, mxSpec(a.f.element)) * pow2f(scale);
     else if (a.f.kind == ActKind::BfpNonUniform)
       v = bfpNuDecode(code, scale, a.f.mantissaBits);

@@ -62,11 +62,18 @@ ActFormat bfp(ActKind kind, int m, int block, int outliers = 0,
   return f;
 }
 
-/// Every valid format: each MX element under both scale rules, and bfp,
-/// bfp-outlier (K = 1..4) and bfp-nu for m = 1..8, blocks 16/32/64, both
-/// roundings where allowed.
+ActFormat bf16() {
+  ActFormat f;
+  f.kind = ActKind::Bf16;
+  f.block = 32;
+  return f;
+}
+
+/// Every valid format: bf16, each MX element under both scale rules, and
+/// bfp, bfp-outlier (K = 1..4) and bfp-nu for m = 1..8, blocks 16/32/64,
+/// both roundings where allowed.
 std::vector<ActFormat> allFormats() {
-  std::vector<ActFormat> fs;
+  std::vector<ActFormat> fs = {bf16()};
   for (MxElement e : kElements)
     for (ScaleRounding s : {ScaleRounding::Up, ScaleRounding::Spec})
       fs.push_back(mx(e, s));
@@ -719,6 +726,49 @@ TEST(CompressSemantics, PackedBytesAreExactlyWhatIsWritten) {
         ASSERT_EQ(y[size_t(j)], 1234.5f) << actFormatName(f);
     }
   }
+}
+
+/// bf16 keeps each element's own exponent: values bf16 holds come back
+/// exactly, others round to the nearest even bf16 (subnormals too), finite
+/// values past the largest bf16 saturate, -0 comes back +0, and a NaN or
+/// an Inf makes its block of 32 NaN (as in every format).
+TEST(CompressSemantics, Bf16Elements) {
+  ActFormat f = bf16();
+  ActFormat parsed;
+  ASSERT_EQ(parseActFormat("bf16", parsed), "");
+  EXPECT_TRUE(parsed == f);
+  EXPECT_EQ(actFormatName(f), "bf16");
+  EXPECT_NE(parseActFormat("bf16:block=16", parsed), "");
+  EXPECT_EQ(actPackedBytes(f, 64), 130);
+  ActFormat decoded;
+  std::string why;
+  ASSERT_TRUE(decodeActFormat(encodeActFormat(f), decoded, why)) << why;
+  EXPECT_TRUE(decoded == f);
+  const float largest = bitsToFloat(0x7F7F0000u);
+  struct Case {
+    float in, out;
+  } cases[] = {
+      {1.0f, 1.0f},
+      {-3.5f, -3.5f},
+      {1e-30f, bitsToFloat(0x0DA20000u)}, // 0x0DA24260 rounded down
+      {bitsToFloat(0x3F808000u), 1.0f},   // a tie, to even (down)
+      {bitsToFloat(0x3F818000u), bitsToFloat(0x3F820000u)}, // a tie, up
+      {bitsToFloat(0x3F808001u), bitsToFloat(0x3F810000u)}, // past the tie
+      {bitsToFloat(0x00010000u), bitsToFloat(0x00010000u)}, // a subnormal
+      {bitsToFloat(0x00018000u), bitsToFloat(0x00020000u)}, // its tie, up
+      {3.4e38f, largest},                                   // saturates
+      {-3.4e38f, -largest},
+      {-0.0f, 0.0f},
+      {bitsToFloat(0x00007FFFu), 0.0f}, // below half the smallest: +0
+  };
+  std::vector<float> x(32, 0.5f);
+  for (size_t i = 0; i < std::size(cases); ++i)
+    x[i] = cases[i].in;
+  std::vector<float> y = decompressFast(f, compressFast(f, x), 32);
+  for (size_t i = 0; i < std::size(cases); ++i)
+    EXPECT_EQ(floatToBits(y[i]), floatToBits(cases[i].out))
+        << "element " << i << " (" << cases[i].in << ")";
+  EXPECT_EQ(y[31], 0.5f);
 }
 
 TEST(CompressSemantics, NoneIsACopy) {

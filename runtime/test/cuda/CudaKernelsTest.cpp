@@ -1643,8 +1643,9 @@ TEST(CudaCompress, MatchesCpu) {
   x[40] = 1e-40f;
   ThreadPool pool(1);
   for (const char *name :
-       {"mxfp8", "mxfp8e5m2", "mxfp6", "mxfp6e3m2", "mxfp4", "mxfp4:scale=spec",
-        "mxint8", "bfp:m=4,block=32", "bfp:m=8,block=16,round=stochastic",
+       {"bf16", "mxfp8", "mxfp8e5m2", "mxfp6", "mxfp6e3m2", "mxfp4",
+        "mxfp4:scale=spec", "mxint8", "bfp:m=4,block=32",
+        "bfp:m=8,block=16,round=stochastic",
         "bfp-outlier:m=4,block=64,outliers=2", "bfp-nu:m=3,block=32"}) {
     SCOPED_TRACE(name);
     strata_plan::ActFormat f;

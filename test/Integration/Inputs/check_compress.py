@@ -2,6 +2,7 @@
 """Trains a step with and without --strata-compress-activations and compares.
 
     check_compress.py STEP.mlir WORKDIR --formats F[@TOL] ... [--steps K]
+        [--before PASS ...]
 
 STEP.mlir should update with plain SGD (no momentum), so that one step's
 parameter change is -lr times the gradient. The reference is STEP.mlir after
@@ -14,7 +15,9 @@ reference's: the relative error ||g_F - g|| / ||g|| over all parameters
 must be at most TOL (the format's bound; default 0 for `none`, which must
 also give identical losses and a byte-identical checkpoint after K steps).
 Prints one line per format with the saved-activation bytes, the arena and
-the gradient error. Every lossy format must err (a zero error means nothing
+the gradient error. --before passes run ahead of the compression in every
+plan but the reference (e.g. --strata-remat, whose recomputation is
+bit-identical, so `none` must still match the reference exactly). Every lossy format must err (a zero error means nothing
 was compressed), and each --increasing group of formats, widest first, must
 err more and more.
 """
@@ -35,6 +38,9 @@ parser.add_argument("step")
 parser.add_argument("workdir")
 parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--formats", nargs="+", required=True)
+parser.add_argument("--before", action="append", default=[],
+                    help="a strata-opt pass option to run before the "
+                         "compression (repeatable)")
 parser.add_argument("--increasing", nargs="*", default=[],
                     help="formats separated by / whose gradient errors must "
                          "grow in that order (narrower formats err more)")
@@ -70,12 +76,12 @@ for spec in args.formats:
     fmt, _, tol = spec.partition("@")
     tol = float(tol) if tol else 0.0
     name = re.sub(r"[^A-Za-z0-9]+", "-", fmt)
-    plan = compile_plan(name, [
+    plan = compile_plan(name, args.before + [
         "--strata-compress-activations=format=" + fmt, "--strata-plan-buffers"])
     saved = re.search(r"remark: compressed (\d+) saved activations from "
                       r"(\d+) to (\d+) bytes",
-                      run(["strata-opt", args.step,
-                           "--strata-compress-activations=format=" + fmt,
+                      run(["strata-opt", args.step] + args.before +
+                          ["--strata-compress-activations=format=" + fmt,
                            "-o", os.devnull]).stderr)
     tensors, f32_bytes, packed = (saved.groups() if saved else (0, 0, 0))
     _, ckpt1, _, _ = trainutil.train(plan, args.workdir, name + "-1", 1)
