@@ -74,6 +74,12 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::desc("--strata-compress-activations budget (relative error "
                      "per tensor; required with compress=auto)"),
       llvm::cl::init(0.0)};
+  PassOptions::Option<std::string> compressSensitive{
+      *this, "compress-sensitive",
+      llvm::cl::desc("--strata-compress-activations sensitive= (the format, "
+                     "or none, of the saved values that amplify their "
+                     "error; empty: as the others)"),
+      llvm::cl::init("")};
   PassOptions::Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("--strata-fuse: GEMM epilogues and multi-tensor "
@@ -133,6 +139,7 @@ void buildTrainPipeline(OpPassManager &pm,
     CompressActivationsPassOptions compress;
     compress.format = options.compress;
     compress.budget = options.compressBudget;
+    compress.sensitive = options.compressSensitive;
     pm.addPass(createCompressActivationsPass(compress));
   }
   if (options.fuse)

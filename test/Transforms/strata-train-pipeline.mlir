@@ -10,6 +10,7 @@
 // RUN: diff %t.unfused.mlir %t.pipeline-unfused.mlir
 // RUN: not strata-opt %s --strata-train-pipeline="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 compress=auto compress-budget=0.05" 2>/dev/null | FileCheck %s --check-prefix=COMPRESS
+// RUN: strata-model gpt --preset gpt-tiny --hidden 32 --heads 2 --seq 8 --positions 8 --batch 2 --layers 1 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 compress=mxfp4 compress-sensitive=bf16" 2>/dev/null | FileCheck %s --check-prefix=SENSITIVE
 
 // Compression runs before buffer planning (after remat, when it runs), and
 // the arena is planned with the packed bytes.
@@ -42,3 +43,10 @@
 
 // BAD: for the --optimizer option: Cannot find option named 'lamb'!
 module {}
+
+// compress-sensitive= reaches the compression's sensitive= (a layer norm's
+// input in bf16, the others in mxfp4).
+// SENSITIVE-LABEL: func.func @gpt
+// SENSITIVE: %[[X:.*]] = strata.position_embedding
+// SENSITIVE-NEXT: strata.compress %[[X]] format <"bf16">
+// SENSITIVE: strata.compress %{{.*}} format <"mxfp4">
