@@ -107,7 +107,10 @@ bool isRecompute(Operation *op) {
 /// normalisation, the probabilities of a softmax. After --strata-remat a
 /// value whose error reaches such a value through recomputations is as
 /// sensitive (the keys and queries from which a softmax's probabilities are
-/// recomputed: an error in the scores comes out exponentiated).
+/// recomputed: an error in the scores comes out exponentiated). The walk
+/// finds such a value through a recomputed clone of the amplifying op; a
+/// recomputed normalisation input whose normalisation is not itself
+/// recomputed is read by the backward op directly and is not found.
 bool isErrorSensitive(Value value) {
   auto amplifies = [&](Operation *op) {
     auto autodiff = dyn_cast_or_null<AutodiffOpInterface>(op);
@@ -356,6 +359,7 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
               "before --strata-lower-to-plan";
   SavedValues saved(func);
   SmallVector<CompressOp> compressed;
+  llvm::SmallPtrSet<Operation *, 16> sensitiveCompresses;
   int64_t sensitiveTensors = 0, candidates = 0, candidateBytes = 0;
   for (Value value : saved.getActivations()) {
     if (!isCompressible(value, minElements))
@@ -369,8 +373,11 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
     ++candidates;
     candidateBytes += getTensorBytes(value.getType());
     sensitiveTensors += isSensitive;
-    if (choice.initial)
-      compressed.push_back(compressValue(value, users, choice));
+    if (!choice.initial)
+      continue;
+    compressed.push_back(compressValue(value, users, choice));
+    if (isSensitive)
+      sensitiveCompresses.insert(compressed.back());
   }
   // Earliest last, so that fitRematBudget undoes those first.
   std::reverse(compressed.begin(), compressed.end());
@@ -378,9 +385,11 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
   if (failed(undone))
     return failure();
   int64_t before = 0, after = 0, tensors = compressed.size();
+  int64_t sensitiveCompressed = 0; // those fitRematBudget left compressed
   for (CompressOp compress : compressed) {
     before += getTensorBytes(compress.getInput().getType());
     after += getTensorBytes(compress.getResult().getType());
+    sensitiveCompressed += sensitiveCompresses.contains(compress);
   }
   SmallVector<std::string> names;
   for (ActFormatAttr format : choices.ordinary.candidates)
@@ -389,7 +398,7 @@ LogicalResult CompressActivationsPass::runOnStep(func::FuncOp func,
   remark << "compressed " << tensors << " saved activations from " << before
          << " to " << after << " bytes (" << llvm::join(names, ", ") << ")";
   if (!sensitive.empty() && choices.sensitive.initial)
-    remark << "; " << sensitiveTensors << " of them error-sensitive, in "
+    remark << "; " << sensitiveCompressed << " of them error-sensitive, in "
            << choices.sensitive.initial.getName();
   else if (!sensitive.empty())
     remark << "; " << sensitiveTensors << " error-sensitive ones left f32";

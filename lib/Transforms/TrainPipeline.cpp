@@ -151,11 +151,26 @@ void buildTrainPipeline(OpPassManager &pm,
 } // namespace
 
 void mlir::strata::registerStrataPipelines() {
-  PassPipelineRegistration<TrainPipelineOptions>(
+  // PassPipelineRegistration's, plus the checks between options.
+  registerPassPipeline(
       "strata-train-pipeline",
       "A model to a planned training step: autodiff, mixed precision "
       "(mixed-precision=), costs (target=), data "
       "parallelism and gradient sync (replicas=), remat (remat-budget=), "
       "activation compression (compress=), fusion (fuse=), buffer planning",
-      buildTrainPipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (options.compress.empty() && (options.compressBudget != 0.0 ||
+                                         !options.compressSensitive.empty()))
+          return errorHandler("--strata-train-pipeline: compress-budget= and "
+                              "compress-sensitive= need compress=");
+        buildTrainPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(TrainPipelineOptions());
+      });
 }

@@ -11,6 +11,8 @@
 // RUN: not strata-opt %s --strata-train-pipeline="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: strata-model mlp --batch 256 --inputs 32 --hidden 256 --layers 3 --classes 8 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 compress=auto compress-budget=0.05" 2>/dev/null | FileCheck %s --check-prefix=COMPRESS
 // RUN: strata-model gpt --preset gpt-tiny --hidden 32 --heads 2 --seq 8 --positions 8 --batch 2 --layers 1 | strata-opt --strata-train-pipeline="optimizer=sgd lr=0.1 compress=mxfp4 compress-sensitive=bf16" 2>/dev/null | FileCheck %s --check-prefix=SENSITIVE
+// RUN: not strata-opt %s --strata-train-pipeline="compress-sensitive=bf16" 2>&1 | FileCheck %s --check-prefix=NEEDS
+// RUN: not strata-opt %s --strata-train-pipeline="compress-budget=0.05" 2>&1 | FileCheck %s --check-prefix=NEEDS
 
 // Compression runs before buffer planning (after remat, when it runs), and
 // the arena is planned with the packed bytes.
@@ -50,3 +52,6 @@ module {}
 // SENSITIVE: %[[X:.*]] = strata.position_embedding
 // SENSITIVE-NEXT: strata.compress %[[X]] format <"bf16">
 // SENSITIVE: strata.compress %{{.*}} format <"mxfp4">
+
+// Compression options without compress= are an error, not silently dropped.
+// NEEDS: error: --strata-train-pipeline: compress-budget= and compress-sensitive= need compress=

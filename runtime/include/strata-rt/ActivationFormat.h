@@ -7,8 +7,8 @@
 // (docs/compression.md; the codecs' exact semantics:
 // docs/activation-formats.md).
 //
-// Formats (all block-scaled; a block is `block` consecutive elements of the
-// flattened tensor, the last block zero-padded):
+// Formats (all in blocks of `block` consecutive elements of the flattened
+// tensor, the last block zero-padded; all but bf16 block-scaled):
 //   - bfp:m=M,block=B[,round=nearest|stochastic]: block floating point. One
 //     shared 8-bit exponent per block, then per element a sign bit and an
 //     M-bit magnitude (M in 1..8).
@@ -82,7 +82,7 @@ struct ActFormat {
   MxElement element = MxElement::None;
   /// Bfp*: magnitude bits per element (1..8), sign not included.
   int mantissaBits = 0;
-  /// Elements per block: 16, 32 or 64 for Bfp*; 32 for Mx.
+  /// Elements per block: 16, 32 or 64 for Bfp*; 32 for Mx and Bf16.
   int block = 0;
   ActRounding rounding = ActRounding::NearestEven;
   ScaleRounding scale = ScaleRounding::Up;

@@ -1641,6 +1641,12 @@ TEST(CudaCompress, MatchesCpu) {
     v = normal(gen);
   x[5] = 0;
   x[40] = 1e-40f;
+  // Non-finite blocks (NaN, Inf) and values past bf16's and the MX
+  // elements' ranges (saturation).
+  x[1000] = std::numeric_limits<float>::quiet_NaN();
+  x[2000] = -std::numeric_limits<float>::infinity();
+  x[3000] = 3.4e38f;
+  x[3001] = -3.39e38f;
   ThreadPool pool(1);
   for (const char *name :
        {"bf16", "mxfp8", "mxfp8e5m2", "mxfp6", "mxfp6e3m2", "mxfp4",

@@ -17,9 +17,9 @@ also give identical losses and a byte-identical checkpoint after K steps).
 Prints one line per format with the saved-activation bytes, the arena and
 the gradient error. --before passes run ahead of the compression in every
 plan but the reference (e.g. --strata-remat, whose recomputation is
-bit-identical, so `none` must still match the reference exactly). Every lossy format must err (a zero error means nothing
-was compressed), and each --increasing group of formats, widest first, must
-err more and more.
+bit-identical, so `none` must still match the reference exactly). Every
+lossy format must err (a zero error means nothing was compressed), and each
+--increasing group of formats, widest first, must err more and more.
 """
 import argparse
 import filecmp

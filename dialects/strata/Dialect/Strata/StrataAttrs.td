@@ -261,7 +261,8 @@ def Strata_ActFormatAttr : Strata_Attr<"ActFormat", "act_format"> {
   let summary = "a compressed activation format";
   let description = [{
     One of the formats of `strata-rt/ActivationFormat.h` (docs/compression.md),
-    by its canonical name: `none`, block floating point
+    by its canonical name: `none`, `bf16` (each element's own bfloat16),
+    block floating point
     (`bfp:m=4,block=32`, `bfp:m=4,block=32,round=stochastic`), BFP with
     outliers kept in bf16 (`bfp-outlier:m=4,block=32,outliers=1`), BFP with a
     non-uniform mantissa code (`bfp-nu:m=3,block=32`), or OCP MX v1.0
