@@ -29,10 +29,11 @@ def main():
         sys.exit(f"trace_breakdown: {a.trace}: {e}")
     if isinstance(events, dict):
         events = events.get("traceEvents", [])
-    spans = [e for e in events
-             if e.get("ph") == "X" and e.get("args", {}).get("step", 0) >= a.from_step]
+    spans = [e for e in events if e.get("ph") == "X" and
+             e.get("args", {}).get("step", 0) >= a.from_step]
     if not spans:
-        sys.exit(f"trace_breakdown: {a.trace}: no spans from step {a.from_step}")
+        sys.exit(f"trace_breakdown: {a.trace}: no spans from step "
+                 f"{a.from_step}")
     steps = collections.defaultdict(list)
     for e in spans:
         steps[e["args"]["step"]].append(e)
@@ -57,7 +58,8 @@ def main():
     rest = rows[a.top:]
     if rest:
         dur = sum(v[0] for _, v in rest)
-        print(f"| {len(rest)} others | | {dur / n:.0f} | {100 * dur / total:.1f}% | | |")
+        print(f"| {len(rest)} others | | {dur / n:.0f} | "
+              f"{100 * dur / total:.1f}% | | |")
     print()
 
 
