@@ -1,6 +1,19 @@
 """Helpers shared by the benchmark scripts in bench/."""
+import json
 import platform
 import subprocess
+
+
+def trace_spans(path, from_step=1):
+    """The spans ('X' events) of a strata-run --trace file from step
+    `from_step` on (the trace's events are a list, or a dict's
+    "traceEvents")."""
+    with open(path) as f:
+        events = json.load(f)
+    if isinstance(events, dict):
+        events = events.get("traceEvents", [])
+    return [e for e in events if e.get("ph") == "X" and
+            e.get("args", {}).get("step", 0) >= from_step]
 
 
 def cpu_name():

@@ -26,6 +26,7 @@ the saved values it leaves f32 (the pass's remark counts both). Integer
 tensors and the loss's inputs are neither compressed nor counted.
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -59,6 +60,7 @@ SAVED = re.compile(r"of (\d+) compressible saved activations, (\d+) bytes "
                    r"as f32")
 
 
+@functools.lru_cache(maxsize=None)
 def saved_bytes(step, options):
     """The compressible saved activations' f32 bytes after `options`."""
     err = subprocess.run(
@@ -73,22 +75,21 @@ def run(variant, seed):
     if not os.path.exists(step):
         sh("%s/strata-model %s | %s/strata-opt --strata-autodiff='optimizer="
            "adamw lr=0.003' -o %s" % (BIN, MODEL, BIN, step))
-    option = ""
     compression, _, remat = variant.partition("@")
-    if remat:
-        option = ("--strata-remat='budget=%s target=cpu-local solver=dp'" %
-                  remat)
+    remat_option = ("--strata-remat='budget=%s target=cpu-local solver=dp'" %
+                    remat if remat else "")
+    compress_option = ""
     if compression != "f32":
         fmt, sensitive = compression.rsplit("+", 1)
         if fmt.startswith("auto:"):  # auto:E -> format=auto budget=E
             fmt = "auto budget=" + fmt[len("auto:"):]
-        option += (" --strata-compress-activations='format=%s sensitive=%s'" %
-                   (fmt, sensitive))
+        compress_option = ("--strata-compress-activations='format=%s "
+                           "sensitive=%s'" % (fmt, sensitive))
     plan = os.path.join(TMP, re.sub(r"[^\w]+", "-", variant) + ".json")
-    sh("%s/strata-opt %s %s --strata-plan-buffers 2>/dev/null | "
-       "%s/strata-translate --export-plan -o %s" % (BIN, step, option, BIN,
-                                                    plan))
-    remat_option = option.split(" --strata-compress")[0] if remat else ""
+    if not os.path.exists(plan):  # one plan for every seed
+        sh("%s/strata-opt %s %s %s --strata-plan-buffers 2>/dev/null | "
+           "%s/strata-translate --export-plan -o %s" % (
+               BIN, step, remat_option, compress_option, BIN, plan))
     log = plan + ".%d.jsonl" % seed
     out = sh("%s/strata-run %s --data %s --steps %d --threads %d --seed %d "
              "--log-json %s" % (BIN, plan, DATA, args.steps, args.threads,

@@ -12,8 +12,9 @@ first span's start to the last span's end, per step, averaged.
 """
 import argparse
 import collections
-import json
 import sys
+
+from benchutil import trace_spans
 
 
 def main():
@@ -24,13 +25,9 @@ def main():
     p.add_argument("--top", type=int, default=25)
     a = p.parse_args()
     try:
-        events = json.load(open(a.trace))
+        spans = trace_spans(a.trace, a.from_step)
     except (OSError, ValueError) as e:
         sys.exit(f"trace_breakdown: {a.trace}: {e}")
-    if isinstance(events, dict):
-        events = events.get("traceEvents", [])
-    spans = [e for e in events if e.get("ph") == "X" and
-             e.get("args", {}).get("step", 0) >= a.from_step]
     if not spans:
         sys.exit(f"trace_breakdown: {a.trace}: no spans from step "
                  f"{a.from_step}")

@@ -35,7 +35,7 @@ import resource
 import statistics
 import tempfile
 
-from benchutil import cpu_name, mean_step_ms, sh
+from benchutil import cpu_name, mean_step_ms, sh, trace_spans
 
 MODELS = [
     ("mlp: 4 layers, hidden 1024, batch 256",
@@ -73,22 +73,15 @@ GEMM_OPS = ("matmul", "fused_matmul")
 
 def op_ms(trace, op, steps):
     """Milliseconds per step spent in instructions `op` over steps 2..N."""
-    events = json.load(open(trace))
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    total = sum(e["dur"] for e in events if e.get("ph") == "X"
-                and e.get("name") == op and e.get("args", {}).get("step") != 1)
+    total = sum(e["dur"] for e in trace_spans(trace, 2) if e["name"] == op)
     return total / 1000.0 / (steps - 1)
 
 
 def op_shares(trace):
     """GEMM share (%) and the largest ops over steps 2..N of a --trace
     file; fused matmuls count as GEMM (their epilogue included)."""
-    events = json.load(open(trace))
-    events = events["traceEvents"] if isinstance(events, dict) else events
     by_op = collections.Counter()
-    for e in events:
-        if e.get("ph") != "X" or e.get("args", {}).get("step") == 1:
-            continue  # warm-up, as in strata-run's mean
+    for e in trace_spans(trace, 2):  # after the warm-up, as strata-run's mean
         by_op[e["name"]] += e["dur"]
     total = sum(by_op.values())
     top = ", ".join(f"{k} {100 * v / total:.0f}%"

@@ -155,12 +155,7 @@ int main(int argc, char **argv) {
       t.splitK = split;
       grid.push_back(t);
     }
-  auto text = [](const CudaGemmTiling &t) {
-    std::string s = std::to_string(t.blockM) + "x" + std::to_string(t.blockN) +
-                    "x" + std::to_string(t.kStep) + "/" +
-                    std::to_string(t.threadM) + "x" + std::to_string(t.threadN);
-    return t.splitK > 1 ? s + "/s" + std::to_string(t.splitK) : s;
-  };
+  auto text = cudaGemmTilingName;
   std::printf("Device: %s (%d SMs). Square row-major C = A B, FP32, mean of "
               "%d launches after 2 warm-ups (CUDA events).\n\n",
               prop.name, prop.multiProcessorCount, reps);

@@ -588,13 +588,15 @@ const Compiled &nearestCompiled(const CudaGemmTiling &t) {
 
 } // namespace
 
+std::string cudaGemmTilingName(const CudaGemmTiling &t) {
+  return std::to_string(t.blockM) + "x" + std::to_string(t.blockN) + "x" +
+         std::to_string(t.kStep) + "/" + std::to_string(t.threadM) + "x" +
+         std::to_string(t.threadN) +
+         (t.splitK != 1 ? "/s" + std::to_string(t.splitK) : "");
+}
+
 std::string verifyCudaGemmTiling(const CudaGemmTiling &t) {
-  auto text = [](const CudaGemmTiling &t) {
-    return std::to_string(t.blockM) + "x" + std::to_string(t.blockN) + "x" +
-           std::to_string(t.kStep) + "/" + std::to_string(t.threadM) + "x" +
-           std::to_string(t.threadN) +
-           (t.splitK != 1 ? "/s" + std::to_string(t.splitK) : "");
-  };
+  auto text = cudaGemmTilingName;
   if (t.blockM <= 0 || t.blockN <= 0 || t.kStep <= 0 || t.threadM <= 0 ||
       t.threadN <= 0)
     return "cuda gemm tiling " + text(t) + ": all sizes must be positive";

@@ -70,6 +70,8 @@ struct CudaGemmTiling {
 };
 /// Empty when `t` is legal, else why not.
 std::string verifyCudaGemmTiling(const CudaGemmTiling &t);
+/// "BMxBNxK/TMxTN", with "/sS" for S > 1 k slices (messages, benchmarks).
+std::string cudaGemmTilingName(const CudaGemmTiling &t);
 /// The compiled tiling that strataGemm runs for the legal tiling `t`. The
 /// kernel is instantiated for 128x128x16/8x8 (the default), 128x64x16/8x8,
 /// 64x64x16/8x8, 64x64x16/4x8, 64x64x16/4x4, 128x128x8/8x8, 128x64x8/8x8,

@@ -909,13 +909,13 @@ TEST(CudaGemmTilingTest, CompiledTilings) {
   EXPECT_EQ(compiledCudaGemmTiling({256, 128, 8, 8, 8, 3}).splitK, 3);
 }
 
+TEST(CudaGemmTilingTest, Names) {
+  EXPECT_EQ(cudaGemmTilingName(CudaGemmTiling{}), "128x128x16/8x8");
+  EXPECT_EQ(cudaGemmTilingName({64, 32, 8, 4, 2, 3}), "64x32x8/4x2/s3");
+}
+
 TEST(CudaGemmTilingTest, SmallProductsRunSlicedOrSmallerTiles) {
-  auto text = [](const CudaGemmTiling &t) {
-    return std::to_string(t.blockM) + "x" + std::to_string(t.blockN) + "x" +
-           std::to_string(t.kStep) + "/" + std::to_string(t.threadM) + "x" +
-           std::to_string(t.threadN) +
-           (t.splitK != 1 ? "/s" + std::to_string(t.splitK) : "");
-  };
+  auto text = cudaGemmTilingName;
   CudaGemmTiling def;
   // 132 SMs (99 is three quarters, 264 two blocks each): 1024^2 has 64
   // tiles of 128x128 (4 slices fill 256 blocks), 768^2 36 (7 slices),
@@ -1462,11 +1462,7 @@ TEST(StrataGemm, MatchesCublasAndReference) {
     for (const CudaGemmTiling &t : tilings) {
       ASSERT_EQ(verifyCudaGemmTiling(t), "");
       std::vector<float> got = deviceGemm(s, a, b, c, &t);
-      std::string what =
-          shape + " tiling " + std::to_string(t.blockM) + "x" +
-          std::to_string(t.blockN) + "x" + std::to_string(t.kStep) + "/" +
-          std::to_string(t.threadM) + "x" + std::to_string(t.threadN) + "/s" +
-          std::to_string(t.splitK);
+      std::string what = shape + " tiling " + cudaGemmTilingName(t);
       size_t bad = 0, badCublas = 0, worst = 0;
       for (size_t e = 0; e < got.size(); ++e) {
         // FP32 accumulation over k terms: error well below k 2^-24 times
@@ -1503,9 +1499,8 @@ TEST(StrataGemm, VectorisedKernelEqualsScalarKernel) {
       size_t differ = 0;
       for (size_t e = 0; e < vec.size(); ++e)
         differ += std::memcmp(&vec[e], &scalar[e], 4) != 0;
-      EXPECT_EQ(differ, 0u)
-          << s.m << "x" << s.n << "x" << s.k << " tiling " << t.blockM << "x"
-          << t.blockN << "x" << t.kStep << "/" << t.threadM << "x" << t.threadN;
+      EXPECT_EQ(differ, 0u) << s.m << "x" << s.n << "x" << s.k << " tiling "
+                            << cudaGemmTilingName(t);
     }
   }
 }
