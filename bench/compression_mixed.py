@@ -14,8 +14,11 @@ bytes, compression ratio and final loss (mean of the last 50 steps).
 Each (variant, seed) result is kept in --cache, so the runs can be made one
 at a time (e.g. each under a lock on a shared machine) and --report prints
 the table from the cache. Variant names: f32, or FORMAT+SENSITIVE (e.g.
-mxfp4+mxfp8; SENSITIVE may be none: those values stay f32; FORMAT auto:E is
-format=auto budget=E, the runtime's choice with --compress-every 100),
+mxfp4+mxfp8; SENSITIVE may be none: those values stay f32, or same: they
+follow FORMAT; FORMAT auto:E is format=auto budget=E, the runtime's choice
+by each tensor's error with --compress-every 100; autog:E is format=auto
+budget=E candidates=bf16;mxfp8;mxfp6;mxfp4 chosen by gradient calibration,
+strata-run --compress-calibrate gradient, every --compress-every steps),
 optionally with @B (e.g. mxfp6+none@0.5): --strata-remat="budget=B
 solver=dp" first, so that the values it recomputes (bit-identical kernels
 on their saved inputs) are not saved at all and the rest is compressed.
@@ -45,6 +48,13 @@ parser.add_argument("--variants", nargs="*",
                              "bfp-nu:m=3+mxfp8"])
 parser.add_argument("--cache", default="bench/compression-mixed.json")
 parser.add_argument("--report", action="store_true")
+parser.add_argument("--compress-every", type=int, default=100)
+parser.add_argument("--rerun", action="store_true",
+                    help="run again what the cache holds (e.g. for the loss "
+                    "windows that older entries lack)")
+parser.add_argument("--at", type=int, default=0,
+                    help="report the mean loss of the 50 steps up to this "
+                    "step (a multiple of 50) instead of the last 50")
 args = parser.parse_args()
 BIN = os.path.join(args.build, "bin")
 TMP = tempfile.mkdtemp(prefix="compress-mixed-")
@@ -78,13 +88,20 @@ def run(variant, seed):
     compression, _, remat = variant.partition("@")
     remat_option = ("--strata-remat='budget=%s target=cpu-local solver=dp'" %
                     remat if remat else "")
-    compress_option = ""
+    compress_option = run_option = ""
     if compression != "f32":
         fmt, sensitive = compression.rsplit("+", 1)
         if fmt.startswith("auto:"):  # auto:E -> format=auto budget=E
             fmt = "auto budget=" + fmt[len("auto:"):]
-        compress_option = ("--strata-compress-activations='format=%s "
-                           "sensitive=%s'" % (fmt, sensitive))
+        if fmt.startswith("autog:"):
+            fmt = ("auto budget=%s candidates=bf16;mxfp8;mxfp6;mxfp4" %
+                   fmt[len("autog:"):])
+            run_option = ("--compress-calibrate gradient --compress-every %d"
+                          % args.compress_every)
+        compress_option = "--strata-compress-activations='format=%s" % fmt
+        if sensitive != "same":
+            compress_option += " sensitive=%s" % sensitive
+        compress_option += "'"
     plan = os.path.join(TMP, re.sub(r"[^\w]+", "-", variant) + ".json")
     if not os.path.exists(plan):  # one plan for every seed
         sh("%s/strata-opt %s %s %s --strata-plan-buffers 2>/dev/null | "
@@ -92,8 +109,8 @@ def run(variant, seed):
                BIN, step, remat_option, compress_option, BIN, plan))
     log = plan + ".%d.jsonl" % seed
     out = sh("%s/strata-run %s --data %s --steps %d --threads %d --seed %d "
-             "--log-json %s" % (BIN, plan, DATA, args.steps, args.threads,
-                                seed, log))
+             "--log-json %s %s" % (BIN, plan, DATA, args.steps, args.threads,
+                                   seed, log, run_option))
     losses = [json.loads(line)["loss"] for line in open(log)]
     saved = re.search(r"^compressed activations: (\d+) tensors, (\d+) bytes "
                       r"\((\d+) as f32", out, re.M)
@@ -105,13 +122,24 @@ def run(variant, seed):
     packed = int(saved.group(2)) if saved else 0
     if chosen:
         packed = int(chosen[-1])
+    windows = [sum(losses[i:i + 50]) / 50
+               for i in range(0, len(losses) - 49, 50)]
+    calibrations = re.findall(r"gradient calibration: \d+ forward-backward "
+                              r"passes in ([\d.]+) s", out)
     return {"final": sum(losses[-50:]) / len(losses[-50:]),
+            "windows": windows,
+            "calibration_s": sum(float(t) for t in calibrations),
             "tensors": int(saved.group(1)) if saved else 0,
             "packed": packed,
             "f32": int(saved.group(3)) if saved else 0,
             "saved_step": saved_bytes(step, ""),
             "saved_variant": saved_bytes(step, remat_option),
             "arena": arena, "steps": args.steps}
+
+
+def final(r):
+    """The mean loss of the last 50 steps, or of those up to --at."""
+    return r["windows"][args.at // 50 - 1] if args.at else r["final"]
 
 
 def report(results):
@@ -129,7 +157,10 @@ def report(results):
         rows = [results.get("%s/%d" % (variant, s)) for s in args.seeds]
         if None in rows:
             continue
-        mean = sum(r["final"] for r in rows) / len(rows)
+        if args.at and any(len(r.get("windows", [])) < args.at // 50
+                           for r in rows):
+            continue
+        mean = sum(final(r) for r in rows) / len(rows)
         if variant == "f32":
             base = mean
         first = rows[0]
@@ -142,10 +173,12 @@ def report(results):
         print("| %s | %d | %s | %s | %d | %s | %.4f | %s |" % (
             variant, first["tensors"], first["packed"] or "-", ratio,
             first["arena"],
-            " | ".join("%.4f" % r["final"] for r in rows), mean,
+            " | ".join("%.4f" % final(r) for r in rows), mean,
             "%+.2f%%" % (100 * (mean - base) / base) if base else "-"))
     print("\nCompressible saved activations as f32: %d bytes; %d steps, %d "
-          "threads." % (step_saved, args.steps, args.threads))
+          "threads; loss: mean of steps %d-%d." % (
+              step_saved, args.steps, args.threads,
+              (args.at or args.steps) - 49, args.at or args.steps))
 
 
 results = load()
@@ -153,7 +186,8 @@ if not args.report:
     for variant in args.variants:
         for seed in args.seeds:
             key = "%s/%d" % (variant, seed)
-            if key in results and results[key]["steps"] == args.steps:
+            if (key in results and results[key]["steps"] == args.steps and
+                    not args.rerun):
                 continue
             results[key] = run(variant, seed)
             print(key, results[key], flush=True)

@@ -10,6 +10,7 @@
 #include "strata-rt/Plan.h"
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace strata::rt {
@@ -56,7 +57,7 @@ CompressionState::CompressionState(const std::vector<Instruction> &program,
 
 bool CompressionState::adaptive() const {
   for (const auto &[id, site] : sites)
-    if (site.budget > 0 && site.candidates.size() > 1)
+    if (site.movable())
       return true;
   return false;
 }
@@ -94,6 +95,17 @@ void CompressionState::choose(int64_t id, std::vector<double> errors) {
                        strata_plan::actFormatName(s.candidates[best]),
                        errors[best], budget});
   s.current = best;
+  s.errors = std::move(errors);
+}
+
+void CompressionState::assign(int64_t id, size_t index,
+                              std::vector<double> errors, double budget) {
+  CompressionSite &s = site(id, "compress");
+  if (index != s.current)
+    changes.push_back({id, strata_plan::actFormatName(s.format()),
+                       strata_plan::actFormatName(s.candidates[index]),
+                       errors[index], budget});
+  s.current = index;
   s.errors = std::move(errors);
 }
 
@@ -141,6 +153,77 @@ std::vector<double> measureCandidates(ThreadPool &pool,
     errors.push_back(norm > 0 ? std::sqrt(diff / norm) : 0.0);
   }
   return errors;
+}
+
+std::vector<size_t>
+chooseWithinGradientBudget(const std::vector<std::vector<double>> &errors,
+                           const std::vector<std::vector<int64_t>> &bytes,
+                           double budget) {
+  size_t n = errors.size();
+  std::vector<size_t> pick(n, 0);
+  auto square = [](double e) { return e * e; };
+  double total = 0;
+  // The smallest candidate of each site (the more accurate of equal sizes).
+  for (size_t s = 0; s < n; ++s) {
+    for (size_t c = 1; c < errors[s].size(); ++c)
+      if (bytes[s][c] < bytes[s][pick[s]] ||
+          (bytes[s][c] == bytes[s][pick[s]] &&
+           errors[s][c] < errors[s][pick[s]]))
+        pick[s] = c;
+    total += square(errors[s][pick[s]]);
+  }
+  double limit = square(budget);
+  // Widen where a byte buys the most squared error.
+  while (total > limit) {
+    double bestGain = 0;
+    size_t bestSite = n, bestCandidate = 0;
+    for (size_t s = 0; s < n; ++s) {
+      double now = square(errors[s][pick[s]]);
+      for (size_t c = 0; c < errors[s].size(); ++c) {
+        double removed = now - square(errors[s][c]);
+        int64_t added = bytes[s][c] - bytes[s][pick[s]];
+        if (removed <= 0)
+          continue;
+        // An equal-size candidate that is more accurate is free.
+        double gain = added <= 0 ? std::numeric_limits<double>::infinity()
+                                 : removed / static_cast<double>(added);
+        if (gain > bestGain) {
+          bestGain = gain;
+          bestSite = s;
+          bestCandidate = c;
+        }
+      }
+    }
+    if (bestSite == n)
+      break;
+    total += square(errors[bestSite][bestCandidate]) -
+             square(errors[bestSite][pick[bestSite]]);
+    pick[bestSite] = bestCandidate;
+  }
+  if (total > limit)
+    return pick;
+  // Give back what the last widenings overshot: narrow the site that saves
+  // the most bytes while the sum stays within the budget, until none can.
+  for (;;) {
+    int64_t bestSaving = 0;
+    size_t bestSite = n, bestCandidate = 0;
+    for (size_t s = 0; s < n; ++s)
+      for (size_t c = 0; c < errors[s].size(); ++c) {
+        int64_t saving = bytes[s][pick[s]] - bytes[s][c];
+        double after =
+            total - square(errors[s][pick[s]]) + square(errors[s][c]);
+        if (saving > bestSaving && after <= limit) {
+          bestSaving = saving;
+          bestSite = s;
+          bestCandidate = c;
+        }
+      }
+    if (bestSite == n)
+      return pick;
+    total += square(errors[bestSite][bestCandidate]) -
+             square(errors[bestSite][pick[bestSite]]);
+    pick[bestSite] = bestCandidate;
+  }
 }
 
 } // namespace strata::rt

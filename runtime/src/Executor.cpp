@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <thread>
 
 #include <sys/mman.h>
@@ -590,6 +591,18 @@ Status Executor::runOnDevice(int64_t step, float &loss,
     return fail(status);
   loss = tensors[plan.loss].f32()[0];
   return Status::success();
+}
+
+std::vector<Tensor> rankGradients(const Executor &executor) {
+  std::set<int64_t> updated;
+  for (const Instruction &inst : executor.getProgram())
+    if (inst.has(kInPlace))
+      updated.insert(inst.out.begin(), inst.out.end());
+  std::vector<Tensor> grads;
+  for (const Parameter &param : executor.getPlan().parameters)
+    if (param.grad >= 0 && updated.count(param.buffer))
+      grads.push_back(executor.getTensor(param.grad));
+  return grads;
 }
 
 } // namespace strata::rt

@@ -9,6 +9,7 @@
 
 #include "strata-rt/Checkpoint.h"
 #include "strata-rt/Comm.h"
+#include "strata-rt/CompressCalibration.h"
 #include "strata-rt/Data.h"
 #include "strata-rt/Device.h"
 #include "strata-rt/Eval.h"
@@ -84,6 +85,10 @@ Status checkOptions(const TrainOptions &options) {
     return Status::usage("--eval-every must be non-negative");
   if (options.compressEvery < 0)
     return Status::usage("--compress-every must be non-negative");
+  if (options.compressByGradient && options.emulateCompute != 1)
+    return Status::usage(
+        "--compress-calibrate gradient cannot be combined with "
+        "--emulate-compute (its passes would be timed and padded as steps)");
   if ((options.evalEvery > 0 || options.evalFraction > 0) &&
       options.evalDataPath.empty() && options.evalFraction == 0)
     return Status::usage("--eval-every needs --eval-data or --eval-fraction");
@@ -397,11 +402,13 @@ void logJsonRecord(std::FILE *file, int64_t step, float loss, double lr,
 }
 
 /// Compressed activations under a budget: whether step `i` (1-based in this
-/// run) measures the candidate formats.
+/// run) measures the candidate formats. Gradient calibration also measures
+/// fixed formats (it reports their gradient error and changes nothing).
 bool measuresCompression(const TrainOptions &options, Executor &executor,
                          int64_t i) {
   CompressionState *compression = executor.getCompression();
-  if (!compression || !compression->adaptive())
+  if (!compression || compression->empty() ||
+      (!compression->adaptive() && !options.compressByGradient))
     return false;
   return i == 1 ||
          (options.compressEvery > 0 && (i - 1) % options.compressEvery == 0);
@@ -440,19 +447,30 @@ struct LossTrend {
 };
 
 /// Logs what the measurement of step `step` changed and the bytes the
-/// compressed activations take now.
-void logCompression(std::FILE *log, Executor &executor, int64_t step) {
+/// compressed activations take now. A gradient calibration's errors are
+/// estimated gradient errors, held to the budget together, not one by one.
+void logCompression(std::FILE *log, Executor &executor, int64_t step,
+                    bool byGradient) {
   CompressionState &compression = *executor.getCompression();
   std::vector<CompressionChange> changes = compression.takeChanges();
   for (const CompressionChange &c : changes) {
     const CompressionSite &site = compression.getSites().at(c.site);
+    std::string held = byGradient ? "estimated gradient error" : "error";
+    char number[64];
+    std::snprintf(number, sizeof(number), " %.4g", c.error);
+    held += number;
+    if (!byGradient) {
+      std::snprintf(number, sizeof(number), " budget %.4g", c.budget);
+      held += c.error <= c.budget ? " <=" : " > (none within)";
+      held += number;
+    }
     logLine(log,
             "compress step %lld: tensor %lld (layer %lld, %lld elements) %s "
-            "-> %s: error %.4g %s budget %.4g\n",
+            "-> %s: %s\n",
             static_cast<long long>(step), static_cast<long long>(c.site),
             static_cast<long long>(site.layer),
             static_cast<long long>(site.numel), c.from.c_str(), c.to.c_str(),
-            c.error, c.error <= c.budget ? "<=" : "> (none within)", c.budget);
+            held.c_str());
   }
   int64_t packed = compression.packedBytes(), f32 = compression.f32Bytes();
   logLine(log,
@@ -461,6 +479,38 @@ void logCompression(std::FILE *log, Executor &executor, int64_t step) {
           static_cast<long long>(step), changes.size(),
           compression.getSites().size(), static_cast<long long>(packed),
           packed ? static_cast<double>(f32) / packed : 0.0);
+}
+
+/// Gradient calibration before step `step` (CompressCalibration.h): logs
+/// each tensor's measured sensitivity, the changes, and the combined
+/// gradient error predicted and measured.
+Status calibrateCompression(std::FILE *log, Executor &executor, int64_t step) {
+  auto start = std::chrono::steady_clock::now();
+  GradientCalibration calibration;
+  if (Status status = calibrateByGradient(executor, step, calibration);
+      !status.ok())
+    return status;
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  const auto &sites = executor.getCompression()->getSites();
+  for (const GradientCalibration::Site &s : calibration.sites) {
+    const CompressionSite &site = sites.at(s.site);
+    logLine(log,
+            "compress step %lld: tensor %lld (layer %lld) in %s: tensor "
+            "error %.4g, gradient error %.4g\n",
+            static_cast<long long>(step), static_cast<long long>(s.site),
+            static_cast<long long>(site.layer),
+            strata_plan::actFormatName(site.candidates[s.probe]).c_str(),
+            s.tensorError, s.gradError);
+  }
+  logCompression(log, executor, step, /*byGradient=*/true);
+  logLine(log,
+          "compress step %lld: gradient calibration: %lld forward-backward "
+          "passes in %.2f s; combined gradient error %.4g predicted, %.4g "
+          "measured (budget %.4g)\n",
+          static_cast<long long>(step),
+          static_cast<long long>(calibration.passes), took.count(),
+          calibration.predicted, calibration.measured, calibration.budget);
+  return Status::success();
 }
 
 /// What runSteps does besides training; every member is optional.
@@ -479,20 +529,6 @@ struct StepHooks {
   std::function<Status(int64_t step)> save;
   int64_t saveEvery = 0;
 };
-
-/// The gradients of the parameters this rank updates (a pipeline stage's
-/// own; every parameter on one rank or a data-parallel replica).
-std::vector<Tensor> rankGradients(const Executor &executor) {
-  std::set<int64_t> updated;
-  for (const Instruction &inst : executor.getProgram())
-    if (inst.has(kInPlace))
-      updated.insert(inst.out.begin(), inst.out.end());
-  std::vector<Tensor> grads;
-  for (const Parameter &param : executor.getPlan().parameters)
-    if (param.grad >= 0 && updated.count(param.buffer))
-      grads.push_back(executor.getTensor(param.grad));
-  return grads;
-}
 
 /// Gradient clipping: runs forward and backward (gradient syncs included),
 /// clips this rank's gradients by the whole model's global norm
@@ -589,13 +625,20 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
       executor.setLearningRates(
           [&](double planned) { return lr = schedule->lr(planned, step); },
           [&](double planned) { return schedule->lr(planned, step - 1); });
-    if (delays(straggler, result.rank, i))
-      executor.setBackwardDelay(straggler.delayMs);
     bool measuring = measuresCompression(options, executor, i);
     if (measuring) {
-      trend.check(log, *executor.getCompression(), step);
-      executor.getCompression()->measureNextStep();
+      // Fixed formats (calibration only reports them) have no budget.
+      if (executor.getCompression()->adaptive())
+        trend.check(log, *executor.getCompression(), step);
+      if (!options.compressByGradient)
+        executor.getCompression()->measureNextStep();
+      else if (Status status = calibrateCompression(log, executor, step);
+               !status.ok())
+        return status;
     }
+    // After the calibration's passes: the step itself is delayed.
+    if (delays(straggler, result.rank, i))
+      executor.setBackwardDelay(straggler.delayMs);
     float loss = 0;
     double gradNorm = -1;
     auto start = std::chrono::steady_clock::now();
@@ -607,8 +650,8 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
         std::chrono::steady_clock::now() - start;
     if (!status.ok())
       return status;
-    if (measuring)
-      logCompression(log, executor, step);
+    if (measuring && !options.compressByGradient)
+      logCompression(log, executor, step, /*byGradient=*/false);
     if (hooks.trace)
       recordTrace(executor, step, *hooks.trace);
     if (hooks.profile)
@@ -1005,7 +1048,8 @@ Status setUpDevice(const TrainOptions &options, const Plan &plan,
 /// Prints what runs where: ranks, plan, memory, data (rank 0 only).
 void logRunHeader(std::FILE *log, const Executor &executor,
                   const DataSource &data, const Communicator *comm,
-                  const TrainResult &result, int64_t steps) {
+                  const TrainResult &result, const TrainOptions &options) {
+  int64_t steps = options.steps;
   const Plan &loaded = executor.getPlan();
   if (result.ranks > 1 && loaded.stages > 1)
     logLine(log,
@@ -1062,9 +1106,11 @@ void logRunHeader(std::FILE *log, const Executor &executor,
             compression->getSites().size(), static_cast<long long>(packed),
             static_cast<long long>(f32),
             packed ? static_cast<double>(f32) / packed : 0.0,
-            compression->adaptive()
-                ? ", formats chosen per tensor within the error budget"
-                : "");
+            !compression->adaptive() ? ""
+            : options.compressByGradient
+                ? ", formats chosen by gradient calibration within the "
+                  "combined gradient-error budget"
+                : ", formats chosen per tensor within the error budget");
   }
   logLine(log, "data: %s\n", data.getDescription().c_str());
 }
@@ -1101,6 +1147,9 @@ Status saveCheckpointOf(const TrainOptions &options, RunResources &run,
 Status runAndSave(const TrainOptions &options, const TrainOptions &rankOptions,
                   RunResources &run, Executor &executor, DataSource &data,
                   TrainResult &result) {
+  if (options.compressByGradient)
+    if (Status status = checkGradientCalibration(executor); !status.ok())
+      return status;
   TraceWriter trace;
   bool tracing = !options.tracePath.empty();
   // With --emulate-compute the profile describes the slowed steps.
@@ -1265,8 +1314,7 @@ Status train(const TrainOptions &options, TrainResult &result) {
 
   // Every rank computes the same (all-reduced) loss; rank 0 reports it.
   std::FILE *log = options.quiet || result.rank != 0 ? nullptr : options.log;
-  logRunHeader(log, *executor, *data, executorOptions.comm, result,
-               options.steps);
+  logRunHeader(log, *executor, *data, executorOptions.comm, result, options);
   if (run.scheduled)
     logLine(log, "lr schedule: %s\n", run.schedule.describe().c_str());
   if (run.evaluator)

@@ -1,6 +1,7 @@
 # Plan loader, initialisation, data, checkpoints, traces and the executor.
 set(STRATA_RT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/Checkpoint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CompressCalibration.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Compression.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CopyEngine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Data.cpp

@@ -70,6 +70,13 @@ options:
                     first step and every K steps (default 100; 0: first
                     step only) and move each tensor to the narrowest format
                     within the budget; the log says what changed and why
+  --compress-calibrate tensor|gradient
+                    what those measurements choose by: each tensor's
+                    relative error (tensor, the default), or its effect on
+                    the gradient (gradient: GACT's calibration; forward and
+                    backward once per compressed tensor, then formats with
+                    few bytes whose combined gradient error is within the
+                    budget; one CPU rank, no --emulate-compute)
   --resume-latest FILE
                     resume from the newest of FILE and FILE.stepN
   --clip-norm C     clip the gradients to global L2 norm C before each
@@ -221,7 +228,8 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   bool infer = false;
   std::string steps, seed, threads, logEvery, quiet, help, gradients, gemm,
       grace, evalFraction, evalEvery, clipNorm, saveEvery, keep, compressEvery,
-      emulateCompute, checkRtol, checkAtol, checkEpsilon, checkPass;
+      compressCalibrate, emulateCompute, checkRtol, checkAtol, checkEpsilon,
+      checkPass;
   Flag flags[] = {
       {"--steps", &steps},
       {"--seed", &seed},
@@ -254,6 +262,7 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
       {"--save-every", &saveEvery},
       {"--keep", &keep},
       {"--compress-every", &compressEvery},
+      {"--compress-calibrate", &compressCalibrate},
       {"--resume-latest", &o.resumeLatestPath},
       {"--lag-grace", &grace},
       {"--lag-log", &o.lagLogPath},
@@ -371,6 +380,12 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
     return numberError("--keep", keep);
   if (!compressEvery.empty() && !parseInteger(compressEvery, o.compressEvery))
     return numberError("--compress-every", compressEvery);
+  if (!compressCalibrate.empty()) {
+    if (compressCalibrate != "tensor" && compressCalibrate != "gradient")
+      return Status::usage("--compress-calibrate: tensor or gradient, got '" +
+                           compressCalibrate + "'");
+    o.compressByGradient = compressCalibrate == "gradient";
+  }
   if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
     return numberError("--eval-every", evalEvery);
   if (infer) {

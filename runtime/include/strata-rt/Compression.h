@@ -17,6 +17,12 @@
 // it, it halves the budgets before measuring (`budgetScale`), so tensors move
 // to wider formats.
 //
+// With `--compress-calibrate gradient` a measurement step instead estimates
+// each tensor's effect on the gradient, as GACT (Liu et al., ICML 2022) does
+// (CompressCalibration.h): chooseWithinGradientBudget then picks the formats
+// with the fewest bytes whose combined gradient error stays within the
+// budget.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef STRATA_RT_COMPRESSION_H
@@ -48,7 +54,14 @@ struct CompressionSite {
   /// The relative error of each candidate at the last measurement (empty
   /// before the first).
   std::vector<double> errors;
+  /// Gradient calibration: while set, the site's compress keeps an f32 copy
+  /// of its tensor in `stash` (packing nothing) and its decompresses read
+  /// that copy back, so the site adds no error.
+  bool exact = false;
+  std::vector<float> stash;
 
+  /// Whether the runtime may change the site's format.
+  bool movable() const { return budget > 0 && candidates.size() > 1; }
   const strata_plan::ActFormat &format() const { return candidates[current]; }
   /// Packed bytes of the format in use (actPackedBytes).
   int64_t bytes() const;
@@ -98,6 +111,11 @@ public:
   /// Sets a measured site to the narrowest candidate within its budget
   /// (times budgetScale); records the change, if any.
   void choose(int64_t id, std::vector<double> errors);
+  /// Sets site `id` to candidate `index`, whose error is `errors[index]`
+  /// (gradient calibration: the estimated gradient error); records the
+  /// change, if any, against the global `budget`.
+  void assign(int64_t id, size_t index, std::vector<double> errors,
+              double budget);
   /// The changes of the measurements since the last call, which clears them.
   std::vector<CompressionChange> takeChanges();
   /// Packed bytes of every site in its current format, and as f32.
@@ -115,6 +133,21 @@ private:
 std::vector<double> measureCandidates(ThreadPool &pool,
                                       const CompressionSite &site,
                                       const float *x, int64_t n, uint64_t seed);
+
+/// Gradient calibration's choice among the candidates of n sites: site s in
+/// candidate c takes `bytes[s][c]` and adds `errors[s][c]` relative error to
+/// the gradient. Taking the sites' errors as independent (they add in
+/// quadrature, GACT's assumption), returns per site the index of a candidate
+/// such that sqrt(sum_s errors[s][c_s]^2) <= budget with few bytes: every
+/// site starts in its smallest candidate, then, while the sum is over the
+/// budget, the widening that removes the most squared error per added byte
+/// is made; last, sites are narrowed again, largest saving first, where the
+/// sum stays within the budget. When no choice meets the budget, each site
+/// ends in its most accurate candidate.
+std::vector<size_t>
+chooseWithinGradientBudget(const std::vector<std::vector<double>> &errors,
+                           const std::vector<std::vector<int64_t>> &bytes,
+                           double budget);
 
 } // namespace strata::rt
 

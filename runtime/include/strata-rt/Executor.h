@@ -338,6 +338,11 @@ private:
   int64_t padKernel(size_t index, bool group, int64_t startNs, int64_t endNs);
 };
 
+/// The gradients of the parameters `executor`'s rank updates (a pipeline
+/// stage's own; every parameter on one rank or a data-parallel replica), as
+/// they stand after a ForwardBackward step part.
+std::vector<Tensor> rankGradients(const Executor &executor);
+
 } // namespace strata::rt
 
 #endif // STRATA_RT_EXECUTOR_H

@@ -121,6 +121,10 @@ struct TrainOptions {
   /// `compressEvery` steps after it (0: the first step only), and move each
   /// tensor to the narrowest format within its budget (Compression.h).
   int64_t compressEvery = 100;
+  /// What those measurements choose by: each tensor's own relative error
+  /// (false), or its estimated effect on the gradient (true: gradient
+  /// calibration, CompressCalibration.h; one CPU rank).
+  bool compressByGradient = false;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first

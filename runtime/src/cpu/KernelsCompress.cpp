@@ -6,7 +6,8 @@
 // uses now (Compression.h); `decompress` unpacks a site's bytes back into
 // f32. Both take the site's `format`, `candidates` and `budget`; the output
 // (compress) or input (decompress) holds exactly the packed bytes of the
-// widest candidate. The codecs are Compress.h's.
+// widest candidate. The codecs are Compress.h's. A site set `exact` (gradient
+// calibration) keeps an f32 copy instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 #include "strata-rt/Compress.h"
 #include "strata-rt/Compression.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -125,6 +127,11 @@ CompressionSite &siteOf(KernelContext &ctx, const OpAttrs &attrs,
 void runCompress(KernelContext &ctx, const Tensors &inputs,
                  const Tensors &outputs, const OpAttrs &attrs) {
   CompressionSite &site = siteOf(ctx, attrs, "compress");
+  if (site.exact) {
+    const float *x = inputs[0].f32();
+    site.stash.assign(x, x + inputs[0].numel());
+    return;
+  }
   uint64_t seed = ctx.compression->siteSeed(attrs.site);
   if (ctx.compression->isMeasuring() && site.budget > 0)
     ctx.compression->choose(attrs.site,
@@ -137,6 +144,14 @@ void runCompress(KernelContext &ctx, const Tensors &inputs,
 void runDecompress(KernelContext &ctx, const Tensors &inputs,
                    const Tensors &outputs, const OpAttrs &attrs) {
   CompressionSite &site = siteOf(ctx, attrs, "decompress");
+  if (site.exact) {
+    if (static_cast<int64_t>(site.stash.size()) != outputs[0].numel())
+      throw std::runtime_error("decompress: site " +
+                               std::to_string(attrs.site) +
+                               " holds no exact copy of its tensor");
+    std::copy(site.stash.begin(), site.stash.end(), outputs[0].f32());
+    return;
+  }
   decompressActivations(ctx.pool, site.format(), inputs[0].bytes(),
                         outputs[0].numel(), outputs[0].f32());
 }
