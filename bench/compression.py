@@ -20,7 +20,7 @@ import re
 import statistics
 import tempfile
 
-from benchutil import cpu_name, sh
+from benchutil import cpu_name, loss_svg, sh
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build")
@@ -100,57 +100,6 @@ def final(losses):
     return sum(tail) / len(tail)
 
 
-def svg(curves, path, title):
-    width, height, pad = 720, 420, 50
-    smooth = {}
-    for name, losses in curves.items():
-        k = 25
-        smooth[name] = [sum(losses[max(0, i - k + 1):i + 1]) /
-                        len(losses[max(0, i - k + 1):i + 1])
-                        for i in range(len(losses))]
-    n = max(len(v) for v in smooth.values())
-    skip = min(10, n // 10)  # The first steps' loss dwarfs the rest.
-    lo = min(min(v[skip:]) for v in smooth.values())
-    hi = max(max(v[skip:]) for v in smooth.values())
-    colors = ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-              "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-             'font-family="sans-serif" font-size="12">' % (width, height),
-             '<rect width="100%" height="100%" fill="white"/>',
-             '<text x="%d" y="20" text-anchor="middle">%s</text>' %
-             (width // 2, title)]
-    x0, y0, x1, y1 = pad, height - pad, width - 180, pad
-
-    def xy(i, v):
-        return (x0 + (x1 - x0) * i / max(n - 1, 1),
-                y0 - (y0 - y1) * (v - lo) / max(hi - lo, 1e-9))
-    parts.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' %
-                 (x0, y0, x1, y0))
-    parts.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' %
-                 (x0, y0, x0, y1))
-    for t in range(5):
-        v = lo + (hi - lo) * t / 4
-        _, y = xy(0, v)
-        parts.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' %
-                     (x0 - 4, y + 4, v))
-        i = (n - 1) * t // 4
-        x, _ = xy(i, lo)
-        parts.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' %
-                     (x, y0 + 16, i + 1))
-    parts.append('<text x="%d" y="%d" text-anchor="middle">step</text>' %
-                 ((x0 + x1) // 2, height - 10))
-    for k, (name, values) in enumerate(smooth.items()):
-        color = colors[k % len(colors)]
-        points = " ".join("%.1f,%.1f" % xy(i, v) for i, v in
-                          enumerate(values) if i >= skip)
-        parts.append('<polyline fill="none" stroke="%s" stroke-width="1.2" '
-                     'points="%s"/>' % (color, points))
-        parts.append('<text x="%d" y="%d" fill="%s">%s</text>' %
-                     (x1 + 10, y1 + 16 * k + 10, color, name))
-    parts.append("</svg>")
-    open(path, "w").write("\n".join(parts) + "\n")
-
-
 def main():
     cpu = cpu_name()
     lines = ["# Activation compression", "",
@@ -201,7 +150,7 @@ def main():
                                    - 1),
                             r["ms"], 100 * (r["ms"] / ref["ms"] - 1)))
         lines.append("")
-    svg(curves, args.svg, "main-job GPT loss, %d steps (mean of 25)" %
+    loss_svg(curves, args.svg, "main-job GPT loss, %d steps (mean of 25)" %
         args.steps)
     open(args.out, "w").write("\n".join(lines) + "\n")
 

@@ -9,7 +9,9 @@ bytes, compression ratio and final loss (mean of the last 50 steps).
 
     python3 bench/compression_mixed.py [--build build] [--steps 1000]
         [--seeds 3 4] [--threads 2] [--variants NAME ...]
-        [--cache bench/compression-mixed.json] [--report]
+        [--cache bench/compression-mixed.json] [--report [--at STEP]
+        [--svg FILE]] [--rerun] [--compress-every K]
+        [--time-steps N [--time-repeats R]]
 
 Each (variant, seed) result is kept in --cache, so the runs can be made one
 at a time (e.g. each under a lock on a shared machine) and --report prints
@@ -33,10 +35,11 @@ import functools
 import json
 import os
 import re
+import statistics
 import subprocess
 import tempfile
 
-from benchutil import sh
+from benchutil import cpu_name, loss_svg, mean_step_ms, sh
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--build", default="build")
@@ -49,6 +52,11 @@ parser.add_argument("--variants", nargs="*",
 parser.add_argument("--cache", default="bench/compression-mixed.json")
 parser.add_argument("--report", action="store_true")
 parser.add_argument("--compress-every", type=int, default=100)
+parser.add_argument("--time-steps", type=int, default=0,
+                    help="only time the variants' steps (see time_variants)")
+parser.add_argument("--time-repeats", type=int, default=3)
+parser.add_argument("--svg", help="with --report: the loss curves (the "
+                    "seeds' mean of each 50-step window) as an SVG")
 parser.add_argument("--rerun", action="store_true",
                     help="run again what the cache holds (e.g. for the loss "
                     "windows that older entries lack)")
@@ -80,7 +88,8 @@ def saved_bytes(step, options):
     return int(SAVED.search(err).group(2))
 
 
-def run(variant, seed):
+def plan_of(variant):
+    """The plan of `variant` (built once) and its strata-run options."""
     step = os.path.join(TMP, "step.mlir")
     if not os.path.exists(step):
         sh("%s/strata-model %s | %s/strata-opt --strata-autodiff='optimizer="
@@ -107,10 +116,16 @@ def run(variant, seed):
         sh("%s/strata-opt %s %s %s --strata-plan-buffers 2>/dev/null | "
            "%s/strata-translate --export-plan -o %s" % (
                BIN, step, remat_option, compress_option, BIN, plan))
+    return step, plan, remat_option, run_option
+
+
+def run(variant, seed):
+    step, plan, remat_option, run_option = plan_of(variant)
     log = plan + ".%d.jsonl" % seed
     out = sh("%s/strata-run %s --data %s --steps %d --threads %d --seed %d "
              "--log-json %s %s" % (BIN, plan, DATA, args.steps, args.threads,
                                    seed, log, run_option))
+    open(plan + ".%d.log" % seed, "w").write(out)  # what the runtime chose
     losses = [json.loads(line)["loss"] for line in open(log)]
     saved = re.search(r"^compressed activations: (\d+) tensors, (\d+) bytes "
                       r"\((\d+) as f32", out, re.M)
@@ -181,7 +196,49 @@ def report(results):
               (args.at or args.steps) - 49, args.at or args.steps))
 
 
+def curves_svg(results):
+    curves = {}
+    for variant in args.variants:
+        rows = [results.get("%s/%d" % (variant, s)) for s in args.seeds]
+        if None in rows or any("windows" not in r for r in rows):
+            continue
+        n = min(len(r["windows"]) for r in rows)
+        curves[variant] = [sum(r["windows"][i] for r in rows) / len(rows)
+                           for i in range(n)]
+    loss_svg(curves, args.svg, "main-job GPT loss, mean of seeds %s, "
+             "each point 50 steps" % " ".join(map(str, args.seeds)),
+             smooth_over=1, every=50)
+
+
+def time_variants():
+    """Step times: each variant's plan runs --time-steps steps, the
+    variants in turn, --time-repeats rounds; strata-run's mean step (steps
+    2 on) per run, the median over the rounds."""
+    times = {v: [] for v in args.variants}
+    for _ in range(args.time_repeats):
+        for variant in args.variants:
+            _, plan, _, run_option = plan_of(variant)
+            out = sh("%s/strata-run %s --data %s --steps %d --threads %d "
+                     "--seed 3 %s" % (BIN, plan, DATA, args.time_steps,
+                                      args.threads, run_option))
+            times[variant].append(mean_step_ms(out))
+    base = statistics.median(times[args.variants[0]])
+    print("| variant | step ms (median of %d) | runs | vs %s |" % (
+        args.time_repeats, args.variants[0]))
+    print("| --- | ---: | --- | ---: |")
+    for variant in args.variants:
+        ms = statistics.median(times[variant])
+        print("| %s | %.1f | %s | %+.1f%% |" % (
+            variant, ms, " ".join("%.1f" % t for t in times[variant]),
+            100 * (ms / base - 1)))
+    print("\n%d steps a run, %d threads, %s." % (
+        args.time_steps, args.threads, cpu_name()))
+
+
 results = load()
+if args.time_steps:
+    time_variants()
+    raise SystemExit(0)
 if not args.report:
     for variant in args.variants:
         for seed in args.seeds:
@@ -196,3 +253,5 @@ if not args.report:
                             if k not in results})
             json.dump(results, open(args.cache, "w"), indent=1)
 report(results)
+if args.svg:
+    curves_svg(results)

@@ -300,7 +300,8 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         "",
         f"`python3 bench/sim.py --steps {args.steps} --repeats "
         f"{args.repeats}` (this file's generator). Machine: {cpu_name()}, "
-        f"{os.cpu_count()} cores, **shared with other engineers' builds**: "
+        f"{os.cpu_count()} cores (the load averages say how busy they were "
+        "beside this run; the run itself keeps two ranks busy): "
         f"load average {load_start[0]:.2f} / {load_start[1]:.2f} / "
         f"{load_start[2]:.2f} (1 / 5 / 15 min) at the start, "
         f"{load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f} at the "

@@ -80,7 +80,8 @@ int main(int argc, char **argv) {
   for (float &v : x)
     v = d(rng);
 
-  const char *names[] = {"mxfp8",
+  const char *names[] = {"bf16",
+                         "mxfp8",
                          "mxfp6",
                          "mxfp4",
                          "mxint8",

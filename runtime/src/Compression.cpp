@@ -90,12 +90,7 @@ void CompressionState::choose(int64_t id, std::vector<double> errors) {
   for (size_t i = 1; i < s.candidates.size(); ++i)
     if (preferred(i, best))
       best = i;
-  if (best != s.current)
-    changes.push_back({id, strata_plan::actFormatName(s.format()),
-                       strata_plan::actFormatName(s.candidates[best]),
-                       errors[best], budget});
-  s.current = best;
-  s.errors = std::move(errors);
+  assign(id, best, std::move(errors), budget);
 }
 
 void CompressionState::assign(int64_t id, size_t index,
