@@ -64,6 +64,8 @@ parser.add_argument("--at", type=int, default=0,
                     help="report the mean loss of the 50 steps up to this "
                     "step (a multiple of 50) instead of the last 50")
 args = parser.parse_args()
+if args.at and (args.at < 50 or args.at % 50):
+    parser.error("--at: a positive multiple of 50, got %d" % args.at)
 BIN = os.path.join(args.build, "bin")
 TMP = tempfile.mkdtemp(prefix="compress-mixed-")
 DATA = "/usr/share/common-licenses/GPL-3"
@@ -168,12 +170,14 @@ def report(results):
     print("| --- | ---: | ---: | ---: | ---: | " +
           " | ".join("---:" for _ in args.seeds) + " | ---: | ---: |")
     base = None
+    skipped = []
     for variant in args.variants:
         rows = [results.get("%s/%d" % (variant, s)) for s in args.seeds]
         if None in rows:
             continue
         if args.at and any(len(r.get("windows", [])) < args.at // 50
                            for r in rows):
+            skipped.append(variant)
             continue
         mean = sum(final(r) for r in rows) / len(rows)
         if variant == "f32":
@@ -190,6 +194,9 @@ def report(results):
             first["arena"],
             " | ".join("%.4f" % final(r) for r in rows), mean,
             "%+.2f%%" % (100 * (mean - base) / base) if base else "-"))
+    if skipped:
+        print("\nNo loss windows up to step %d (runs made before they were "
+              "kept): %s." % (args.at, ", ".join(skipped)))
     print("\nCompressible saved activations as f32: %d bytes; %d steps, %d "
           "threads; loss: mean of steps %d-%d." % (
               step_saved, args.steps, args.threads,
@@ -205,6 +212,8 @@ def curves_svg(results):
         n = min(len(r["windows"]) for r in rows)
         curves[variant] = [sum(r["windows"][i] for r in rows) / len(rows)
                            for i in range(n)]
+    if not curves:
+        raise SystemExit("--svg: no variant has loss windows for every seed")
     loss_svg(curves, args.svg, "main-job GPT loss, mean of seeds %s, "
              "each point 50 steps" % " ".join(map(str, args.seeds)),
              smooth_over=1, every=50)

@@ -19,9 +19,9 @@
 //
 // With `--compress-calibrate gradient` a measurement step instead estimates
 // each tensor's effect on the gradient, as GACT (Liu et al., ICML 2022) does
-// (CompressCalibration.h): chooseWithinGradientBudget then picks the formats
-// with the fewest bytes whose combined gradient error stays within the
-// budget.
+// (CompressCalibration.h): chooseWithinGradientBudget then picks formats
+// with few bytes (a greedy choice) whose combined gradient error stays
+// within the budget.
 //
 //===----------------------------------------------------------------------===//
 
