@@ -104,6 +104,10 @@ Status createMpiCommunicator(const LinkEmulation &, double,
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 namespace strata::rt {
 
 bool haveMpi() { return true; }
@@ -226,9 +230,24 @@ struct CommState {
   std::atomic<bool> breaking{false};
 };
 
+/// The calling thread's timer slack for its sleeps (0: the default, 50 us);
+/// a no-op where Linux's prctl is not available.
+void setTimerSlackNs(unsigned long ns) {
+#ifdef __linux__
+  prctl(PR_SET_TIMERSLACK, ns, 0UL, 0UL, 0UL);
+#else
+  (void)ns;
+#endif
+}
+constexpr unsigned long kFineTimerSlackNs = 1000;
+
 /// How long before an emulated transfer's end its waiting thread stops
-/// sleeping and spins.
-constexpr std::chrono::microseconds kEmulationSpin(300);
+/// sleeping and spins. It sleeps with a 1 us timer slack (loop()): on the
+/// 2-core EPYC a 100 us sleep then wakes 18-34 us late (p50-p99) beside two
+/// busy threads, 69-93 us with the default slack. The spin used to be 300 us,
+/// and a 32 KiB activation's whole emulated transfer was spin, which slowed the
+/// ranks' kernels by 5-22% (docs/strata-sim.md, run 16).
+constexpr std::chrono::microseconds kEmulationSpin(50);
 
 /// Marks `s` broken with `status` unless an earlier failure did.
 void markBroken(CommState &s, const Status &status) {
@@ -600,12 +619,16 @@ private:
           if (!op->failed)
             first = std::min(first, op->readyAt);
         // Sleep until shortly before, then spin (yielding the core): a
-        // sleeping thread wakes 50-200 us late on a busy machine, which an
-        // emulated link would add to every transfer.
-        if (first - now > kEmulationSpin)
+        // sleeping thread wakes late (kEmulationSpin), which an emulated
+        // link would add to every transfer.
+        if (first - now > kEmulationSpin) {
+          // A fine timer slack for this sleep only: the progress thread's
+          // other naps stay coarse, so an idle thread wakes no more often.
+          setTimerSlackNs(kFineTimerSlackNs);
           cv_.wait_until(lock, first - kEmulationSpin,
                          [&] { return !queue_.empty(); });
-        else {
+          setTimerSlackNs(0);
+        } else {
           lock.unlock();
           std::this_thread::yield();
         }
