@@ -25,16 +25,11 @@ namespace {
 class PassState {
 public:
   explicit PassState(Executor &executor) : executor(executor) {
-    for (const Instruction &inst : executor.getProgram()) {
-      if (!inst.has(kInPlace) || inst.phase == Phase::Update)
-        continue;
-      for (size_t o = 0; o < inst.out.size(); ++o) {
-        if (inst.info().inPlaceInput(o) < 0)
-          continue;
-        const Tensor &t = executor.getTensor(inst.out[o]);
-        const char *bytes = static_cast<const char *>(t.data);
-        saved[inst.out[o]].assign(bytes, bytes + t.desc.bytes());
-      }
+    for (int64_t buffer :
+         updatedInPlace(executor.getProgram(), /*forwardBackward=*/true)) {
+      const Tensor &t = executor.getTensor(buffer);
+      const char *bytes = static_cast<const char *>(t.data);
+      saved[buffer].assign(bytes, bytes + t.desc.bytes());
     }
   }
   void restore() {
@@ -64,7 +59,9 @@ Status gradientPass(Executor &executor, PassState &state, int64_t step,
   return Status::success();
 }
 
-/// ||g - ref|| / ||ref|| (0 when both are zero).
+/// ||g - ref|| / ||ref|| (0 when both are zero). measureCandidates has its
+/// own loop: a zero or NaN tensor measures 0 there, where a calibration must
+/// see a non-finite error and stop.
 double relativeError(const std::vector<float> &g,
                      const std::vector<float> &ref) {
   double diff = 0, norm = 0;

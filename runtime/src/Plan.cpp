@@ -1463,10 +1463,11 @@ Status loadPlan(const std::string &path, Plan &plan) {
   return parsePlan(text, path, plan);
 }
 
-std::vector<int64_t> updatedInPlace(const std::vector<Instruction> &program) {
+std::vector<int64_t> updatedInPlace(const std::vector<Instruction> &program,
+                                    bool forwardBackward) {
   std::set<int64_t> updated;
   for (const Instruction &inst : program)
-    if (inst.has(kInPlace))
+    if (inst.has(kInPlace) && !(forwardBackward && inst.phase == Phase::Update))
       for (size_t o = 0; o < inst.out.size(); ++o)
         if (inst.info().inPlaceInput(o) >= 0)
           updated.insert(inst.out[o]);

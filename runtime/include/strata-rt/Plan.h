@@ -256,8 +256,11 @@ std::vector<size_t> multiTensorRuns(const std::vector<Instruction> &program);
 
 /// The buffers `program` updates in place (the outputs of its kInPlace
 /// instructions that overwrite an input: parameters, states, carried
-/// values), in id order.
-std::vector<int64_t> updatedInPlace(const std::vector<Instruction> &program);
+/// values), in id order. `forwardBackward`: only those of instructions
+/// outside the update phase (batch_norm's running statistics), which a
+/// forward-backward pass changes.
+std::vector<int64_t> updatedInPlace(const std::vector<Instruction> &program,
+                                    bool forwardBackward = false);
 
 /// Reads and validates the plan at `path`. Errors are `Status::Code::Invalid`
 /// (a file that cannot be read is a `Failure`) with a message that starts

@@ -242,11 +242,12 @@ void setTimerSlackNs(unsigned long ns) {
 constexpr unsigned long kFineTimerSlackNs = 1000;
 
 /// How long before an emulated transfer's end its waiting thread stops
-/// sleeping and spins. It sleeps with a 1 us timer slack (loop()): on the
-/// 2-core EPYC a 100 us sleep then wakes 18-34 us late (p50-p99) beside two
-/// busy threads, 69-93 us with the default slack. The spin used to be 300 us,
-/// and a 32 KiB activation's whole emulated transfer was spin, which slowed the
-/// ranks' kernels by 5-22% (docs/strata-sim.md, run 16).
+/// sleeping and spins. It sleeps with a 1 us timer slack (set around that
+/// sleep only, in loop()): on the 2-core EPYC a 100 us sleep then wakes
+/// 18-34 us late (p50-p99) beside two busy threads, 69-93 us with the
+/// default slack. The spin used to be 300 us, and a 32 KiB activation's
+/// whole emulated transfer was spin, which slowed the ranks' kernels by
+/// 5-22% (docs/strata-sim.md, run 16).
 constexpr std::chrono::microseconds kEmulationSpin(50);
 
 /// Marks `s` broken with `status` unless an earlier failure did.
