@@ -20,7 +20,10 @@ mxfp4+mxfp8; SENSITIVE may be none: those values stay f32, or same: they
 follow FORMAT; FORMAT auto:E is format=auto budget=E, the runtime's choice
 by each tensor's error with --compress-every 100; autog:E is format=auto
 budget=E candidates=bf16;mxfp8;mxfp6;mxfp4 chosen by gradient calibration,
-strata-run --compress-calibrate gradient, every --compress-every steps),
+strata-run --compress-calibrate gradient, every --compress-every steps;
+autog:E:C1,C2,... names the candidates; autogn:E[:C1,...] is the same with
+the budget E times the gradient's batch-to-batch noise,
+--compress-calibrate gradient-noise),
 optionally with @B (e.g. mxfp6+none@0.5): --strata-remat="budget=B
 solver=dp" first, so that the values it recomputes (bit-identical kernels
 on their saved inputs) are not saved at all and the rest is compressed.
@@ -104,11 +107,17 @@ def plan_of(variant):
         fmt, sensitive = compression.rsplit("+", 1)
         if fmt.startswith("auto:"):  # auto:E -> format=auto budget=E
             fmt = "auto budget=" + fmt[len("auto:"):]
-        if fmt.startswith("autog:"):
-            fmt = ("auto budget=%s candidates=bf16;mxfp8;mxfp6;mxfp4" %
-                   fmt[len("autog:"):])
-            run_option = ("--compress-calibrate gradient --compress-every %d"
-                          % args.compress_every)
+        # autog:E or autog:E:C1,C2,...; autogn: the budget relative to the
+        # gradient's noise (--compress-calibrate gradient-noise).
+        calibrate = {"autog:": "gradient", "autogn:": "gradient-noise"}
+        kind = next((k for k in calibrate if fmt.startswith(k)), None)
+        if kind:
+            budget, _, candidates = fmt[len(kind):].partition(":")
+            fmt = ("auto budget=%s candidates=%s" % (
+                budget, (candidates or "bf16,mxfp8,mxfp6,mxfp4")
+                .replace(",", ";")))
+            run_option = ("--compress-calibrate %s --compress-every %d"
+                          % (calibrate[kind], args.compress_every))
         compress_option = "--strata-compress-activations='format=%s" % fmt
         if sensitive != "same":
             compress_option += " sensitive=%s" % sensitive

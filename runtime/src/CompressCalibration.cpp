@@ -108,7 +108,8 @@ std::vector<size_t> choices(const CompressionSite &site) {
 } // namespace
 
 Status calibrateByGradient(Executor &executor, int64_t step,
-                           GradientCalibration &result) {
+                           GradientCalibration &result,
+                           const FillBatch &fillBatch) {
   if (Status status = checkGradientCalibration(executor); !status.ok())
     return status;
   CompressionState &state = *executor.getCompression();
@@ -133,6 +134,22 @@ Status calibrateByGradient(Executor &executor, int64_t step,
   };
   if (Status s = pass(grads); !s.ok())
     return finish(s);
+  // The next step's batch at the same parameters, every site exact; before
+  // the second reference pass, which leaves the sites' stashes (the tensors
+  // measured below) from this step's batch.
+  // (Fixed formats have no budget to scale: no pass.)
+  bool relative = fillBatch && std::any_of(sites.begin(), sites.end(),
+                                           [](const auto &entry) {
+                                             return entry.second.movable();
+                                           });
+  std::vector<float> other;
+  if (relative) {
+    fillBatch(step + 1);
+    Status s = pass(other);
+    fillBatch(step);
+    if (!s.ok())
+      return finish(s);
+  }
   if (Status s = pass(ref); !s.ok())
     return finish(s);
   // Bit for bit (a NaN equals itself here).
@@ -141,6 +158,14 @@ Status calibrateByGradient(Executor &executor, int64_t step,
     return finish(Status::failure(
         "--compress-calibrate gradient: two forward-backward passes of step " +
         std::to_string(step) + " gave different gradients"));
+  if (relative) {
+    result.noise = relativeError(other, ref);
+    if (!std::isfinite(result.noise))
+      return finish(Status::failure(
+          "--compress-calibrate gradient-noise: step " + std::to_string(step) +
+          ": the relative difference of two batches' gradients is not "
+          "finite"));
+  }
   // Tensor errors of every candidate, then one pass per site.
   std::vector<std::vector<double>> errors;
   std::vector<int64_t> ids;
@@ -178,6 +203,10 @@ Status calibrateByGradient(Executor &executor, int64_t step,
     errors.push_back(std::move(estimated));
     if (site.movable())
       budget = std::max(budget, site.budget * state.budgetScale);
+  }
+  if (relative) {
+    result.planBudget = budget;
+    budget *= result.noise;
   }
   for (size_t i = 0; i < ids.size(); ++i)
     for (double e : errors[i])

@@ -85,6 +85,10 @@ Status checkOptions(const TrainOptions &options) {
     return Status::usage("--eval-every must be non-negative");
   if (options.compressEvery < 0)
     return Status::usage("--compress-every must be non-negative");
+  if (options.compressBudgetByNoise && !options.compressByGradient)
+    return Status::usage("a budget relative to the gradient's noise needs "
+                         "gradient calibration (--compress-calibrate "
+                         "gradient-noise sets both)");
   if (options.compressByGradient && options.emulateCompute != 1)
     return Status::usage(
         "--compress-calibrate gradient cannot be combined with "
@@ -483,11 +487,19 @@ void logCompression(std::FILE *log, Executor &executor, int64_t step,
 
 /// Gradient calibration before step `step` (CompressCalibration.h): logs
 /// each tensor's measured sensitivity, the changes, and the combined
-/// gradient error predicted and measured.
-Status calibrateCompression(std::FILE *log, Executor &executor, int64_t step) {
+/// gradient error predicted and measured. With `noiseData`, the budget is
+/// relative to the gradient's batch-to-batch noise (the next step's batch
+/// comes from it).
+Status calibrateCompression(std::FILE *log, Executor &executor, int64_t step,
+                            const DataSource *noiseData) {
   auto start = std::chrono::steady_clock::now();
   GradientCalibration calibration;
-  if (Status status = calibrateByGradient(executor, step, calibration);
+  FillBatch fill;
+  if (noiseData)
+    fill = [&](int64_t s) {
+      noiseData->fill(s, executor.getTensors(), &executor.getPool());
+    };
+  if (Status status = calibrateByGradient(executor, step, calibration, fill);
       !status.ok())
     return status;
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
@@ -502,6 +514,19 @@ Status calibrateCompression(std::FILE *log, Executor &executor, int64_t step) {
             strata_plan::actFormatName(site.candidates[s.probe]).c_str(),
             s.tensorError, s.gradError);
   }
+  if (noiseData && calibration.noise > 0)
+    logLine(log,
+            "compress step %lld: gradient noise %.4g (the next batch's "
+            "gradient against this one's, relative); budget %.4g x %.4g = "
+            "%.4g\n",
+            static_cast<long long>(step), calibration.noise,
+            calibration.planBudget, calibration.noise, calibration.budget);
+  else if (noiseData && calibration.planBudget > 0)
+    logLine(log,
+            "compress step %lld: gradient noise 0: the next batch's gradient "
+            "equals this one's (does the data change from step to step?); "
+            "budget 0 keeps every tensor in its most accurate candidate\n",
+            static_cast<long long>(step));
   logCompression(log, executor, step, /*byGradient=*/true);
   logLine(log,
           "compress step %lld: gradient calibration: %lld forward-backward "
@@ -632,7 +657,9 @@ Status runSteps(const TrainOptions &options, const Straggler &straggler,
         trend.check(log, *executor.getCompression(), step);
       if (!options.compressByGradient)
         executor.getCompression()->measureNextStep();
-      else if (Status status = calibrateCompression(log, executor, step);
+      else if (Status status = calibrateCompression(
+                   log, executor, step,
+                   options.compressBudgetByNoise ? &data : nullptr);
                !status.ok())
         return status;
     }
@@ -1107,6 +1134,9 @@ void logRunHeader(std::FILE *log, const Executor &executor,
             static_cast<long long>(f32),
             packed ? static_cast<double>(f32) / packed : 0.0,
             !compression->adaptive() ? ""
+            : options.compressBudgetByNoise
+                ? ", formats chosen by gradient calibration within the "
+                  "combined gradient-error budget times the gradient's noise"
             : options.compressByGradient
                 ? ", formats chosen by gradient calibration within the "
                   "combined gradient-error budget"

@@ -70,13 +70,16 @@ options:
                     first step and every K steps (default 100; 0: first
                     step only) and move each tensor to the narrowest format
                     within the budget; the log says what changed and why
-  --compress-calibrate tensor|gradient
+  --compress-calibrate tensor|gradient|gradient-noise
                     what those measurements choose by: each tensor's
                     relative error (tensor, the default), or its effect on
                     the gradient (gradient: GACT's calibration; forward and
                     backward once per compressed tensor, then formats with
                     few bytes whose combined gradient error is within the
-                    budget; one CPU rank, no --emulate-compute)
+                    budget; one CPU rank, no --emulate-compute);
+                    gradient-noise: the same with the budget times the
+                    gradient's noise (how far the next batch's gradient
+                    is from this one's, relative; one more pass)
   --resume-latest FILE
                     resume from the newest of FILE and FILE.stepN
   --clip-norm C     clip the gradients to global L2 norm C before each
@@ -381,10 +384,14 @@ Status parseCommandLine(int argc, char **argv, CommandLine &cl) {
   if (!compressEvery.empty() && !parseInteger(compressEvery, o.compressEvery))
     return numberError("--compress-every", compressEvery);
   if (!compressCalibrate.empty()) {
-    if (compressCalibrate != "tensor" && compressCalibrate != "gradient")
-      return Status::usage("--compress-calibrate: tensor or gradient, got '" +
-                           compressCalibrate + "'");
-    o.compressByGradient = compressCalibrate == "gradient";
+    if (compressCalibrate != "tensor" && compressCalibrate != "gradient" &&
+        compressCalibrate != "gradient-noise")
+      return Status::usage(
+          "--compress-calibrate: tensor, gradient or gradient-noise, got '" +
+          compressCalibrate + "'");
+    o.compressBudgetByNoise = compressCalibrate == "gradient-noise";
+    o.compressByGradient =
+        compressCalibrate == "gradient" || o.compressBudgetByNoise;
   }
   if (!evalEvery.empty() && !parseInteger(evalEvery, o.evalEvery))
     return numberError("--eval-every", evalEvery);

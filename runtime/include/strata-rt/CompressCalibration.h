@@ -27,11 +27,24 @@
 // Each pass starts from the same state: the buffers forward and backward
 // update in place (batch_norm's running statistics) are restored before it
 // and after the last, and no optimizer update runs, so the step that
-// follows is the step the run would have made with those formats. The
-// calibration costs at most 3 + (number of sites) forward-backward passes
-// (a site whose tensor is zero needs none) and, while
-// it runs, an f32 copy of every site's tensor outside the arena. It runs on
-// one CPU rank whose program carries nothing over between steps.
+// follows is the step the run would have made with those formats.
+//
+// Budget relative to the gradient's noise (`--compress-calibrate
+// gradient-noise`): the error a compressed tensor adds matters next to the
+// error SGD already makes by estimating the gradient from one batch (ActNN
+// and GACT analyse the compression's error as gradient variance added to
+// SGD's own). So the
+// calibration also runs forward and backward, exact, on the next step's
+// batch at the same parameters: the noise n = ||g' - g|| / ||g|| is how far
+// two batches' gradients are apart, and the budget E becomes E * n. Early
+// in training, when the batches agree (n small), the budget is tight; it
+// widens as the gradient turns noisy.
+//
+// The calibration costs at most 3 + (number of sites) forward-backward passes
+// (a site whose tensor is zero needs none; relative to the noise, one more
+// where a site's format can move) and, while it runs, an f32 copy of every
+// site's tensor outside the arena. It runs on one CPU rank whose program
+// carries nothing over between steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +54,7 @@
 #include "strata-rt/Support.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace strata::rt {
@@ -62,6 +76,11 @@ struct GradientCalibration {
   double budget = 0, predicted = 0, measured = 0;
   /// Forward-backward passes run.
   int64_t passes = 0;
+  /// With a budget relative to the noise: ||g' - g|| / ||g|| of the next
+  /// step's batch against this step's, and the plan's budget it scaled
+  /// (budget = planBudget * noise; two equal batches make it 0, and every
+  /// tensor its most accurate candidate); both 0 otherwise.
+  double noise = 0, planBudget = 0;
 };
 
 /// Whether `executor` can be calibrated: a usage error naming the reason
@@ -69,12 +88,19 @@ struct GradientCalibration {
 /// over) otherwise.
 Status checkGradientCalibration(const Executor &executor);
 
+/// Fills the executor's data inputs for a step (DataSource::fill).
+using FillBatch = std::function<void(int64_t step)>;
+
 /// Calibrates the executor's compression sites on step `step` (whose inputs
 /// are filled) and moves the movable ones to the chosen formats, recording
-/// the changes (CompressionState::takeChanges). Fails with a usage error on a
+/// the changes (CompressionState::takeChanges). With `fillBatch`, the budget
+/// is relative to the gradient's noise (above): it fills step + 1's batch
+/// for one pass and step's again after it (not when every site's format is
+/// fixed: there is no budget to scale). Fails with a usage error on a
 /// GPU executor, a multi-rank plan or one that carries over.
 Status calibrateByGradient(Executor &executor, int64_t step,
-                           GradientCalibration &result);
+                           GradientCalibration &result,
+                           const FillBatch &fillBatch = {});
 
 } // namespace strata::rt
 

@@ -125,6 +125,9 @@ struct TrainOptions {
   /// (false), or its estimated effect on the gradient (true: gradient
   /// calibration, CompressCalibration.h; one CPU rank).
   bool compressByGradient = false;
+  /// With compressByGradient: the budget is relative to the gradient's
+  /// batch-to-batch noise (--compress-calibrate gradient-noise).
+  bool compressBudgetByNoise = false;
 };
 
 /// A deterministic straggler: rank `rank` sleeps `delayMs` before the first
