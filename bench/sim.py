@@ -13,16 +13,17 @@ Method (seed 001's ratio method): in each of --repeats rounds every distinct
 plan is calibrated once on this machine (strata-sim --calibrate: its kernel
 times, gaps and cores; the blocking all-reduces of the data-parallel plan
 give the link, the bucket transfers of the overlapped plan the asynchronous
-link), every configuration runs once (in an order shuffled per round), and
-each is predicted from that
-round's calibration with the emulated link and slowed compute as what-ifs
-(--what-if link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's
-prediction is the median over the rounds of its predictions, its measured
-time the median over the rounds of each run's median step (strata-run
---log-json, first two steps left out; with slowed compute the first six,
-which strata-run --emulate-compute runs unslowed to measure each kernel). Calibrating and measuring in the same
-round keeps both on the machine's state of the moment (it is shared: a long
-run drifts). Nothing is fitted to the measured runs.
+link), every configuration runs once (the slowed-compute ones twice; in an
+order shuffled per round), and each is predicted from that round's
+calibration with the emulated link and slowed compute as what-ifs (--what-if
+link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's prediction
+is the median over the rounds of its predictions, its measured time the
+median over the rounds of each run's median step (strata-run --log-json,
+first two steps left out; with slowed compute the first six, which
+strata-run --emulate-compute runs unslowed to measure each kernel; a slowed
+row's value in a round is the median of its two runs). Calibrating and
+measuring in the same round keeps both on the machine's state of the moment
+(it is shared: a long run drifts). Nothing is fitted to the measured runs.
 """
 import argparse
 import json
@@ -73,6 +74,9 @@ CONFIGS = [
      "stages=2 replicas=2 schedule=1f1b", 4, 1.0, 1),
 ]
 WHAT_IF = "DP 2, overlapped buckets, this machine's link"
+# Runs per round of a slowed-compute configuration (the median of two is
+# their mean).
+SLOWED_RUNS = 2
 
 
 def compile_plan(b, step, options, tmp, index):
@@ -204,7 +208,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=30)
-    # 20 rounds: one configuration's runs spread 10-17% (coefficient of
+    # 20 rounds: one configuration's runs vary by up to 21% (coefficient of
     # variation) over the rounds on the 2-core AMD machine of session 12, so
     # the median of 5-7 rounds moved rows by +-10% from one run to the next.
     parser.add_argument("--repeats", type=int, default=20)
@@ -258,16 +262,21 @@ def main():
                 family[options] = with_links(
                     path, links[0], os.path.join(tmp, f"{r}-cal-{index}-l.json"))
             # Each round runs the configurations in its own order (seeded by
-            # the round), so that what a run follows (an MPI run's exit, a
-            # slowed run) is not the same for a configuration in every
-            # round: a fixed order made position effects look like a row's
-            # error.
+            # the round, so every run of sim.py uses the same 20 orders),
+            # so that no row follows the same configuration in every round.
+            # Most configurations are MPI runs, so this changes little of
+            # what kind of run a row follows (docs/strata-sim.md).
             order = list(range(len(CONFIGS)))
             random.Random(r).shuffle(order)
             for index in order:
                 name, options, ranks, gbps, slow = CONFIGS[index]
-                meas, arenas[index] = measure(b, plans[index], ranks, gbps,
-                                              slow, args.steps, 1, tmp)
+                # A slowed run's padding is fixed by its steps 2-6 (the
+                # first 40 ms of the process), so the whole run is one
+                # sample of that moment's speed: those rows run twice a
+                # round (SLOWED_RUNS).
+                meas, arenas[index] = measure(
+                    b, plans[index], ranks, gbps, slow, args.steps,
+                    SLOWED_RUNS if slow != 1 else 1, tmp)
                 measured[index].append(meas)
                 cal = family[options]
                 pred, pred_arenas[index] = predict(b, plans[index], cal, gbps,
@@ -365,7 +374,10 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         "its rounds' runs (each run's median step, steps 3 on; with slowed "
         "compute steps 7 on, the padded ones: `--emulate-compute` measures "
         "each kernel unslowed in the first six steps and pads it to R times "
-        "that in the later ones). Nothing is fitted to the measured rows.",
+        "that in the later ones, so a slowed run's padded steps keep the "
+        "speed of its first 40 ms: those rows run " + str(SLOWED_RUNS) +
+        " times a round, and a round's value is their median). Nothing is "
+        "fitted to the measured rows.",
         "",
         "| configuration | ranks | predicted ms | measured ms | error | "
         "predicted arena | runtime arena |",
