@@ -160,6 +160,7 @@ Status calibrateByGradient(Executor &executor, int64_t step,
         std::to_string(step) + " gave different gradients"));
   if (relative) {
     result.noise = relativeError(other, ref);
+    std::vector<float>().swap(other); // Not needed by the passes below.
     if (!std::isfinite(result.noise))
       return finish(Status::failure(
           "--compress-calibrate gradient-noise: step " + std::to_string(step) +

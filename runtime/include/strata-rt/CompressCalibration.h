@@ -33,12 +33,11 @@
 // gradient-noise`): the error a compressed tensor adds matters next to the
 // error SGD already makes by estimating the gradient from one batch (ActNN
 // and GACT analyse the compression's error as gradient variance added to
-// SGD's own). So the
-// calibration also runs forward and backward, exact, on the next step's
-// batch at the same parameters: the noise n = ||g' - g|| / ||g|| is how far
-// two batches' gradients are apart, and the budget E becomes E * n. Early
-// in training, when the batches agree (n small), the budget is tight; it
-// widens as the gradient turns noisy.
+// SGD's own). So the calibration also runs forward and backward, exact, on
+// the next step's batch at the same parameters: the noise
+// n = ||g' - g|| / ||g|| is how far two batches' gradients are apart, and the
+// budget E becomes E * n. Early in training, when the batches agree (n
+// small), the budget is tight; it widens as the gradient turns noisy.
 //
 // The calibration costs at most 3 + (number of sites) forward-backward passes
 // (a site whose tensor is zero needs none; relative to the noise, one more
