@@ -9,24 +9,26 @@ what-if check and the arena of every plan.
 
 Writes bench/sim.md.
 
-Method (seed 001's ratio method): in each of --repeats rounds every distinct
-plan is calibrated once on this machine (strata-sim --calibrate: its kernel
-times, gaps and cores; the blocking all-reduces of the data-parallel plan
-give the link, the bucket transfers of the overlapped plan the asynchronous
-link), every configuration runs once (the slowed-compute ones twice; in an
-order shuffled per round), and each is predicted from that round's
-calibration with the emulated link and slowed compute as what-ifs (--what-if
+Method (seed 001's ratio method): in each of --repeats rounds the links are
+calibrated on this machine (strata-sim --calibrate: the blocking
+all-reduces of the data-parallel plan give the link, the bucket transfers of
+the overlapped plan the asynchronous link), then every configuration runs
+once (the slowed-compute ones twice; in an order shuffled per round), each
+right after a calibration of its own plan (its kernel times, gaps and
+cores), and is predicted from that calibration with the emulated link and
+slowed compute as what-ifs (--what-if
 link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's prediction
 is the median over the rounds of its predictions, its measured time the
 median over the rounds of each run's median step (strata-run --log-json,
 first two steps left out; with slowed compute the first six, which
 strata-run --emulate-compute runs unslowed to measure each kernel; a slowed
-row's value in a round is the median of its two runs). Calibrating and
-measuring in the same round keeps both on the machine's state of the moment
-(it is shared: a long run drifts). Nothing is fitted to the measured runs.
+row's value in a round is the median of its two runs). Calibrating right
+before the run keeps both on the machine's state of the moment (it is
+shared: its speed drifts). Nothing is fitted to the measured runs.
 """
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -171,15 +173,22 @@ def merge_calibrations(kernels_and_link, async_from, path):
     return calibration(path)
 
 
-def with_links(kernels_from, links_from, path):
-    """The kernels of one calibration with the links (blocking and
-    asynchronous) of another; returns (path, link, async link)."""
-    merged = json.load(open(kernels_from))
-    other = json.load(open(links_from))
+def paired_calibration(b, plan, tmp, name, steps, options, round_links):
+    """A fresh calibration of `plan` with the round's links, except the link
+    its own run measures (the blocking link of the data-parallel plan, the
+    asynchronous link of the overlapped one), which it keeps; returns
+    (path, link, async link)."""
+    fresh = calibrate_once(b, plan, tmp, f"{name}.json", steps)
+    merged = json.load(open(fresh))
+    own = {"dp": "link", "sync": "async_link"}.get(options)
+    other = json.load(open(round_links))
     for key in ("link", "async_link"):
+        if key == own and key in merged:
+            continue
         merged.pop(key, None)
         if key in other:
             merged[key] = other[key]
+    path = os.path.join(tmp, f"{name}-l.json")
     with open(path, "w") as f:
         json.dump(merged, f)
     return calibration(path)
@@ -212,27 +221,35 @@ def main():
     # variation) over the rounds on the 2-core AMD machine of session 12, so
     # the median of 5-7 rounds moved rows by +-10% from one run to the next.
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--report", action="store_true",
+                        help="only write bench/sim.md again from "
+                        "bench/sim-rounds.json (a run's saved rounds)")
     args = parser.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    if args.report:
+        with open(os.path.join(here, "sim-rounds.json")) as f:
+            write_report(here, json.load(f))
+        return
     if args.repeats < 1 or args.steps < 10:
         # Slowed runs are measured from step 7 (the first six are unslowed).
         parser.error("--repeats must be at least 1 and --steps at least 10")
     b = os.path.abspath(os.path.join(args.build, "bin"))
-    here = os.path.dirname(os.path.abspath(__file__))
     load_start = os.getloadavg()
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         step = os.path.join(tmp, "step.mlir")
         sh(f"{b}/strata-model {MODEL} | {b}/strata-opt --strata-autodiff "
            f"-o {step}")
-        # Rounds: each calibrates every plan family once (strata-sim
-        # --calibrate: the plan run as it is, this machine's link, compute
-        # 1x, no emulation), measures every configuration once and predicts
-        # every configuration from that round's calibrations, so that a
-        # calibration and the runs it predicts share the machine's state (a
-        # long run drifts: calibrating everything first put whole runs 5-10%
-        # off in one direction). Links: the blocking all-reduces of the
-        # data-parallel plan give the link (sends and receives use it too),
-        # the bucket transfers of the overlapped plan the asynchronous link.
+        # Rounds: each calibrates the links, then measures every
+        # configuration once, each right after a calibration of its plan
+        # (strata-sim --calibrate: the plan run as it is, this machine's
+        # link, compute 1x, no emulation), and predicts it from that
+        # calibration, so that the two share the machine's state (a long
+        # run drifts: calibrating everything first put whole runs 5-10% off
+        # in one direction; one calibration per plan at a round's start
+        # left rounds -4..+19% off on average, session 12). Links: the
+        # blocking all-reduces of the data-parallel plan give the link
+        # (sends and receives use it too), the bucket transfers of the
+        # overlapped plan the asynchronous link.
         plans = [compile_plan(b, step, options, tmp, index)
                  for index, (_, options, *_) in enumerate(CONFIGS)]
         link_plans = {"dp": compile_plan(b, step, "dp", tmp, "cal"),
@@ -241,7 +258,7 @@ def main():
         measured = [[] for _ in CONFIGS]
         arenas = [None] * len(CONFIGS)
         pred_arenas = [None] * len(CONFIGS)
-        what_ifs = []
+        what_ifs = []  # (predicted, predicted at half, measured at half, GB/s)
         fitted = []
         for r in range(args.repeats):
             blocking = calibrate_once(b, link_plans["dp"], tmp,
@@ -251,16 +268,6 @@ def main():
             links = merge_calibrations(blocking, overlapped,
                                        os.path.join(tmp, f"{r}-links.json"))
             fitted.append(links)
-            calibrated = {"dp": blocking, "sync": overlapped}
-            family = {}
-            for index, (_, options, ranks, *_) in enumerate(CONFIGS):
-                if options in family:
-                    continue
-                path = calibrated.get(options) or calibrate_once(
-                    b, plans[index], tmp, f"{r}-cal-{index}.json",
-                    30 if ranks == 1 else 20)
-                family[options] = with_links(
-                    path, links[0], os.path.join(tmp, f"{r}-cal-{index}-l.json"))
             # Each round runs the configurations in its own order (seeded by
             # the round, so every run of sim.py uses the same 20 orders),
             # so that no row follows the same configuration in every round.
@@ -274,11 +281,17 @@ def main():
                 # first 40 ms of the process), so the whole run is one
                 # sample of that moment's speed: those rows run twice a
                 # round (SLOWED_RUNS).
+                # The configuration's plan is calibrated right before its
+                # run (paired in time: the machine's speed drifts over a
+                # round by up to 17%, and back to back a calibration's
+                # prediction and a run differ by about 5%).
+                cal = paired_calibration(
+                    b, plans[index], tmp, f"{r}-cal-{index}",
+                    30 if ranks == 1 else 20, options, links[0])
                 meas, arenas[index] = measure(
                     b, plans[index], ranks, gbps, slow, args.steps,
                     SLOWED_RUNS if slow != 1 else 1, tmp)
                 measured[index].append(meas)
-                cal = family[options]
                 pred, pred_arenas[index] = predict(b, plans[index], cal, gbps,
                                                    slow)
                 predicted[index].append(pred)
@@ -291,45 +304,88 @@ def main():
                     at_half = measure_flags(b, plans[index], ranks, flags,
                                             args.steps, tmp)[0]
                     what_ifs.append((pred, half, at_half, bw))
-        for index, (name, _, ranks, *_) in enumerate(CONFIGS):
-            pred = statistics.median(predicted[index])
-            meas = statistics.median(measured[index])
-            rows.append((name, ranks, pred, meas, pred_arenas[index],
-                         arenas[index]))
-            print(f"{name}: predicted {pred * 1e3:.3f} ms, measured "
-                  f"{meas * 1e3:.3f} ms", file=sys.stderr)
-        what_if = what_ifs
         asyncs = [f[2] for f in fitted if f[2]] or [(0, 0)]
-        links = tuple(statistics.median(f[1][i] for f in fitted)
-                      for i in range(2)) + \
-            tuple(statistics.median(a[i] for a in asyncs) for i in range(2))
-    load_end = os.getloadavg()
+        links = [statistics.median(f[1][i] for f in fitted)
+                 for i in range(2)] + \
+            [statistics.median(a[i] for a in asyncs) for i in range(2)]
+    rounds = {"steps": args.steps, "repeats": args.repeats,
+              "machine": f"{cpu_name()}, {os.cpu_count()} cores",
+              "load_start": load_start, "load_end": os.getloadavg(),
+              "links": links,
+              "rows": [{"name": c[0], "predicted": predicted[i],
+                        "measured": measured[i],
+                        "predicted_arena": pred_arenas[i],
+                        "runtime_arena": arenas[i]}
+                       for i, c in enumerate(CONFIGS)],
+              "what_if": what_ifs}
     with open(os.path.join(here, "sim-rounds.json"), "w") as f:
-        # Every round's prediction and measurement (s), for reading the
-        # run-to-run spread behind the medians.
-        json.dump({"steps": args.steps, "repeats": args.repeats,
-                   "rows": [{"name": c[0], "predicted": predicted[i],
-                             "measured": measured[i]}
-                            for i, c in enumerate(CONFIGS)],
-                   "what_if": what_if}, f, indent=1)
-    write_report(here, args, rows, what_if, load_start, load_end, links)
+        # Every round's prediction and measurement (s): the report's data
+        # (--report renders it again) and the run-to-run spread behind it.
+        json.dump(rounds, f, indent=1)
+    write_report(here, rounds)
 
 
-def write_report(here, args, rows, what_if, load_start, load_end, links):
+def resolved_tau(rounds):
+    """Kendall tau over the pairs of configurations whose measured order the
+    rounds resolve (one faster in so many rounds that a fair coin gives
+    that at most 5% of the time, two-sided sign test), those pairs' count
+    and the unresolved pairs (row numbers from 1)."""
+    rows = rounds["rows"]
+    n = rounds["repeats"]
+    pred = [statistics.median(r["predicted"]) for r in rows]
+    meas = [statistics.median(r["measured"]) for r in rows]
+
+    def p_value(k):
+        k = max(k, n - k)
+        return min(1, 2 * sum(math.comb(n, i) for i in range(k, n + 1))
+                   / 2 ** n)
+
+    concordant = discordant = 0
+    unresolved = []
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            faster = sum(a < b for a, b in zip(rows[i]["measured"],
+                                               rows[j]["measured"]))
+            if p_value(faster) > 0.05:
+                unresolved.append((i + 1, j + 1))
+                continue
+            s = (pred[i] - pred[j]) * (meas[i] - meas[j])
+            concordant += s > 0
+            discordant += s < 0
+    pairs = concordant + discordant
+    return (concordant - discordant) / max(1, pairs), pairs, unresolved
+
+
+def write_report(here, rounds):
+    rows = [(r["name"], c[2], statistics.median(r["predicted"]),
+             statistics.median(r["measured"]), r["predicted_arena"],
+             r["runtime_arena"]) for r, c in zip(rounds["rows"], CONFIGS)]
+    paired = [statistics.median(p / m - 1 for p, m in zip(r["predicted"],
+                                                          r["measured"]))
+              for r in rounds["rows"]]
+    what_if = rounds["what_if"]
+    links = rounds["links"]
+    load_start, load_end = rounds["load_start"], rounds["load_end"]
+    steps, repeats = rounds["steps"], rounds["repeats"]
+    for name, _, pred, meas, *_ in rows:
+        print(f"{name}: predicted {pred * 1e3:.3f} ms, measured "
+              f"{meas * 1e3:.3f} ms", file=sys.stderr)
     errors = [abs(p - m) / m for _, _, p, m, _, _ in rows]
     two = [(p, m) for _, r, p, m, _, _ in rows if r <= 2]
     errors2 = [abs(p - m) / m for p, m in two]
     tau = kendall_tau([r[2] for r in rows], [r[3] for r in rows])
     tau2 = kendall_tau([p for p, _ in two], [m for _, m in two])
+    tau_resolved, resolved, unresolved = resolved_tau(rounds)
     moved = [abs(p - m) / m for name, _, p, m, _, _ in rows
              if any(c[0] == name and (c[3] is not None or c[4] != 1)
                     for c in CONFIGS)]
     lines = [
         "# strata-sim: predicted vs measured step time",
         "",
-        f"`python3 bench/sim.py --steps {args.steps} --repeats "
-        f"{args.repeats}` (this file's generator). Machine: {cpu_name()}, "
-        f"{os.cpu_count()} cores (the load averages say how busy they were "
+        f"`python3 bench/sim.py --steps {steps} --repeats "
+        f"{repeats}` (this file's generator; `--report` writes it again from "
+        "`bench/sim-rounds.json`, the run's every round). Machine: "
+        f"{rounds['machine']} (the load averages say how busy they were "
         "beside this run; the run itself keeps two ranks busy): "
         f"load average {load_start[0]:.2f} / {load_start[1]:.2f} / "
         f"{load_start[2]:.2f} (1 / 5 / 15 min) at the start, "
@@ -339,15 +395,18 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         f"links: `strata-run --emulate-link=bandwidth=B,latency={LATENCY_US}`; "
         "slowed compute: `--emulate-compute=2`.",
         "",
-        f"Rounds ({args.repeats}): each calibrates every distinct plan of "
-        "the table once (`strata-sim PLAN --target cpu-local --calibrate P`: "
-        "the plan run as it is, this machine's link, no emulation, compute "
-        "1x; 30 steps for one rank, 20 for several), runs every "
-        "configuration once and predicts each from that round's "
-        "calibration, so that a calibration and the runs it predicts share "
-        "the machine's state; each round runs the configurations in its own "
-        "order (shuffled, seeded by the round), so that no row always "
-        "follows the same run. A calibration gives the plan's kernel times, "
+        f"Rounds ({repeats}): each runs every configuration once, "
+        "in its own order (shuffled, seeded by the round, so that no row "
+        "always follows the same run), and calibrates each configuration's "
+        "plan right before its run (`strata-sim PLAN --target cpu-local "
+        "--calibrate P`: the plan run as it is, this machine's link, no "
+        "emulation, compute 1x; 30 steps for one rank, 20 for several), so "
+        "that a calibration and the run it predicts are seconds apart on "
+        "the machine (its speed drifts: in session 12 one configuration's "
+        "runs varied over the rounds by up to 17%, coefficient of "
+        "variation; back to back, a calibration's prediction and the run "
+        "differed by about 5%, standard deviation). "
+"A calibration gives the plan's kernel times, "
         "its gaps between kernels and around them within a step, the "
         "copies around bucket transfers and this machine's cores (more "
         "ranks than cores time-share them: the kernels stretch by the "
@@ -355,13 +414,16 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         "a fixed point of the replay); ranks that share the 2 cores with "
         "each other's communication threads run their kernels slower than "
         "one rank alone, by an amount that depends on the communication "
-        "pattern, so each plan is predicted from its own. Links, per round: "
-        "the blocking all-reduces of the data-parallel plan give this "
+        "pattern, so each plan is predicted from its own. Links, calibrated "
+        "at the start of each round: the blocking all-reduces of the "
+        "data-parallel plan give this "
         f"machine's link (median over the rounds **{links[0]:.3f} GB/s, "
         f"{links[1]:.1f} us**: MPI over shared memory; sends and receives "
         "use it too), the bucket transfers of the overlapped plan the link "
         f"of asynchronous all-reduces (**{links[2]:.3f} GB/s, "
-        f"{links[3]:.1f} us**: the runtime's background progress thread). "
+        f"{links[3]:.1f} us**: the runtime's background progress thread); "
+        "the data-parallel rows take the blocking link, the overlapped "
+        "rows the asynchronous one, from their own calibration instead. "
         "Predicted: `strata-sim PLAN --target cpu-local --profile P "
         "--what-if 'link=BGB/s,latency=Lus,async-link=...,async-latency=..."
         "[,compute=0.5x]'`, with each link the slower of the emulated one "
@@ -376,20 +438,23 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         "each kernel unslowed in the first six steps and pads it to R times "
         "that in the later ones, so a slowed run's padded steps keep the "
         "speed of its first 40 ms: those rows run " + str(SLOWED_RUNS) +
-        " times a round, and a round's value is their median). Nothing is "
-        "fitted to the measured rows.",
+        " times a round, and a round's value is their median). The error "
+        "column compares those medians; *paired* is the median over the "
+        "rounds of each round's error (its prediction against its own "
+        "run). Nothing is fitted to the measured rows.",
         "",
         "| configuration | ranks | predicted ms | measured ms | error | "
-        "predicted arena | runtime arena |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "paired | predicted arena | runtime arena |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for (name, ranks, pred, meas, pa, ra), err in zip(rows, errors):
+    for (name, ranks, pred, meas, pa, ra), err, pair in zip(rows, errors,
+                                                            paired):
         config = next(c for c in CONFIGS if c[0] == name)
         if config[3] is None and config[4] == 1:
             name += " (*replay*)"
         lines.append(f"| {name} | {ranks} | {pred * 1e3:.3f} | "
                      f"{meas * 1e3:.3f} | {100 * (pred - meas) / meas:+.1f}% | "
-                     f"{pa} | {ra} |")
+                     f"{100 * pair:+.1f}% | {pa} | {ra} |")
     arenas_equal = all(pa == ra for *_, pa, ra in rows)
     lines += [
         "",
@@ -403,7 +468,21 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
         f"compute speed): mean absolute error "
         f"{100 * sum(moved) / max(1, len(moved)):.1f}%, max "
         f"{100 * max(moved, default=0):.1f}%.",
-        "Targets (issue 17): mean <= 5%, max <= 10%, tau >= 0.9.",
+        f"**Paired** (each round's prediction against its own run, the "
+        f"median over the rounds): mean absolute error "
+        f"{100 * sum(map(abs, paired)) / len(paired):.1f}%, max "
+        f"{100 * max(map(abs, paired)):.1f}%.",
+        f"**Ranking over the resolved pairs:** Kendall tau "
+        f"{tau_resolved:.3f} over the {resolved} of "
+        f"{len(rows) * (len(rows) - 1) // 2} pairs whose measured order the "
+        f"rounds resolve (one configuration faster in so many of the "
+        f"{repeats} rounds that a fair coin gives that at most 5% of the "
+        "time, two-sided sign test). The other pairs (rows "
+        + ", ".join(f"{i}-{j}" for i, j in unresolved)
+        + ") differ by less than the machine's noise: their measured order "
+        "changes from round to round.",
+        "Targets (issue 17): mean <= 5%, max <= 10%, tau >= 0.9 (on the "
+        "error column and over all pairs).",
         "",
         "Arena: predicted (strata-sim, rank 0) "
         + ("equals" if arenas_equal else "**differs from**")
@@ -430,14 +509,27 @@ def write_report(here, args, rows, what_if, load_start, load_end, links):
             + f", median **{100 * what_if_median:+.1f}%** "
             "(target: within 10%).",
         ]
-    met = (sum(errors) / len(errors) <= 0.05 and max(errors) <= 0.10
-           and tau >= 0.9 and arenas_equal and
-           (not what_if or abs(what_if_median) <= 0.10))
-    lines += ["", ("**Every target of issue 17 is met in this run.**" if met
-                   else "**Not every target of issue 17 is met in this run.**")
-              + " Reading "
-              "(the runs before this one, and what moves the rows): "
-              "docs/strata-sim.md, \"Validation status\"."]
+    what_if_met = not what_if or abs(what_if_median) <= 0.10
+    missed = [label for label, ok in (
+        ("mean", sum(errors) / len(errors) <= 0.05),
+        ("max", max(errors) <= 0.10), ("tau", tau >= 0.9)) if not ok]
+    if not arenas_equal:
+        missed.append("arena")
+    if not what_if_met:
+        missed.append("what-if")
+    paired_met = (sum(map(abs, paired)) / len(paired) <= 0.05 and
+                  max(map(abs, paired)) <= 0.10 and tau_resolved >= 0.9 and
+                  arenas_equal and what_if_met)
+    lines += [
+        "",
+        ("**Every target of issue 17 is met in this run**" if not missed
+         else "**Not every target of issue 17 is met in this run** (missed: "
+         + ", ".join(missed) + ")")
+        + " on the error column and all pairs; on the paired errors and the "
+        "resolved pairs "
+        + ("every target is met." if paired_met else "not every target is met.")
+        + " Reading (the runs before this one, and what moves the rows): "
+        "docs/strata-sim.md, \"Validation status\"."]
     with open(os.path.join(here, "sim.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
