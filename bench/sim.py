@@ -15,7 +15,8 @@ all-reduces of the data-parallel plan give the link, the bucket transfers of
 the overlapped plan the asynchronous link), then every configuration runs
 once (the slowed-compute ones twice; in an order shuffled per round), each
 right after a calibration of its own plan (its kernel times, gaps and
-cores), and is predicted from that calibration with the emulated link and
+cores; the data-parallel and overlapped plans also their own blocking or
+asynchronous link), and is predicted from that calibration with the emulated link and
 slowed compute as what-ifs (--what-if
 link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's prediction
 is the median over the rounds of its predictions, its measured time the
@@ -282,9 +283,10 @@ def main():
                 # sample of that moment's speed: those rows run twice a
                 # round (SLOWED_RUNS).
                 # The configuration's plan is calibrated right before its
-                # run (paired in time: the machine's speed drifts over a
-                # round by up to 17%, and back to back a calibration's
-                # prediction and a run differ by about 5%).
+                # run (paired in time: one configuration's runs vary over
+                # the rounds by up to 21%, coefficient of variation, and
+                # back to back a calibration's prediction and a run differ
+                # by about 5%).
                 cal = paired_calibration(
                     b, plans[index], tmp, f"{r}-cal-{index}",
                     30 if ranks == 1 else 20, options, links[0])
@@ -327,36 +329,45 @@ def main():
 
 def resolved_tau(rounds):
     """Kendall tau over the pairs of configurations whose measured order the
-    rounds resolve (one faster in so many rounds that a fair coin gives
-    that at most 5% of the time, two-sided sign test), those pairs' count
-    and the unresolved pairs (row numbers from 1)."""
+    rounds resolve (a two-sided sign test at 5% over the rounds, rounds
+    where the two measured the same left out; the order is the one most
+    rounds show), those pairs' count, the unresolved pairs and the
+    discordant resolved ones (row numbers from 1)."""
     rows = rounds["rows"]
-    n = rounds["repeats"]
     pred = [statistics.median(r["predicted"]) for r in rows]
-    meas = [statistics.median(r["measured"]) for r in rows]
 
-    def p_value(k):
+    def p_value(k, n):
         k = max(k, n - k)
         return min(1, 2 * sum(math.comb(n, i) for i in range(k, n + 1))
                    / 2 ** n)
 
     concordant = discordant = 0
-    unresolved = []
+    unresolved, wrong = [], []
     for i in range(len(rows)):
         for j in range(i + 1, len(rows)):
-            faster = sum(a < b for a, b in zip(rows[i]["measured"],
-                                               rows[j]["measured"]))
-            if p_value(faster) > 0.05:
+            pairs = list(zip(rows[i]["measured"], rows[j]["measured"]))
+            i_faster = sum(a < b for a, b in pairs)
+            j_faster = sum(a > b for a, b in pairs)
+            n = i_faster + j_faster
+            if n == 0 or p_value(i_faster, n) > 0.05:
                 unresolved.append((i + 1, j + 1))
                 continue
-            s = (pred[i] - pred[j]) * (meas[i] - meas[j])
-            concordant += s > 0
-            discordant += s < 0
-    pairs = concordant + discordant
-    return (concordant - discordant) / max(1, pairs), pairs, unresolved
+            # Measured: i faster (+1) or j faster (-1); predicted likewise.
+            measured = 1 if i_faster > j_faster else -1
+            predicted = (pred[i] < pred[j]) - (pred[i] > pred[j])
+            concordant += predicted == measured
+            discordant += predicted == -measured
+            if predicted == -measured:
+                wrong.append((i + 1, j + 1))
+    resolved = len(rows) * (len(rows) - 1) // 2 - len(unresolved)
+    return ((concordant - discordant) / max(1, resolved), resolved,
+            unresolved, wrong)
 
 
 def write_report(here, rounds):
+    if [r["name"] for r in rounds["rows"]] != [c[0] for c in CONFIGS]:
+        sys.exit("sim.py: the saved rounds' rows are not this script's "
+                 "configurations (an older sim-rounds.json?)")
     rows = [(r["name"], c[2], statistics.median(r["predicted"]),
              statistics.median(r["measured"]), r["predicted_arena"],
              r["runtime_arena"]) for r, c in zip(rounds["rows"], CONFIGS)]
@@ -375,7 +386,7 @@ def write_report(here, rounds):
     errors2 = [abs(p - m) / m for p, m in two]
     tau = kendall_tau([r[2] for r in rows], [r[3] for r in rows])
     tau2 = kendall_tau([p for p, _ in two], [m for _, m in two])
-    tau_resolved, resolved, unresolved = resolved_tau(rounds)
+    tau_resolved, resolved, unresolved, wrong = resolved_tau(rounds)
     moved = [abs(p - m) / m for name, _, p, m, _, _ in rows
              if any(c[0] == name and (c[3] is not None or c[4] != 1)
                     for c in CONFIGS)]
@@ -403,10 +414,10 @@ def write_report(here, rounds):
         "emulation, compute 1x; 30 steps for one rank, 20 for several), so "
         "that a calibration and the run it predicts are seconds apart on "
         "the machine (its speed drifts: in session 12 one configuration's "
-        "runs varied over the rounds by up to 17%, coefficient of "
+        "runs varied over the rounds by up to 21%, coefficient of "
         "variation; back to back, a calibration's prediction and the run "
         "differed by about 5%, standard deviation). "
-"A calibration gives the plan's kernel times, "
+        "A calibration gives the plan's kernel times, "
         "its gaps between kernels and around them within a step, the "
         "copies around bucket transfers and this machine's cores (more "
         "ranks than cores time-share them: the kernels stretch by the "
@@ -475,12 +486,14 @@ def write_report(here, rounds):
         f"**Ranking over the resolved pairs:** Kendall tau "
         f"{tau_resolved:.3f} over the {resolved} of "
         f"{len(rows) * (len(rows) - 1) // 2} pairs whose measured order the "
-        f"rounds resolve (one configuration faster in so many of the "
-        f"{repeats} rounds that a fair coin gives that at most 5% of the "
-        "time, two-sided sign test). The other pairs (rows "
-        + ", ".join(f"{i}-{j}" for i, j in unresolved)
-        + ") differ by less than the machine's noise: their measured order "
-        "changes from round to round.",
+        f"{repeats} rounds resolve (a two-sided sign test at 5%: one "
+        "configuration faster in so many rounds that a fair coin gives that "
+        "at most 5% of the time; rounds where the two measured the same "
+        "left out); ordered wrong: "
+        + (", ".join(f"({i},{j})" for i, j in wrong) or "none")
+        + ". Not resolved in these rounds (their measured order changes "
+        "from round to round): "
+        + (", ".join(f"({i},{j})" for i, j in unresolved) or "none") + ".",
         "Targets (issue 17): mean <= 5%, max <= 10%, tau >= 0.9 (on the "
         "error column and over all pairs).",
         "",
@@ -499,7 +512,7 @@ def write_report(here, rounds):
         lines += [
             "",
             f"**What-if** ({WHAT_IF}): each round predicts the step at half "
-            "the round's calibrated asynchronous link (`--what-if "
+            "the asynchronous link of the row's own calibration (`--what-if "
             "link=0.5x`) and runs it with `--emulate-link=bandwidth=` that "
             f"half ({min(bws) / 2:.3f}-{max(bws) / 2:.3f} GB/s over the "
             f"rounds). Medians over the rounds: predicted at the machine's "
