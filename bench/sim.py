@@ -16,8 +16,9 @@ the overlapped plan the asynchronous link), then every configuration runs
 once (the slowed-compute ones twice; in an order shuffled per round), each
 right after a calibration of its own plan (its kernel times, gaps and
 cores; the data-parallel and overlapped plans also their own blocking or
-asynchronous link), and is predicted from that calibration with the emulated link and
-slowed compute as what-ifs (--what-if
+asynchronous link), and is predicted from that calibration with the
+emulated link (the slower bandwidth, the emulated latency) and slowed
+compute as what-ifs (--what-if
 link=...GB/s,latency=...us,async-link=...,compute=0.5x). A row's prediction
 is the median over the rounds of its predictions, its measured time the
 median over the rounds of each run's median step (strata-run --log-json,
@@ -445,11 +446,12 @@ def write_report(here, rounds):
         "[,compute=0.5x]'`, with each link's bandwidth the slower of the "
         "emulated one and the machine's (an emulated transfer ends no "
         "sooner than the real one) and its latency the emulated "
-        f"{LATENCY_US} us (since session 13: a calibrated blocking latency "
+        f"{LATENCY_US} us (since run 27: a calibrated blocking latency "
         "also holds the waiting thread's wake-up after the transfer, 18-149 "
         "us over six calibrations in a row, which an emulated transfer "
-        "hides by spinning through its last 50 us). Rows marked *replay* run under the calibration's own "
-        "conditions (the timeline replays the measured kernels: dPRO's "
+        "hides by spinning through its last 50 us). Rows marked *replay* "
+        "run under the calibration's own conditions (the timeline replays "
+        "the measured kernels: dPRO's "
         "validation); every other row changes the link or the compute speed "
         "(a prediction from the calibration). A row's predicted time is the "
         "median of its rounds' predictions, its measured time the median of "
