@@ -292,7 +292,7 @@ def main():
                 # run (paired in time: one configuration's runs vary over
                 # the rounds by up to 21%, coefficient of variation, and
                 # back to back a calibration's prediction and a run differ
-                # by about 5%).
+                # by 5-10%: bench/sim_probes.py pairs).
                 cal = paired_calibration(
                     b, plans[index], tmp, f"{r}-cal-{index}",
                     30 if ranks == 1 else 20, options, links[0])
@@ -422,7 +422,7 @@ def write_report(here, rounds):
         "the machine (its speed drifts: in session 12 one configuration's "
         "runs varied over the rounds by up to 21%, coefficient of "
         "variation; back to back, a calibration's prediction and the run "
-        "differed by about 5%, standard deviation). "
+        "differ by 5-10%, standard deviation: `bench/sim-probes.md`). "
         "A calibration gives the plan's kernel times, "
         "its gaps between kernels and around them within a step, the "
         "copies around bucket transfers and this machine's cores (more "
